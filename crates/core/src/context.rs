@@ -1,0 +1,448 @@
+//! Per-call state and the writes tools make to it.
+//!
+//! A running tool never mutates the call's context directly: it records [`Write`]s, applies them
+//! to its own copy (so it reads its own writes), and the call session applies the same writes to
+//! the live context when the tool commits. Appends are recorded as appends, not as whole lists,
+//! so two tools appending to one list concurrently both land.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// Who the call is with and where it runs: the read-only `call` scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallInfo {
+    pub id: String,
+    pub tenant_id: String,
+    /// The active agent.
+    pub agent: String,
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub to: Option<String>,
+    /// RFC 3339 time the call started.
+    pub started_at: String,
+}
+
+/// The state of one call, scope by scope. Each scope is shared until written (copy on write).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Context {
+    /// `call`: id, tenant_id, agent, from, to, started_at. Read-only for tools.
+    pub call: Arc<Value>,
+    /// `user`: given when the call is dispatched (e.g. `auth_token`). Read-only for tools.
+    pub user: Arc<Value>,
+    /// `workflow`: state shared by every agent of the call.
+    pub workflow: Arc<Value>,
+    /// `agents.<name>`: each agent's own state; `agent` is the active one's.
+    pub agents: Arc<Value>,
+    /// `flags`: workflow flags, `{name: true}`.
+    pub flags: Arc<Value>,
+}
+
+impl Context {
+    /// A fresh context for a call.
+    pub fn new(call: &CallInfo, user: Value) -> Self {
+        let user = if user.is_object() { user } else { Value::Object(Map::new()) };
+        Context {
+            call: Arc::new(json!(call)),
+            user: Arc::new(user),
+            workflow: Arc::new(Value::Object(Map::new())),
+            agents: Arc::new(Value::Object(Map::new())),
+            flags: Arc::new(Value::Object(Map::new())),
+        }
+    }
+
+    /// The active agent's name (`call.agent`).
+    pub fn active_agent(&self) -> &str {
+        self.call.get("agent").and_then(Value::as_str).unwrap_or_default()
+    }
+
+    /// Makes another agent active; only the call session does this, when a handoff commits.
+    pub fn set_active_agent(&mut self, agent: &str) {
+        if let Value::Object(m) = Arc::make_mut(&mut self.call) {
+            m.insert("agent".to_owned(), Value::String(agent.to_owned()));
+        }
+    }
+
+    /// Applies one write.
+    pub fn apply(&mut self, write: &Write) -> Result<(), WriteError> {
+        match write {
+            Write::Set { scope, keys, value } => set_in(self.scope_mut(scope), scope, keys, value.clone(), false),
+            Write::Append { scope, keys, value } => set_in(self.scope_mut(scope), scope, keys, value.clone(), true),
+            Write::Delete { scope, keys } => {
+                delete_in(self.scope_mut(scope), keys);
+                Ok(())
+            }
+            Write::SetFlag { name } => {
+                if let Value::Object(m) = Arc::make_mut(&mut self.flags) {
+                    m.insert(name.clone(), Value::Bool(true));
+                }
+                Ok(())
+            }
+            Write::ClearFlag { name } => {
+                if let Value::Object(m) = Arc::make_mut(&mut self.flags) {
+                    m.shift_remove(name);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn scope_mut(&mut self, scope: &Scope) -> &mut Value {
+        match scope {
+            Scope::Workflow => Arc::make_mut(&mut self.workflow),
+            Scope::Agent(name) => {
+                let agents = Arc::make_mut(&mut self.agents);
+                if !agents.is_object() {
+                    *agents = Value::Object(Map::new());
+                }
+                // `agents` is an object now, so indexing inserts rather than panics.
+                let slot = &mut agents[name.as_str()];
+                if !slot.is_object() {
+                    *slot = Value::Object(Map::new());
+                }
+                slot
+            }
+        }
+    }
+
+    /// Roughly how many bytes the writable state holds (its JSON size), for the context limit.
+    pub fn approx_size(&self) -> usize {
+        json_size(&self.workflow) + json_size(&self.agents) + json_size(&self.flags)
+    }
+}
+
+/// Approximate JSON size of a value, without serialising it.
+pub fn json_size(v: &Value) -> usize {
+    match v {
+        Value::Null => 4,
+        Value::Bool(_) => 5,
+        Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => 2 + a.iter().map(|x| json_size(x) + 1).sum::<usize>(),
+        Value::Object(o) => 2 + o.iter().map(|(k, x)| k.len() + 4 + json_size(x)).sum::<usize>(),
+    }
+}
+
+/// Where a write lands in the context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Workflow,
+    /// One agent's state, by name (the active agent resolved when the write was made).
+    Agent(String),
+}
+
+/// One change to a call's context, recorded by a tool and applied when it commits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Write {
+    Set { scope: Scope, keys: Vec<String>, value: Value },
+    Append { scope: Scope, keys: Vec<String>, value: Value },
+    Delete { scope: Scope, keys: Vec<String> },
+    SetFlag { name: String },
+    ClearFlag { name: String },
+}
+
+/// A write that cannot be applied as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot write {path}: {reason}")]
+pub struct WriteError {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Sets (or appends to) the value at `keys` below `root`, creating objects on the way.
+pub fn set_in(root: &mut Value, scope: &Scope, keys: &[String], value: Value, append: bool) -> Result<(), WriteError> {
+    let path = || display_path(scope, keys);
+    if keys.is_empty() {
+        if append || !value.is_object() {
+            return Err(WriteError { path: path(), reason: "a whole scope can only be set to an object".to_owned() });
+        }
+        *root = value;
+        return Ok(());
+    }
+    let mut node = root;
+    for (i, key) in keys.iter().enumerate() {
+        if node.is_null() {
+            *node = Value::Object(Map::new());
+        }
+        let Value::Object(m) = node else {
+            return Err(WriteError {
+                path: path(),
+                reason: format!("`{}` is {}, not an object", keys[..i].join("."), kind(node)),
+            });
+        };
+        if i + 1 == keys.len() {
+            if append {
+                let slot = m.entry(key.clone()).or_insert_with(|| Value::Array(Vec::new()));
+                if slot.is_null() {
+                    *slot = Value::Array(Vec::new());
+                }
+                let Value::Array(list) = slot else {
+                    return Err(WriteError { path: path(), reason: format!("it holds {}, not a list to append to", kind(slot)) });
+                };
+                list.push(value);
+            } else {
+                m.insert(key.clone(), value);
+            }
+            return Ok(());
+        }
+        node = m.entry(key.clone()).or_insert_with(|| Value::Object(Map::new()));
+    }
+    Ok(())
+}
+
+/// Removes the value at `keys`; a missing path is fine.
+pub fn delete_in(root: &mut Value, keys: &[String]) {
+    let Some((last, parents)) = keys.split_last() else {
+        *root = Value::Object(Map::new());
+        return;
+    };
+    let mut node = root;
+    for key in parents {
+        match node.get_mut(key.as_str()) {
+            Some(next) => node = next,
+            None => return,
+        }
+    }
+    if let Value::Object(m) = node {
+        m.shift_remove(last);
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn display_path(scope: &Scope, keys: &[String]) -> String {
+    let mut s = match scope {
+        Scope::Workflow => "workflow".to_owned(),
+        Scope::Agent(a) => format!("agents.{a}"),
+    };
+    for k in keys {
+        s.push('.');
+        s.push_str(k);
+    }
+    s
+}
+
+/// The destination of a write as written in a tool (`workflow.x`, `agent.x`, `result.x`, `x[+]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WritePath {
+    pub target: Target,
+    pub keys: Vec<String>,
+    /// A trailing `[+]`: append to the list there, creating it.
+    pub append: bool,
+}
+
+/// The scope a write path names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Workflow,
+    /// The active agent's state.
+    ActiveAgent,
+    /// A named agent's state.
+    Agent(String),
+    /// What the tool returns to the model.
+    Result,
+}
+
+impl fmt::Display for WritePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let head = match &self.target {
+            Target::Workflow => "workflow".to_owned(),
+            Target::ActiveAgent => "agent".to_owned(),
+            Target::Agent(a) => format!("agents.{a}"),
+            Target::Result => "result".to_owned(),
+        };
+        write!(f, "{head}")?;
+        for k in &self.keys {
+            write!(f, ".{k}")?;
+        }
+        if self.append {
+            write!(f, "[+]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a write path was refused, with the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathError {
+    pub message: String,
+    pub fix: String,
+}
+
+impl WritePath {
+    /// Parses a write path; a bare path (`logged_meals[+]`) means `workflow.`.
+    pub fn parse(src: &str) -> Result<WritePath, PathError> {
+        let s = src.trim();
+        let (s, append) = match s.strip_suffix("[+]") {
+            Some(rest) => (rest, true),
+            None => (s, false),
+        };
+        let parts: Vec<&str> = s.split('.').collect();
+        if s.is_empty() || parts.iter().any(|p| p.is_empty() || p.contains(['[', ']', ' ', '{', '}'])) {
+            return Err(PathError {
+                message: format!("`{src}` is not a valid write path"),
+                fix: "write dot-separated names such as `workflow.order.id`, optionally ending in `[+]` to append".to_owned(),
+            });
+        }
+        let rest = |n: usize| parts[n..].iter().map(|p| (*p).to_owned()).collect::<Vec<_>>();
+        let (target, keys) = match parts[0] {
+            "workflow" => (Target::Workflow, rest(1)),
+            "agent" => (Target::ActiveAgent, rest(1)),
+            "result" => (Target::Result, rest(1)),
+            "agents" => match parts.get(1) {
+                Some(name) => (Target::Agent((*name).to_owned()), rest(2)),
+                None => {
+                    return Err(PathError {
+                        message: format!("`{src}` names no agent"),
+                        fix: "write `agents.<agent name>.<key>`, or `agent.<key>` for the active agent".to_owned(),
+                    });
+                }
+            },
+            root @ ("user" | "call" | "params" | "config" | "secrets" | "response") => {
+                return Err(PathError {
+                    message: format!("`{root}` is read-only"),
+                    fix: format!("write to `workflow.{}` or `agent.{}` instead", parts[1..].join("."), parts[1..].join("."))
+                        .replace("`workflow.`", "`workflow.<key>`")
+                        .replace("`agent.`", "`agent.<key>`"),
+                });
+            }
+            "flags" => {
+                return Err(PathError {
+                    message: "flags are not written with a path".to_owned(),
+                    fix: "use a `flag.set` or `flag.clear` action".to_owned(),
+                });
+            }
+            _ => (Target::Workflow, rest(0)),
+        };
+        if append && keys.is_empty() {
+            return Err(PathError {
+                message: format!("`{src}` appends to a whole scope"),
+                fix: "append to a key inside it, e.g. `workflow.items[+]`".to_owned(),
+            });
+        }
+        Ok(WritePath { target, keys, append })
+    }
+}
+
+/// A read path for `context.get` and `context.delete`: same syntax, any readable scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadPath {
+    pub root: String,
+    pub keys: Vec<String>,
+}
+
+impl ReadPath {
+    /// Parses `scope.a.b`; a bare path means `workflow.`.
+    pub fn parse(src: &str) -> Option<ReadPath> {
+        let s = src.trim();
+        let parts: Vec<&str> = s.split('.').collect();
+        if s.is_empty() || parts.iter().any(|p| p.is_empty() || p.contains(['[', ']', ' ', '{', '}'])) {
+            return None;
+        }
+        const ROOTS: &[&str] = &["workflow", "agent", "agents", "user", "call", "params", "flags", "config", "response", "result"];
+        let (root, keys) = if ROOTS.contains(&parts[0]) {
+            (parts[0].to_owned(), parts[1..].iter().map(|p| (*p).to_owned()).collect())
+        } else {
+            ("workflow".to_owned(), parts.iter().map(|p| (*p).to_owned()).collect())
+        };
+        Some(ReadPath { root, keys })
+    }
+
+    /// The last segment: the key `context.get` files the value under.
+    pub fn last(&self) -> &str {
+        self.keys.last().map(String::as_str).unwrap_or(&self.root)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Context {
+        let call = CallInfo {
+            id: "c1".into(),
+            tenant_id: "t".into(),
+            agent: "meal".into(),
+            from: None,
+            to: None,
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        Context::new(&call, json!({"id": "u1"}))
+    }
+
+    #[test]
+    fn write_paths_parse() {
+        let cases: &[(&str, Target, &[&str], bool)] = &[
+            ("logged_meals[+]", Target::Workflow, &["logged_meals"], true),
+            ("workflow.order.id", Target::Workflow, &["order", "id"], false),
+            ("agent.last", Target::ActiveAgent, &["last"], false),
+            ("agents.billing.step", Target::Agent("billing".into()), &["step"], false),
+            ("result.total", Target::Result, &["total"], false),
+            ("result", Target::Result, &[], false),
+        ];
+        for (src, target, keys, append) in cases {
+            let p = WritePath::parse(src).unwrap();
+            assert_eq!((&p.target, p.keys.as_slice(), p.append), (target, &keys.iter().map(|k| k.to_string()).collect::<Vec<_>>()[..], *append), "{src}");
+        }
+    }
+
+    #[test]
+    fn read_only_scopes_are_refused_with_a_fix() {
+        let e = WritePath::parse("user.id").unwrap_err();
+        assert_eq!(e.message, "`user` is read-only");
+        assert!(e.fix.contains("workflow.id"), "{}", e.fix);
+        assert!(WritePath::parse("call.agent").is_err());
+        assert!(WritePath::parse("flags.vip").unwrap_err().fix.contains("flag.set"));
+        assert!(WritePath::parse("a..b").is_err());
+        assert!(WritePath::parse("workflow[+]").is_err());
+    }
+
+    #[test]
+    fn concurrent_appends_both_land() {
+        let mut live = ctx();
+        let w1 = Write::Append { scope: Scope::Workflow, keys: vec!["meals".into()], value: json!("a") };
+        let w2 = Write::Append { scope: Scope::Workflow, keys: vec!["meals".into()], value: json!("b") };
+        live.apply(&w1).unwrap();
+        live.apply(&w2).unwrap();
+        assert_eq!(live.workflow["meals"], json!(["a", "b"]));
+    }
+
+    #[test]
+    fn writes_create_and_delete() {
+        let mut c = ctx();
+        c.apply(&Write::Set { scope: Scope::Agent("meal".into()), keys: vec!["a".into(), "b".into()], value: json!(1) }).unwrap();
+        assert_eq!(c.agents["meal"]["a"]["b"], json!(1));
+        c.apply(&Write::Delete { scope: Scope::Agent("meal".into()), keys: vec!["a".into(), "b".into()] }).unwrap();
+        c.apply(&Write::Delete { scope: Scope::Workflow, keys: vec!["nope".into(), "x".into()] }).unwrap();
+        assert_eq!(c.agents["meal"]["a"], json!({}));
+        c.apply(&Write::SetFlag { name: "vip".into() }).unwrap();
+        assert_eq!(c.flags["vip"], json!(true));
+        c.apply(&Write::ClearFlag { name: "vip".into() }).unwrap();
+        assert_eq!(*c.flags, json!({}));
+    }
+
+    #[test]
+    fn type_conflicts_are_errors() {
+        let mut c = ctx();
+        c.apply(&Write::Set { scope: Scope::Workflow, keys: vec!["x".into()], value: json!("s") }).unwrap();
+        let e = c.apply(&Write::Append { scope: Scope::Workflow, keys: vec!["x".into()], value: json!(1) }).unwrap_err();
+        assert!(e.reason.contains("a string"), "{e}");
+        let e = c.apply(&Write::Set { scope: Scope::Workflow, keys: vec!["x".into(), "y".into()], value: json!(1) }).unwrap_err();
+        assert!(e.reason.contains("not an object"), "{e}");
+    }
+}

@@ -1,0 +1,122 @@
+//! What a finished tool run produced, and the JSON string the model receives.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::context::Write;
+use crate::error::{ErrorCode, ToolError};
+
+/// A finished run: its answer to the model and what the call must apply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub tool: String,
+    /// `None` on success.
+    pub error: Option<ToolError>,
+    /// The last `respond` message.
+    pub message: Option<String>,
+    /// `result`: the data returned to the model.
+    pub data: Map<String, Value>,
+    /// Context writes to commit, in order (on failure, only `on_failure`'s own).
+    pub writes: Vec<Write>,
+    /// An agent to make active.
+    pub handoff: Option<Handoff>,
+    /// `log` actions and notable events, kept in the invocation record.
+    pub logs: Vec<LogEntry>,
+}
+
+/// A `handoff` the run asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handoff {
+    pub agent: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Severity of a log entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// One `log` action or event of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEntry {
+    pub level: LogLevel,
+    pub message: String,
+    /// JSON Pointer of the action that logged it.
+    pub action: String,
+}
+
+impl Outcome {
+    /// An outcome that failed before any action ran (unknown tool, bad arguments, …).
+    pub fn failed(tool: &str, error: ToolError) -> Self {
+        Outcome { tool: tool.to_owned(), error: Some(error), message: None, data: Map::new(), writes: Vec::new(), handoff: None, logs: Vec::new() }
+    }
+
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// The error code, if it failed.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.error.as_ref().map(|e| e.code)
+    }
+
+    /// The envelope the model receives.
+    ///
+    /// On failure the message is `on_failure`'s `respond` when it has one, since the tool's
+    /// author wrote it for the caller; a `validate` rule's own message wins over it, as it says
+    /// exactly what to ask the caller for.
+    pub fn output(&self) -> Value {
+        match &self.error {
+            None => {
+                let mut out = json!({"ok": true});
+                if let Some(m) = &self.message {
+                    out["message"] = json!(m);
+                }
+                out["data"] = Value::Object(self.data.clone());
+                out
+            }
+            Some(e) => {
+                let message = match (&self.message, e.code) {
+                    (Some(m), code) if code != ErrorCode::ValidationFailed => m.clone(),
+                    _ => e.message.clone(),
+                };
+                let mut out = json!({"ok": false, "error": e.code, "tool": self.tool, "message": message});
+                if let Some(d) = &e.details {
+                    out["details"] = d.clone();
+                }
+                out
+            }
+        }
+    }
+}
+
+/// One function call's answer, as it is delivered to the model (seed 001's `ToolResult`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub function_call_id: String,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorCode>,
+    /// The JSON string the model reads.
+    pub output: String,
+}
+
+impl ToolResult {
+    /// The result of a finished run.
+    pub fn from_outcome(function_call_id: &str, outcome: &Outcome) -> Self {
+        ToolResult { function_call_id: function_call_id.to_owned(), ok: outcome.ok(), error: outcome.code(), output: outcome.output().to_string() }
+    }
+
+    /// A failure that never reached the interpreter.
+    pub fn failure(function_call_id: &str, tool: &str, error: ToolError) -> Self {
+        Self::from_outcome(function_call_id, &Outcome::failed(tool, error))
+    }
+}

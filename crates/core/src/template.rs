@@ -1,0 +1,862 @@
+//! Templates and expressions: `{{ expr }}` in any string of an action, compiled once per tool
+//! version.
+//!
+//! A template string is split into literal text and `{{ … }}` holes; each hole is a minijinja
+//! *expression* (filters, tests, arithmetic, `a if c else b`), never a statement block, so a
+//! template cannot loop. A string that is exactly one hole yields the typed value; anything else
+//! renders to a string. Plain paths (`params.meal_type`, `user.id`, `workflow.items[0]`) skip the
+//! engine and are looked up directly: most templates are such paths, and this keeps them cheap.
+//! Undefined names are errors, never empty strings.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+use minijinja::value::{Enumerator, Object, ObjectRepr, Value as MjValue, ValueKind};
+use minijinja::{Environment, Expression, UndefinedBehavior};
+use serde_json::{Map, Value};
+
+/// Instructions one evaluation may execute before it is stopped; templates are expressions,
+/// so this is only reached by pathological input (huge ranges, deep recursion through filters).
+pub const FUEL_PER_EVALUATION: u64 = 20_000;
+
+static ENGINE: LazyLock<Environment<'static>> = LazyLock::new(|| {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_fuel(Some(FUEL_PER_EVALUATION));
+    env
+});
+
+static EMPTY_OBJECT: LazyLock<Value> = LazyLock::new(|| Value::Object(Map::new()));
+
+const KEYWORDS: &[&str] = &[
+    "true", "false", "none", "True", "False", "None", "not", "and", "or", "in", "is", "if", "else",
+];
+
+/// A template that failed to compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TemplateError {
+    pub message: String,
+    pub fix: Option<String>,
+}
+
+impl TemplateError {
+    fn new(message: impl Into<String>, fix: impl Into<Option<String>>) -> Self {
+        Self { message: message.into(), fix: fix.into() }
+    }
+}
+
+/// A template or expression that failed while it was evaluated.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    #[error("`{expr}`: `{name}` is undefined")]
+    Undefined { expr: String, name: String },
+    #[error("`{expr}`: {message}")]
+    Engine { expr: String, message: String },
+    #[error("template output is {size} bytes, over the limit of {limit}")]
+    TooLarge { size: usize, limit: usize },
+}
+
+/// One step of a path: an object key or an array index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+/// A plain path such as `params.dishes[0]`, evaluated without the template engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathExpr {
+    pub root: String,
+    pub segs: Vec<Seg>,
+}
+
+impl PathExpr {
+    /// Parses `root(.key | [index] | ["key"])*`; `None` when the text is any other expression.
+    pub fn parse(src: &str) -> Option<PathExpr> {
+        let src = src.trim();
+        let mut chars = src.char_indices().peekable();
+        let ident = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>| -> Option<String> {
+            let mut s = String::new();
+            while let Some(&(_, c)) = chars.peek() {
+                let ok = if s.is_empty() { c.is_ascii_alphabetic() || c == '_' } else { c.is_ascii_alphanumeric() || c == '_' };
+                if !ok {
+                    break;
+                }
+                s.push(c);
+                chars.next();
+            }
+            (!s.is_empty()).then_some(s)
+        };
+        let root = ident(&mut chars)?;
+        if KEYWORDS.contains(&root.as_str()) {
+            return None;
+        }
+        let mut segs = Vec::new();
+        while let Some((_, c)) = chars.next() {
+            match c {
+                '.' => segs.push(Seg::Key(ident(&mut chars)?)),
+                '[' => {
+                    let mut inner = String::new();
+                    loop {
+                        let (_, c) = chars.next()?;
+                        if c == ']' {
+                            break;
+                        }
+                        inner.push(c);
+                    }
+                    segs.push(bracket_seg(&inner)?);
+                }
+                _ => return None,
+            }
+        }
+        Some(PathExpr { root, segs })
+    }
+
+    /// Looks the path up; `Err(name)` names the first undefined part.
+    pub fn lookup<'v>(&self, vars: &Vars<'v>) -> Result<&'v Value, String> {
+        let mut node = vars.get(&self.root).ok_or_else(|| self.root.clone())?;
+        for (i, seg) in self.segs.iter().enumerate() {
+            let next = match (seg, node) {
+                (Seg::Key(k), Value::Object(m)) => m.get(k),
+                (Seg::Index(i), Value::Array(a)) => a.get(*i),
+                _ => None,
+            };
+            node = next.ok_or_else(|| self.display_prefix(i + 1))?;
+        }
+        Ok(node)
+    }
+
+    fn display_prefix(&self, n: usize) -> String {
+        let mut s = self.root.clone();
+        for seg in &self.segs[..n] {
+            match seg {
+                Seg::Key(k) => {
+                    s.push('.');
+                    s.push_str(k);
+                }
+                Seg::Index(i) => s.push_str(&format!("[{i}]")),
+            }
+        }
+        s
+    }
+}
+
+fn bracket_seg(inner: &str) -> Option<Seg> {
+    let inner = inner.trim();
+    if let Ok(i) = inner.parse::<usize>() {
+        return Some(Seg::Index(i));
+    }
+    let quoted = |q: char| inner.len() >= 2 && inner.starts_with(q) && inner.ends_with(q);
+    if quoted('"') || quoted('\'') {
+        let key = &inner[1..inner.len() - 1];
+        if !key.contains(['\\', '"', '\'']) {
+            return Some(Seg::Key(key.to_owned()));
+        }
+    }
+    None
+}
+
+/// A compiled expression: a plain path, or a minijinja expression.
+pub enum Expr {
+    Path(PathExpr),
+    Jinja { source: String, compiled: Box<Expression<'static, 'static>> },
+}
+
+impl fmt::Debug for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Expr({:?})", self.source())
+    }
+}
+
+impl Expr {
+    /// Compiles the text of an expression (without `{{ }}`).
+    pub fn compile(source: &str) -> Result<Expr, TemplateError> {
+        let source = source.trim();
+        if source.is_empty() {
+            return Err(TemplateError::new("empty expression", Some("write a path such as `params.name`".to_owned())));
+        }
+        if let Some(path) = PathExpr::parse(source) {
+            return Ok(Expr::Path(path));
+        }
+        let compiled = ENGINE.compile_expression_owned(source.to_owned()).map_err(|e| {
+            let detail = e.detail().unwrap_or("invalid expression");
+            TemplateError::new(
+                format!("`{source}` does not compile: {}: {detail}", e.kind()),
+                Some("check the expression's syntax (Jinja expressions: paths, filters like `| length`, comparisons, `a if cond else b`)".to_owned()),
+            )
+        })?;
+        Ok(Expr::Jinja { source: source.to_owned(), compiled: Box::new(compiled) })
+    }
+
+    /// Compiles an expression written either bare (`params.x > 0`) or as one `{{ … }}` hole.
+    pub fn compile_condition(source: &str) -> Result<Expr, TemplateError> {
+        let t = source.trim();
+        if let Some(inner) = t.strip_prefix("{{").and_then(|s| s.strip_suffix("}}")) {
+            if !inner.contains("{{") {
+                return Expr::compile(inner);
+            }
+        }
+        Expr::compile(t)
+    }
+
+    /// The expression's text as written.
+    pub fn source(&self) -> String {
+        match self {
+            Expr::Path(p) => p.display_prefix(p.segs.len()),
+            Expr::Jinja { source, .. } => source.clone(),
+        }
+    }
+
+    /// Every variable the expression reads, as dotted names (`params.meal_type`, `user`).
+    pub fn variables(&self) -> BTreeSet<String> {
+        match self {
+            Expr::Path(p) => {
+                let mut s = p.root.clone();
+                if let Some(Seg::Key(k)) = p.segs.first() {
+                    s.push('.');
+                    s.push_str(k);
+                }
+                BTreeSet::from([s])
+            }
+            Expr::Jinja { compiled, .. } => compiled.undeclared_variables(true).into_iter().collect(),
+        }
+    }
+
+    /// Evaluates to a JSON value.
+    pub fn eval(&self, vars: &Vars<'_>) -> Result<Value, EvalError> {
+        match self {
+            Expr::Path(p) => p.lookup(vars).cloned().map_err(|name| EvalError::Undefined { expr: self.source(), name }),
+            Expr::Jinja { source, compiled } => {
+                let out = compiled.eval(vars.to_minijinja()).map_err(|e| engine_error(source, &e))?;
+                if out.is_undefined() {
+                    return Err(EvalError::Undefined { expr: source.clone(), name: source.clone() });
+                }
+                to_json(&out).map_err(|message| EvalError::Engine { expr: source.clone(), message })
+            }
+        }
+    }
+
+    /// Evaluates for truth, as Jinja does (`none`, `false`, `0`, `""`, `[]`, `{}` are false).
+    pub fn eval_bool(&self, vars: &Vars<'_>) -> Result<bool, EvalError> {
+        match self {
+            Expr::Path(p) => {
+                p.lookup(vars).map(truthy).map_err(|name| EvalError::Undefined { expr: self.source(), name })
+            }
+            Expr::Jinja { source, compiled } => {
+                let out = compiled.eval(vars.to_minijinja()).map_err(|e| engine_error(source, &e))?;
+                if out.is_undefined() {
+                    return Err(EvalError::Undefined { expr: source.clone(), name: source.clone() });
+                }
+                Ok(out.is_true())
+            }
+        }
+    }
+
+    /// Appends the value's string form to `out`, as text templates render it.
+    fn render_into(&self, vars: &Vars<'_>, out: &mut String) -> Result<(), EvalError> {
+        match self {
+            Expr::Path(p) => {
+                let v = p.lookup(vars).map_err(|name| EvalError::Undefined { expr: self.source(), name })?;
+                push_display(v, out);
+                Ok(())
+            }
+            Expr::Jinja { .. } => {
+                let v = self.eval(vars)?;
+                push_display(&v, out);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn engine_error(source: &str, e: &minijinja::Error) -> EvalError {
+    if e.kind() == minijinja::ErrorKind::UndefinedError {
+        return EvalError::Undefined { expr: source.to_owned(), name: e.detail().unwrap_or(source).to_owned() };
+    }
+    let message = match e.detail() {
+        Some(d) => format!("{}: {d}", e.kind()),
+        None => e.kind().to_string(),
+    };
+    EvalError::Engine { expr: source.to_owned(), message }
+}
+
+/// Jinja truthiness of a JSON value.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// How a value shows inside text: strings as they are, `null` as nothing, the rest as JSON.
+fn push_display(v: &Value, out: &mut String) {
+    match v {
+        Value::String(s) => out.push_str(s),
+        Value::Null => {}
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A string with `{{ }}` holes.
+#[derive(Debug)]
+pub enum StrTemplate {
+    /// No holes: the text as written.
+    Literal(String),
+    /// Exactly one hole and nothing else: evaluates to the typed value.
+    Whole(Expr),
+    /// Text and holes: renders to a string.
+    Text(Vec<Piece>),
+}
+
+/// A part of a text template.
+#[derive(Debug)]
+pub enum Piece {
+    Lit(String),
+    Hole(Expr),
+}
+
+impl StrTemplate {
+    /// Compiles a template string.
+    pub fn compile(src: &str) -> Result<StrTemplate, TemplateError> {
+        let pieces = split(src)?;
+        Ok(match pieces.len() {
+            0 => StrTemplate::Literal(String::new()),
+            1 => match pieces.into_iter().next() {
+                Some(Piece::Hole(e)) => StrTemplate::Whole(e),
+                Some(Piece::Lit(s)) => StrTemplate::Literal(s),
+                None => StrTemplate::Literal(String::new()),
+            },
+            _ => StrTemplate::Text(pieces),
+        })
+    }
+
+    /// Whether the string has no holes.
+    pub fn is_literal(&self) -> bool {
+        matches!(self, StrTemplate::Literal(_))
+    }
+
+    /// Every expression in the template.
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            StrTemplate::Literal(_) => Vec::new(),
+            StrTemplate::Whole(e) => vec![e],
+            StrTemplate::Text(p) => p
+                .iter()
+                .filter_map(|p| match p {
+                    Piece::Hole(e) => Some(e),
+                    Piece::Lit(_) => None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Evaluates: a whole-string hole keeps its type, anything else becomes a string.
+    pub fn eval(&self, vars: &Vars<'_>, limit: usize) -> Result<Value, EvalError> {
+        match self {
+            StrTemplate::Literal(s) => Ok(Value::String(s.clone())),
+            StrTemplate::Whole(e) => e.eval(vars),
+            StrTemplate::Text(_) => self.render(vars, limit).map(Value::String),
+        }
+    }
+
+    /// Renders to a string, whatever the holes hold.
+    pub fn render(&self, vars: &Vars<'_>, limit: usize) -> Result<String, EvalError> {
+        let mut out = String::new();
+        match self {
+            StrTemplate::Literal(s) => out.push_str(s),
+            StrTemplate::Whole(e) => e.render_into(vars, &mut out)?,
+            StrTemplate::Text(pieces) => {
+                for p in pieces {
+                    match p {
+                        Piece::Lit(s) => out.push_str(s),
+                        Piece::Hole(e) => e.render_into(vars, &mut out)?,
+                    }
+                    if out.len() > limit {
+                        return Err(EvalError::TooLarge { size: out.len(), limit });
+                    }
+                }
+            }
+        }
+        if out.len() > limit {
+            return Err(EvalError::TooLarge { size: out.len(), limit });
+        }
+        Ok(out)
+    }
+}
+
+/// Splits a template into literal text and compiled holes.
+fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
+    let mut pieces = Vec::new();
+    let mut lit = String::new();
+    let mut rest = src;
+    let mut trim_next = false;
+    loop {
+        let Some(open) = rest.find('{') else {
+            push_lit(&mut pieces, &mut lit, rest, trim_next);
+            break;
+        };
+        let after = &rest[open + 1..];
+        if after.starts_with('%') || after.starts_with('#') {
+            return Err(TemplateError::new(
+                format!("`{{{}` blocks and comments are not supported in tool templates", &after[..1]),
+                Some("use an expression inside `{{ }}`, e.g. `{{ 'yes' if flags.vip else 'no' }}`".to_owned()),
+            ));
+        }
+        if !after.starts_with('{') {
+            lit.push_str(&rest[..=open]);
+            rest = after;
+            continue;
+        }
+        let before = &rest[..open];
+        let body_start = open + 2;
+        let close = find_close(&rest[body_start..]).ok_or_else(|| {
+            TemplateError::new(
+                format!("`{{{{` at byte {} is never closed", src.len() - rest.len() + open),
+                Some("close the expression with `}}`".to_owned()),
+            )
+        })?;
+        let mut body = &rest[body_start..body_start + close];
+        let trim_before = body.starts_with('-');
+        if trim_before {
+            body = &body[1..];
+        }
+        let trim_after = body.ends_with('-') && body[..body.len() - 1].ends_with(char::is_whitespace);
+        if trim_after {
+            body = &body[..body.len() - 1];
+        }
+        push_lit(&mut pieces, &mut lit, before, trim_next);
+        if trim_before {
+            trim_end_lit(&mut pieces);
+        }
+        let expr = Expr::compile(body).map_err(|e| TemplateError { message: e.message, fix: e.fix })?;
+        pieces.push(Piece::Hole(expr));
+        trim_next = trim_after;
+        rest = &rest[body_start + close + 2..];
+    }
+    // A literal left alone is a plain string; a lone hole with only surrounding whitespace is typed.
+    if pieces.len() > 1 && pieces.iter().filter(|p| matches!(p, Piece::Hole(_))).count() == 1 {
+        let only_blank = pieces.iter().all(|p| match p {
+            Piece::Lit(s) => s.trim().is_empty(),
+            Piece::Hole(_) => true,
+        });
+        if only_blank {
+            pieces.retain(|p| matches!(p, Piece::Hole(_)));
+        }
+    }
+    Ok(pieces)
+}
+
+fn push_lit(pieces: &mut Vec<Piece>, lit: &mut String, text: &str, trim_start: bool) {
+    lit.push_str(text);
+    let s = std::mem::take(lit);
+    let s = if trim_start { s.trim_start().to_owned() } else { s };
+    if !s.is_empty() {
+        pieces.push(Piece::Lit(s));
+    }
+}
+
+fn trim_end_lit(pieces: &mut Vec<Piece>) {
+    if let Some(Piece::Lit(s)) = pieces.last_mut() {
+        let t = s.trim_end().len();
+        s.truncate(t);
+        if s.is_empty() {
+            pieces.pop();
+        }
+    }
+}
+
+/// The offset of the `}}` closing a hole, skipping string literals inside the expression.
+fn find_close(body: &str) -> Option<usize> {
+    let bytes = body.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) => {
+                if b == b'\\' {
+                    i += 1;
+                } else if b == q {
+                    quote = None;
+                }
+            }
+            None => {
+                if b == b'"' || b == b'\'' {
+                    quote = Some(b);
+                } else if b == b'}' && bytes.get(i + 1) == Some(&b'}') {
+                    return Some(i);
+                }
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A JSON value with templates in its strings, at any depth.
+#[derive(Debug)]
+pub enum ValueTemplate {
+    /// Holds no template: used as is.
+    Literal(Value),
+    Str(StrTemplate),
+    Array(Vec<ValueTemplate>),
+    Object(Vec<(String, ValueTemplate)>),
+}
+
+impl ValueTemplate {
+    /// Compiles every string of `v`; `on_error` receives the JSON Pointer suffix and the error.
+    pub fn compile(v: &Value, on_error: &mut dyn FnMut(&str, TemplateError)) -> ValueTemplate {
+        Self::compile_at(v, "", on_error)
+    }
+
+    fn compile_at(v: &Value, at: &str, on_error: &mut dyn FnMut(&str, TemplateError)) -> ValueTemplate {
+        let t = match v {
+            Value::String(s) => match StrTemplate::compile(s) {
+                Ok(StrTemplate::Literal(_)) => return ValueTemplate::Literal(v.clone()),
+                Ok(t) => ValueTemplate::Str(t),
+                Err(e) => {
+                    on_error(at, e);
+                    return ValueTemplate::Literal(v.clone());
+                }
+            },
+            Value::Array(a) => ValueTemplate::Array(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, x)| Self::compile_at(x, &crate::diag::child(at, i), on_error))
+                    .collect(),
+            ),
+            Value::Object(o) => ValueTemplate::Object(
+                o.iter()
+                    .map(|(k, x)| (k.clone(), Self::compile_at(x, &crate::diag::child(at, k), on_error)))
+                    .collect(),
+            ),
+            other => return ValueTemplate::Literal(other.clone()),
+        };
+        if t.exprs().is_empty() { ValueTemplate::Literal(v.clone()) } else { t }
+    }
+
+    /// Every expression at any depth.
+    pub fn exprs(&self) -> Vec<&Expr> {
+        let mut out = Vec::new();
+        self.collect(&mut out);
+        out
+    }
+
+    fn collect<'a>(&'a self, out: &mut Vec<&'a Expr>) {
+        match self {
+            ValueTemplate::Literal(_) => {}
+            ValueTemplate::Str(s) => out.extend(s.exprs()),
+            ValueTemplate::Array(a) => a.iter().for_each(|x| x.collect(out)),
+            ValueTemplate::Object(o) => o.iter().for_each(|(_, x)| x.collect(out)),
+        }
+    }
+
+    /// Renders every template inside, keeping the structure.
+    pub fn eval(&self, vars: &Vars<'_>, limit: usize) -> Result<Value, EvalError> {
+        match self {
+            ValueTemplate::Literal(v) => Ok(v.clone()),
+            ValueTemplate::Str(s) => s.eval(vars, limit),
+            ValueTemplate::Array(a) => a.iter().map(|x| x.eval(vars, limit)).collect::<Result<_, _>>().map(Value::Array),
+            ValueTemplate::Object(o) => o
+                .iter()
+                .map(|(k, x)| x.eval(vars, limit).map(|v| (k.clone(), v)))
+                .collect::<Result<Map<_, _>, _>>()
+                .map(Value::Object),
+        }
+    }
+}
+
+/// What a template may read: scope names bound to JSON values, borrowed from the run.
+#[derive(Debug, Clone, Copy)]
+pub struct Vars<'a> {
+    entries: &'a [(&'static str, VarRef<'a>)],
+}
+
+/// One scope: a shared JSON value, or one key of it (`agent` is `agents[<active agent>]`).
+#[derive(Debug, Clone, Copy)]
+pub struct VarRef<'a> {
+    pub value: &'a Arc<Value>,
+    pub key: Option<&'a str>,
+}
+
+impl<'a> VarRef<'a> {
+    /// The whole value of a scope.
+    pub fn whole(value: &'a Arc<Value>) -> Self {
+        VarRef { value, key: None }
+    }
+
+    fn resolve(&self) -> &'a Value {
+        match self.key {
+            None => self.value,
+            Some(k) => self.value.get(k).unwrap_or(&EMPTY_OBJECT),
+        }
+    }
+}
+
+impl<'a> Vars<'a> {
+    /// Binds scope names to values.
+    pub fn new(entries: &'a [(&'static str, VarRef<'a>)]) -> Self {
+        Vars { entries }
+    }
+
+    /// The value of one scope.
+    pub fn get(&self, name: &str) -> Option<&'a Value> {
+        self.entries.iter().find(|(n, _)| *n == name).map(|(_, v)| v.resolve())
+    }
+
+    fn to_minijinja(self) -> MjValue {
+        let scopes = self
+            .entries
+            .iter()
+            .map(|(name, v)| {
+                let path = v.key.map(|k| vec![Seg::Key(k.to_owned())]).unwrap_or_default();
+                (*name, JsonView { root: Arc::clone(v.value), path })
+            })
+            .collect();
+        MjValue::from_object(ScopesObject { scopes })
+    }
+}
+
+#[derive(Debug)]
+struct ScopesObject {
+    scopes: Vec<(&'static str, JsonView)>,
+}
+
+impl Object for ScopesObject {
+    fn get_value(self: &Arc<Self>, key: &MjValue) -> Option<MjValue> {
+        let name = key.as_str()?;
+        let (_, view) = self.scopes.iter().find(|(n, _)| *n == name)?;
+        view.node().map(|node| view_value(node, &view.root, &view.path))
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Values(self.scopes.iter().map(|(n, _)| MjValue::from(*n)).collect())
+    }
+}
+
+/// A lazy view into a shared JSON tree, so templates convert only the parts they touch.
+#[derive(Debug)]
+struct JsonView {
+    root: Arc<Value>,
+    path: Vec<Seg>,
+}
+
+impl JsonView {
+    fn node(&self) -> Option<&Value> {
+        let mut node: &Value = &self.root;
+        for seg in &self.path {
+            node = match (seg, node) {
+                (Seg::Key(k), Value::Object(m)) => m.get(k),
+                (Seg::Index(i), Value::Array(a)) => a.get(*i),
+                _ => None,
+            }
+            .or_else(|| (matches!(seg, Seg::Key(_))).then_some(&*EMPTY_OBJECT))?;
+        }
+        Some(node)
+    }
+}
+
+fn view_value(node: &Value, root: &Arc<Value>, path: &[Seg]) -> MjValue {
+    match node {
+        Value::Null => MjValue::from(()),
+        Value::Bool(b) => MjValue::from(*b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                MjValue::from(i)
+            } else if let Some(u) = n.as_u64() {
+                MjValue::from(u)
+            } else {
+                MjValue::from(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        Value::String(s) => MjValue::from(s.as_str()),
+        Value::Array(_) | Value::Object(_) => {
+            MjValue::from_object(JsonView { root: Arc::clone(root), path: path.to_vec() })
+        }
+    }
+}
+
+impl Object for JsonView {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        match self.node() {
+            Some(Value::Array(_)) => ObjectRepr::Seq,
+            _ => ObjectRepr::Map,
+        }
+    }
+
+    fn get_value(self: &Arc<Self>, key: &MjValue) -> Option<MjValue> {
+        let node = self.node()?;
+        let (seg, child) = match node {
+            Value::Object(m) => {
+                let k = key.as_str()?;
+                (Seg::Key(k.to_owned()), m.get(k)?)
+            }
+            Value::Array(a) => {
+                let i = key.as_i64()?;
+                let i = if i < 0 { a.len().checked_sub(i.unsigned_abs() as usize)? } else { i as usize };
+                (Seg::Index(i), a.get(i)?)
+            }
+            _ => return None,
+        };
+        if matches!(child, Value::Array(_) | Value::Object(_)) {
+            let mut path = self.path.clone();
+            path.push(seg);
+            Some(MjValue::from_object(JsonView { root: Arc::clone(&self.root), path }))
+        } else {
+            Some(view_value(child, &self.root, &self.path))
+        }
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        match self.node() {
+            Some(Value::Array(a)) => Enumerator::Seq(a.len()),
+            Some(Value::Object(m)) => Enumerator::Values(m.keys().map(|k| MjValue::from(k.as_str())).collect()),
+            _ => Enumerator::Empty,
+        }
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        match self.node()? {
+            Value::Array(a) => Some(a.len()),
+            Value::Object(m) => Some(m.len()),
+            _ => None,
+        }
+    }
+}
+
+/// Converts an engine value to JSON, reusing the shared tree when it is a view of one.
+fn to_json(v: &MjValue) -> Result<Value, String> {
+    if let Some(view) = v.downcast_object_ref::<JsonView>() {
+        return Ok(view.node().cloned().unwrap_or(Value::Null));
+    }
+    match v.kind() {
+        ValueKind::Undefined | ValueKind::None => Ok(Value::Null),
+        ValueKind::Bool => Ok(Value::Bool(v.is_true())),
+        ValueKind::String => Ok(Value::String(v.as_str().unwrap_or_default().to_owned())),
+        ValueKind::Seq | ValueKind::Iterable => {
+            let items = v.try_iter().map_err(|e| e.to_string())?;
+            items.map(|x| to_json(&x)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+        }
+        ValueKind::Map => {
+            let keys = v.try_iter().map_err(|e| e.to_string())?;
+            let mut out = Map::new();
+            for k in keys {
+                let item = v.get_item(&k).map_err(|e| e.to_string())?;
+                let key = match k.as_str() {
+                    Some(s) => s.to_owned(),
+                    None => k.to_string(),
+                };
+                out.insert(key, to_json(&item)?);
+            }
+            Ok(Value::Object(out))
+        }
+        _ => serde_json::to_value(v).map_err(|e| e.to_string()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn with_vars<R>(f: impl FnOnce(&Vars<'_>) -> R) -> R {
+        let params = Arc::new(json!({"meal_type": "lunch", "dishes": ["soup", "bread"], "count": 3, "note": null}));
+        let workflow = Arc::new(json!({"logged": [1, 2]}));
+        let agents = Arc::new(json!({"meal": {"last": "soup"}}));
+        let entries = [
+            ("params", VarRef::whole(&params)),
+            ("workflow", VarRef::whole(&workflow)),
+            ("agent", VarRef { value: &agents, key: Some("meal") }),
+        ];
+        f(&Vars::new(&entries))
+    }
+
+    /// (template, expected value) — one line per case.
+    #[test]
+    fn templates_evaluate() {
+        let cases: &[(&str, Value)] = &[
+            ("{{params.count}}", json!(3)),
+            ("{{ params }}", json!({"meal_type": "lunch", "dishes": ["soup", "bread"], "count": 3, "note": null})),
+            ("I've logged your {{params.meal_type}}!", json!("I've logged your lunch!")),
+            ("{{ params.dishes | length }}", json!(2)),
+            ("{{ params.dishes[1] }}", json!("bread")),
+            ("{{ params.dishes[-1] | upper }}", json!("BREAD")),
+            ("{{ params['meal_type'] }}", json!("lunch")),
+            ("{{ agent.last }}", json!("soup")),
+            ("n={{ params.count * 2 }}", json!("n=6")),
+            ("[{{ params.note }}]", json!("[]")),
+            ("{{ workflow.logged }}", json!([1, 2])),
+            ("{{ params.dishes | join(', ') }}", json!("soup, bread")),
+            ("{{ {'a': params.count, 'b': [1, 'x']} }}", json!({"a": 3, "b": [1, "x"]})),
+            ("{{ 'yes' if params.count > 2 else 'no' }}", json!("yes")),
+            ("  {{ params.count }} ", json!(3)),
+            ("a {{- ' b ' -}} c", json!("a b c")),
+            ("{{ '}}' }}", json!("}}")),
+            ("plain { text }", json!("plain { text }")),
+        ];
+        with_vars(|vars| {
+            for (src, want) in cases {
+                let t = StrTemplate::compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+                assert_eq!(&t.eval(vars, 1 << 20).unwrap_or_else(|e| panic!("{src}: {e}")), want, "{src}");
+            }
+        });
+    }
+
+    #[test]
+    fn undefined_names_are_errors() {
+        with_vars(|vars| {
+            for src in ["{{ params.missing }}", "{{ nothing }}", "x {{ params.dishes[5] }}", "{{ params.missing | upper }}"] {
+                let t = StrTemplate::compile(src).unwrap();
+                let err = t.eval(vars, 1000).unwrap_err();
+                assert!(matches!(err, EvalError::Undefined { .. }), "{src}: {err:?}");
+            }
+        });
+    }
+
+    #[test]
+    fn compile_errors_are_reported() {
+        for (src, needle) in [
+            ("{{ params. }}", "does not compile"),
+            ("{% if x %}y{% endif %}", "not supported"),
+            ("hello {{ params.x", "never closed"),
+            ("{{ }}", "empty expression"),
+        ] {
+            let err = StrTemplate::compile(src).unwrap_err();
+            assert!(err.message.contains(needle), "{src}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn output_is_bounded() {
+        with_vars(|vars| {
+            let t = StrTemplate::compile("{{ 'x' * 100 }}!").unwrap();
+            assert!(matches!(t.render(vars, 50), Err(EvalError::TooLarge { .. })));
+        });
+    }
+
+    #[test]
+    fn fuel_stops_runaway_expressions() {
+        with_vars(|vars| {
+            let e = Expr::compile("range(100000) | map('string') | join(',')").unwrap();
+            assert!(matches!(e.eval(vars), Err(EvalError::Engine { .. })));
+        });
+    }
+
+    #[test]
+    fn variables_are_listed() {
+        let e = Expr::compile("params.dishes | length > workflow.min").unwrap();
+        assert_eq!(e.variables(), BTreeSet::from(["params.dishes".to_owned(), "workflow.min".to_owned()]));
+        let p = Expr::compile("user.id").unwrap();
+        assert_eq!(p.variables(), BTreeSet::from(["user.id".to_owned()]));
+    }
+}
