@@ -69,8 +69,10 @@ impl Context {
     /// Applies one write.
     pub fn apply(&mut self, write: &Write) -> Result<(), WriteError> {
         match write {
-            Write::Set { scope, keys, value } => set_in(self.scope_mut(scope), scope, keys, value.clone(), false),
-            Write::Append { scope, keys, value } => set_in(self.scope_mut(scope), scope, keys, value.clone(), true),
+            Write::Set { scope, keys, value } => set_in(self.scope_mut(scope), &scope.to_string(), keys, value.clone(), false),
+            Write::Append { scope, keys, value } => {
+                set_in(self.scope_mut(scope), &scope.to_string(), keys, value.clone(), true)
+            }
             Write::Delete { scope, keys } => {
                 delete_in(self.scope_mut(scope), keys);
                 Ok(())
@@ -155,8 +157,15 @@ pub struct WriteError {
 }
 
 /// Sets (or appends to) the value at `keys` below `root`, creating objects on the way.
-pub fn set_in(root: &mut Value, scope: &Scope, keys: &[String], value: Value, append: bool) -> Result<(), WriteError> {
-    let path = || display_path(scope, keys);
+pub fn set_in(root: &mut Value, label: &str, keys: &[String], value: Value, append: bool) -> Result<(), WriteError> {
+    let path = || {
+        let mut s = label.to_owned();
+        for k in keys {
+            s.push('.');
+            s.push_str(k);
+        }
+        s
+    };
     if keys.is_empty() {
         if append || !value.is_object() {
             return Err(WriteError { path: path(), reason: "a whole scope can only be set to an object".to_owned() });
@@ -224,16 +233,13 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-fn display_path(scope: &Scope, keys: &[String]) -> String {
-    let mut s = match scope {
-        Scope::Workflow => "workflow".to_owned(),
-        Scope::Agent(a) => format!("agents.{a}"),
-    };
-    for k in keys {
-        s.push('.');
-        s.push_str(k);
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Workflow => f.write_str("workflow"),
+            Scope::Agent(a) => write!(f, "agents.{a}"),
+        }
     }
-    s
 }
 
 /// The destination of a write as written in a tool (`workflow.x`, `agent.x`, `result.x`, `x[+]`).

@@ -1,13 +1,44 @@
-//! Switchboard's pure core.
+//! Switchboard's pure core: tools as data.
+//!
+//! # Layout
+//! - [`tool`]: a tool definition parsed once into a validated, compiled [`Tool`]; every problem
+//!   reported at once with its JSON Pointer and a fix ([`diag`]).
+//! - [`params`]: typed parameters, the JSON Schema a model sees, argument validation.
+//! - [`template`]: `{{ expr }}` templates and expressions, compiled once per tool version.
+//! - [`context`]: per-call state and the writes tools make to it.
+//! - `actions`: one file per action type: its fields, parser and step.
+//! - [`interp`]: the step machine (`start` → `Step::{Done, Effect}` → `Suspended::resume`).
+//! - [`effect`]: what the core asks the world to do, and what came back.
+//! - [`result`]: the outcome of a run and the JSON string the model receives.
+//! - [`transfer`], [`builder`]: the transfer toolkit and the ToolBuilder (provider formats).
+//!
+//! Nothing here performs I/O, reads a clock or draws randomness: time and ids are passed in,
+//! and every input error is a value.
 #![forbid(unsafe_code)]
 
-pub mod diag;
-pub mod function;
-pub mod template;
+mod actions;
+pub mod builder;
 pub mod context;
+pub mod diag;
+pub mod effect;
 pub mod error;
+pub mod function;
+pub mod interp;
 pub mod limits;
 pub mod params;
 pub(crate) mod reader;
-pub mod builder;
+pub mod result;
+pub mod template;
+pub mod tool;
 pub mod transfer;
+
+pub use actions::ACTION_TYPES;
+pub use context::{CallInfo, Context};
+pub use diag::{Diagnostic, Diagnostics};
+pub use effect::{EffectOutcome, EffectRequest};
+pub use error::{ErrorCode, ToolError};
+pub use function::FunctionDef;
+pub use interp::{RunInput, Step, Suspended, run_to_end, start};
+pub use limits::Limits;
+pub use result::{Outcome, ToolResult};
+pub use tool::{SideEffect, Tool};

@@ -1,0 +1,37 @@
+//! `flag.set` and `flag.clear`: workflow flags, read as `flags.name`.
+
+use super::{Exec, Flow, ParseCx};
+use crate::context::Write;
+use crate::reader::Obj;
+
+pub(crate) const FIELDS: &[&str] = &["type", "flags"];
+
+#[derive(Debug)]
+pub(crate) struct Flags {
+    names: Vec<String>,
+}
+
+pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Option<Flags> {
+    obj.req("flags", cx.sink)?;
+    let mut names = Vec::new();
+    for (name, at) in obj.strings("flags", cx.sink)? {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            cx.sink.error_fix(&at, format!("flag name `{name}` is not allowed"), "use letters, digits and underscores, so it reads as `flags.name`");
+        } else {
+            names.push(name.to_owned());
+        }
+    }
+    Some(Flags { names })
+}
+
+impl Flags {
+    pub(crate) fn run(&self, x: &mut Exec<'_>, set: bool) -> Flow {
+        for name in &self.names {
+            let w = if set { Write::SetFlag { name: name.clone() } } else { Write::ClearFlag { name: name.clone() } };
+            // Flags live in their own object scope; applying a flag write cannot fail.
+            let _ = x.st.ctx.apply(&w);
+            x.st.writes.push(w);
+        }
+        Flow::Next
+    }
+}
