@@ -1,1 +1,69 @@
-fn main() {}
+//! `switchboard`: validate tool files, print the function definitions a model sees, run a tool.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod files;
+mod run;
+mod schema;
+mod validate;
+
+#[derive(Debug, Parser)]
+#[command(name = "switchboard", version, about = "A tool runtime for voice AI agents")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check tool definitions (and tenant configs); print every problem with its place and fix.
+    Validate {
+        /// Tool files (one tool, or a list of tools) or tenant config files (with `features`).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print the problems as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the function definitions a model sees for the tools in FILES.
+    Schema {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// openai-realtime, openai-chat, openai-responses, anthropic or mcp.
+        #[arg(long, short, default_value = "openai-realtime")]
+        format: String,
+        /// OpenAI strict mode: every property required, optional ones nullable.
+        #[arg(long)]
+        strict: bool,
+        /// A tenant config whose `features.refer` adds the `request_transfer` function.
+        #[arg(long)]
+        tenant: Option<PathBuf>,
+        /// auto, none, required, or a function name (default: auto with tools, none without).
+        #[arg(long)]
+        tool_choice: Option<String>,
+    },
+    /// Run one tool with the given arguments and print what the model receives.
+    Run(run::RunArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Validate { files, json } => validate::validate(&files, json),
+        Command::Schema { files, format, strict, tenant, tool_choice } => {
+            schema::schema(&files, &format, strict, tenant.as_deref(), tool_choice.as_deref())
+        }
+        Command::Run(args) => run::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -80,11 +80,19 @@ pub(crate) fn child(pointer: &str, token: impl fmt::Display) -> String {
 }
 
 /// The closest candidate to `word`, if one is close enough to be a likely typo.
+///
+/// Close means a few edits away (`mesage` → `message`), or sharing a long prefix
+/// (`retries` → `retry_count`).
 pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let shared_prefix = |c: &str| word.chars().zip(c.chars()).take_while(|(a, b)| a == b).count();
     candidates
         .into_iter()
         .map(|c| (strsim::damerau_levenshtein(word, c), c))
-        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
+        .filter(|(d, c)| {
+            let few_edits = *d <= (c.len().max(word.len()) / 3).max(1);
+            let prefix = shared_prefix(c);
+            few_edits || (prefix >= 4 && prefix * 2 >= word.len().min(c.len()))
+        })
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
 }
@@ -105,5 +113,6 @@ mod tests {
         assert_eq!(did_you_mean("context.sett", known), Some("context.set"));
         assert_eq!(did_you_mean("apicall", known), Some("api_call"));
         assert_eq!(did_you_mean("banana", known), None);
+        assert_eq!(did_you_mean("retries", ["retry_count", "response_path"]), Some("retry_count"));
     }
 }

@@ -166,7 +166,10 @@ fn parse_parameter(v: &Value, ptr: &str, sink: &mut Sink) -> Option<Parameter> {
         }
     }
     obj.finish(sink);
-    Some(Parameter { name: name?.to_owned(), shape: shape?, required, default })
+    // A parameter whose type is wrong still declares its name, so templates that read it are
+    // not reported as unknown too; the definition is rejected for the type anyway.
+    let shape = shape.unwrap_or(Shape { ty: ParamType::String, description: None, enum_values: None, min_value: None, max_value: None, items: None });
+    Some(Parameter { name: name?.to_owned(), shape, required, default })
 }
 
 fn valid_param_name(n: &str) -> bool {

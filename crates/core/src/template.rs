@@ -50,12 +50,16 @@ impl TemplateError {
 /// A template or expression that failed while it was evaluated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EvalError {
-    #[error("`{expr}`: `{name}` is undefined")]
+    #[error("{}", undefined_message(expr, name))]
     Undefined { expr: String, name: String },
     #[error("`{expr}`: {message}")]
     Engine { expr: String, message: String },
     #[error("template output is {size} bytes, over the limit of {limit}")]
     TooLarge { size: usize, limit: usize },
+}
+
+fn undefined_message(expr: &str, name: &str) -> String {
+    if expr == name { format!("`{name}` is undefined") } else { format!("`{expr}`: `{name}` is undefined") }
 }
 
 /// One step of a path: an object key or an array index.

@@ -352,7 +352,7 @@ impl<'s> ParseCx<'s> {
                             Some(s) => format!("did you mean `params.{s}`?"),
                             None => format!("declare a parameter `{sub}`, or read one of {}", list(&names.iter().map(String::as_str).collect::<Vec<_>>())),
                         };
-                        self.sink.error_fix(ptr, format!("`{}` reads `params.{sub}`, which is not a parameter of this tool", e.source()), fix);
+                        self.sink.error_fix(ptr, format!("{}`params.{sub}` is not a parameter of this tool", reads(e, &var)), fix);
                     }
                 }
                 continue;
@@ -362,9 +362,15 @@ impl<'s> ParseCx<'s> {
                 Some(s) => format!("did you mean `{s}`?"),
                 None => format!("names start with a scope ({}); for workflow state write `workflow.{root}`", list(&scopes)),
             };
-            self.sink.error_fix(ptr, format!("`{}` reads `{root}`, which is not a scope", e.source()), fix);
+            self.sink.error_fix(ptr, format!("{}`{root}` is not a scope", reads(e, root)), fix);
         }
     }
+}
+
+/// "`expr` reads " when the expression is more than the name itself, for messages.
+fn reads(e: &Expr, name: &str) -> String {
+    let src = e.source();
+    if src == name { String::new() } else { format!("`{src}` reads `{name}`: ") }
 }
 
 /// One action executing against the run's state.
