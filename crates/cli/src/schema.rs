@@ -26,7 +26,7 @@ pub fn schema(paths: &[PathBuf], format: &str, strict: bool, tenant: Option<&Pat
     if let Some(path) = tenant {
         let value = files::read_json(path)?.map_err(|d| format!("{}: {d}", path.display()))?;
         match files::parse(&value) {
-            FileContent::Tenant(Ok(Some(refer))) => functions.extend(build_refer_function(&refer)),
+            FileContent::Tenant(Ok(Some(refer))) => functions.extend(build_refer_function(&refer).map(std::sync::Arc::new)),
             FileContent::Tenant(Ok(None)) => {}
             FileContent::Tenant(Err(problems)) => {
                 let list: Vec<String> = problems.iter().map(ToString::to_string).collect();

@@ -3,8 +3,11 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use serde_json::{Value, json};
 
 use crate::function::FunctionDef;
 
@@ -171,7 +174,7 @@ fn unknown_choice_fix(name: &str, available: &[String]) -> String {
 /// present. Only [`Toolset::build`] makes one, so rendering never re-checks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Toolset {
-    functions: Vec<FunctionDef>,
+    functions: Vec<Arc<FunctionDef>>,
     tool_choice: ToolChoice,
 }
 
@@ -179,9 +182,10 @@ impl Toolset {
     /// Checks `functions` and `choice` together; without a choice, `auto` when there are
     /// functions and `none` when there are none (seed 001).
     pub fn build(
-        functions: Vec<FunctionDef>,
+        functions: impl IntoIterator<Item = impl Into<Arc<FunctionDef>>>,
         choice: Option<ToolChoice>,
     ) -> Result<Toolset, BuildError> {
+        let functions: Vec<Arc<FunctionDef>> = functions.into_iter().map(Into::into).collect();
         check_unique_names(&functions)?;
         let tool_choice = choice.unwrap_or(if functions.is_empty() {
             ToolChoice::None
@@ -196,7 +200,7 @@ impl Toolset {
     }
 
     /// The functions, in the order they were given.
-    pub fn functions(&self) -> &[FunctionDef] {
+    pub fn functions(&self) -> &[Arc<FunctionDef>] {
         &self.functions
     }
 
@@ -212,34 +216,111 @@ impl Toolset {
     /// `tools` is returned; OpenAI Chat rejects an empty `tools` array and a `tool_choice`
     /// without tools, so an empty toolset renders as `{}` there.
     pub fn render(&self, format: Format) -> Value {
-        match format {
-            Format::OpenAiRealtime => self.envelope(realtime_tool, Some(realtime_choice)),
-            Format::OpenAiResponses => self.envelope(responses_tool, Some(realtime_choice)),
-            Format::OpenAiChat if self.functions.is_empty() => Value::Object(Map::new()),
-            Format::OpenAiChat => self.envelope(chat_tool, Some(chat_choice)),
-            Format::Anthropic => self.envelope(anthropic_tool, Some(anthropic_choice)),
-            Format::Mcp => self.envelope(mcp_tool, None),
-        }
+        serde_json::to_value(Rendered { set: self, format }).unwrap_or(Value::Null)
     }
 
-    fn envelope(
-        &self,
-        tool: fn(&FunctionDef) -> Value,
-        choice: Option<fn(&ToolChoice) -> Value>,
-    ) -> Value {
-        let mut body = Map::new();
-        body.insert(
-            "tools".to_owned(),
-            self.functions.iter().map(tool).collect::<Vec<_>>().into(),
-        );
-        if let Some(choice) = choice {
-            body.insert("tool_choice".to_owned(), choice(&self.tool_choice));
-        }
-        Value::Object(body)
+    /// The same as [`render`](Self::render), serialised straight to JSON text without building an
+    /// intermediate value: what an HTTP response or a `session.update` sends.
+    pub fn render_json(&self, format: Format) -> String {
+        serde_json::to_string(&Rendered { set: self, format }).unwrap_or_default()
     }
 }
 
-fn check_unique_names(functions: &[FunctionDef]) -> Result<(), BuildError> {
+/// A toolset in one provider's wire shape, serialised from borrowed parts.
+struct Rendered<'a> {
+    set: &'a Toolset,
+    format: Format,
+}
+
+impl Serialize for Rendered<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let functions = &self.set.functions;
+        if self.format == Format::OpenAiChat && functions.is_empty() {
+            return s.serialize_map(Some(0))?.end();
+        }
+        let with_choice = self.format != Format::Mcp;
+        let mut map = s.serialize_map(Some(1 + usize::from(with_choice)))?;
+        let tools: Vec<ToolView<'_>> = functions.iter().map(|f| ToolView { f, format: self.format }).collect();
+        map.serialize_entry("tools", &tools)?;
+        if with_choice {
+            map.serialize_entry("tool_choice", &ChoiceView { choice: &self.set.tool_choice, format: self.format })?;
+        }
+        map.end()
+    }
+}
+
+/// One function in a provider's shape.
+struct ToolView<'a> {
+    f: &'a FunctionDef,
+    format: Format,
+}
+
+/// Chat's nested `function` object.
+struct ChatFunction<'a>(&'a FunctionDef);
+
+impl Serialize for ChatFunction<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("name", &self.0.name)?;
+        m.serialize_entry("description", &self.0.description)?;
+        m.serialize_entry("parameters", &self.0.parameters)?;
+        m.serialize_entry("strict", &self.0.strict)?;
+        m.end()
+    }
+}
+
+impl Serialize for ToolView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.f;
+        let mut m = s.serialize_map(None)?;
+        match self.format {
+            Format::OpenAiRealtime | Format::OpenAiResponses => {
+                m.serialize_entry("type", "function")?;
+                m.serialize_entry("name", &f.name)?;
+                m.serialize_entry("description", &f.description)?;
+                m.serialize_entry("parameters", &f.parameters)?;
+                // Responses defaults `strict` to true when absent, so it is always sent there.
+                if self.format == Format::OpenAiResponses {
+                    m.serialize_entry("strict", &f.strict)?;
+                }
+            }
+            Format::OpenAiChat => {
+                m.serialize_entry("type", "function")?;
+                m.serialize_entry("function", &ChatFunction(f))?;
+            }
+            Format::Anthropic => {
+                m.serialize_entry("name", &f.name)?;
+                m.serialize_entry("description", &f.description)?;
+                m.serialize_entry("input_schema", &f.parameters)?;
+            }
+            Format::Mcp => {
+                m.serialize_entry("name", &f.name)?;
+                m.serialize_entry("description", &f.description)?;
+                m.serialize_entry("inputSchema", &f.parameters)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// A tool choice in a provider's shape.
+struct ChoiceView<'a> {
+    choice: &'a ToolChoice,
+    format: Format,
+}
+
+impl Serialize for ChoiceView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let value = match self.format {
+            Format::OpenAiChat => chat_choice(self.choice),
+            Format::Anthropic => anthropic_choice(self.choice),
+            _ => realtime_choice(self.choice),
+        };
+        value.serialize(s)
+    }
+}
+
+fn check_unique_names(functions: &[Arc<FunctionDef>]) -> Result<(), BuildError> {
     for (second, function) in functions.iter().enumerate() {
         let first = functions[..second]
             .iter()
@@ -255,7 +336,7 @@ fn check_unique_names(functions: &[FunctionDef]) -> Result<(), BuildError> {
     Ok(())
 }
 
-fn check_choice(functions: &[FunctionDef], choice: &ToolChoice) -> Result<(), BuildError> {
+fn check_choice(functions: &[Arc<FunctionDef>], choice: &ToolChoice) -> Result<(), BuildError> {
     match choice {
         ToolChoice::Required if functions.is_empty() => Err(BuildError::RequiredWithoutFunctions),
         ToolChoice::Function(name) if !functions.iter().any(|f| &f.name == name) => {
@@ -268,26 +349,6 @@ fn check_choice(functions: &[FunctionDef], choice: &ToolChoice) -> Result<(), Bu
     }
 }
 
-fn realtime_tool(f: &FunctionDef) -> Value {
-    json!({
-        "type": "function",
-        "name": f.name,
-        "description": f.description,
-        "parameters": f.parameters,
-    })
-}
-
-/// Responses defaults `strict` to true when absent, so it is always sent explicitly.
-fn responses_tool(f: &FunctionDef) -> Value {
-    json!({
-        "type": "function",
-        "name": f.name,
-        "description": f.description,
-        "parameters": f.parameters,
-        "strict": f.strict,
-    })
-}
-
 /// Realtime and Responses share this shape: `{"type": "function", "name": ...}`.
 fn realtime_choice(choice: &ToolChoice) -> Value {
     match choice {
@@ -297,31 +358,11 @@ fn realtime_choice(choice: &ToolChoice) -> Value {
     }
 }
 
-fn chat_tool(f: &FunctionDef) -> Value {
-    json!({
-        "type": "function",
-        "function": {
-            "name": f.name,
-            "description": f.description,
-            "parameters": f.parameters,
-            "strict": f.strict,
-        },
-    })
-}
-
 fn chat_choice(choice: &ToolChoice) -> Value {
     match choice {
         ToolChoice::Function(name) => json!({"type": "function", "function": {"name": name}}),
         keyword => json!(keyword.to_string()),
     }
-}
-
-fn anthropic_tool(f: &FunctionDef) -> Value {
-    json!({
-        "name": f.name,
-        "description": f.description,
-        "input_schema": f.parameters,
-    })
 }
 
 fn anthropic_choice(choice: &ToolChoice) -> Value {
@@ -333,10 +374,3 @@ fn anthropic_choice(choice: &ToolChoice) -> Value {
     }
 }
 
-fn mcp_tool(f: &FunctionDef) -> Value {
-    json!({
-        "name": f.name,
-        "description": f.description,
-        "inputSchema": f.parameters,
-    })
-}

@@ -92,6 +92,46 @@ impl Context {
         }
     }
 
+    /// Checks that a write could be applied, without applying it (no copy of the scope).
+    pub fn check(&self, write: &Write) -> Result<(), WriteError> {
+        let (scope, keys, value, append) = match write {
+            Write::Set { scope, keys, value } => (scope, keys, Some(value), false),
+            Write::Append { scope, keys, value } => (scope, keys, Some(value), true),
+            Write::Delete { .. } | Write::SetFlag { .. } | Write::ClearFlag { .. } => return Ok(()),
+        };
+        let path = || {
+            let mut s = scope.to_string();
+            for k in keys {
+                s.push('.');
+                s.push_str(k);
+            }
+            s
+        };
+        if keys.is_empty() {
+            return match value {
+                Some(v) if !append && v.is_object() => Ok(()),
+                _ => Err(WriteError { path: path(), reason: "a whole scope can only be set to an object".to_owned() }),
+            };
+        }
+        let mut node = match scope {
+            Scope::Workflow => Some(&*self.workflow),
+            Scope::Agent(name) => self.agents.get(name.as_str()),
+        };
+        for (i, key) in keys.iter().enumerate() {
+            let Some(n) = node.filter(|n| !n.is_null()) else { return Ok(()) };
+            let Value::Object(m) = n else {
+                return Err(WriteError { path: path(), reason: format!("`{}` is {}, not an object", keys[..i].join("."), kind(n)) });
+            };
+            node = m.get(key);
+        }
+        match node {
+            Some(slot) if append && !slot.is_null() && !slot.is_array() => {
+                Err(WriteError { path: path(), reason: format!("it holds {}, not a list to append to", kind(slot)) })
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn scope_mut(&mut self, scope: &Scope) -> &mut Value {
         match scope {
             Scope::Workflow => Arc::make_mut(&mut self.workflow),
@@ -230,6 +270,32 @@ fn kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
+    }
+}
+
+impl Write {
+    /// Whether two writes touch overlapping paths (so their order matters to a reader).
+    pub fn overlaps(&self, other: &Write) -> bool {
+        match (self.target(), other.target()) {
+            (Some((s1, k1)), Some((s2, k2))) => s1 == s2 && k1.iter().zip(k2).all(|(a, b)| a == b),
+            _ => false,
+        }
+    }
+
+    fn target(&self) -> Option<(&Scope, &[String])> {
+        match self {
+            Write::Set { scope, keys, .. } | Write::Append { scope, keys, .. } | Write::Delete { scope, keys } => Some((scope, keys)),
+            Write::SetFlag { .. } | Write::ClearFlag { .. } => None,
+        }
+    }
+
+    /// Approximate bytes the write adds to a context.
+    pub fn approx_size(&self) -> usize {
+        match self {
+            Write::Set { value, keys, .. } | Write::Append { value, keys, .. } => json_size(value) + keys.iter().map(|k| k.len() + 4).sum::<usize>(),
+            Write::SetFlag { name } => name.len() + 8,
+            Write::Delete { .. } | Write::ClearFlag { .. } => 0,
+        }
     }
 }
 

@@ -92,6 +92,9 @@ pub(crate) struct RunState {
     /// The run's own copy, with its writes applied.
     pub(crate) ctx: Context,
     pub(crate) writes: Vec<Write>,
+    /// Writes from this index on are recorded but not yet applied to `ctx`.
+    #[serde(default)]
+    pub(crate) pending: usize,
     pub(crate) result: Arc<Value>,
     pub(crate) response: Arc<Value>,
     pub(crate) message: Option<String>,
@@ -102,6 +105,17 @@ pub(crate) struct RunState {
     failure: Option<ToolError>,
     /// The action waiting for an effect's outcome.
     awaiting: Option<u32>,
+}
+
+impl RunState {
+    /// Applies the recorded writes to the run's copy of the context, so reads see them.
+    pub(crate) fn materialize(&mut self) {
+        for w in &self.writes[self.pending..] {
+            // Each write was checked when it was recorded; the copy cannot refuse it now.
+            let _ = self.ctx.apply(w);
+        }
+        self.pending = self.writes.len();
+    }
 }
 
 /// A run stopped at an effect. Serialisable: it carries its tool's definition and its state.
@@ -150,6 +164,7 @@ pub fn start(tool: &Arc<Tool>, input: RunInput, arguments_json: &str, context: &
         base: context.clone(),
         ctx: context.clone(),
         writes: Vec::new(),
+        pending: 0,
         result: Arc::new(Value::Object(Map::new())),
         response: Arc::new(Value::Null),
         message: None,
@@ -185,6 +200,9 @@ fn drive(tool: SharedTool, mut st: Box<RunState>) -> Step {
             continue;
         };
         frame.next += 1;
+        if action.reads_context && st.pending < st.writes.len() {
+            st.materialize();
+        }
         let flow = action.run(&mut Exec { tool: &tool.0, st: &mut st, at: action });
         if let Some(request) = apply(flow, action, &mut st) {
             return Step::Effect(request, Suspended { tool, state: st });
@@ -220,6 +238,7 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
             st.failure = Some(error);
             st.phase = Phase::OnFailure;
             st.writes.clear();
+            st.pending = 0;
             st.ctx = st.base.clone();
             st.message = None;
             st.handoff = None;
@@ -235,7 +254,7 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
 /// The success outcome, or `None` after turning an over-limit context into a failure.
 fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
     if !st.writes.is_empty() {
-        let size = st.ctx.approx_size();
+        let size = st.ctx.approx_size() + st.writes[st.pending..].iter().map(Write::approx_size).sum::<usize>();
         let limit = tool.limits.max_context_bytes;
         if size > limit {
             let e = ToolError::new(ErrorCode::ToolExecutionFailed, format!("{}: the call's context would hold about {size} bytes, over the limit of {limit}", tool.name()));

@@ -403,7 +403,9 @@ impl ArgValidator {
         args.retain(|k, v| !(v.is_null() && self.optional.contains(k)));
         let args = Value::Object(args);
         let mut problems: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for err in self.validator.iter_errors(&args) {
+        // Collecting errors costs more than checking; valid arguments are the common case.
+        let errors = if self.validator.is_valid(&args) { None } else { Some(self.validator.iter_errors(&args)) };
+        for err in errors.into_iter().flatten() {
             let path = err.instance_path().to_string();
             match err.kind() {
                 jsonschema::error::ValidationErrorKind::Required { property } => {

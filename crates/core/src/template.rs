@@ -165,7 +165,14 @@ fn bracket_seg(inner: &str) -> Option<Seg> {
 /// A compiled expression: a plain path, or a minijinja expression.
 pub enum Expr {
     Path(PathExpr),
-    Jinja { source: String, compiled: Box<Expression<'static, 'static>> },
+    Jinja {
+        source: String,
+        compiled: Box<Expression<'static, 'static>>,
+        /// The scopes it reads: only these are bound when it runs.
+        roots: Box<[String]>,
+        /// The same expression for the direct evaluator, when it is a simple comparison.
+        simple: Option<Simple>,
+    },
 }
 
 impl fmt::Debug for Expr {
@@ -191,7 +198,9 @@ impl Expr {
                 Some("check the expression's syntax (Jinja expressions: paths, filters like `| length`, comparisons, `a if cond else b`)".to_owned()),
             )
         })?;
-        Ok(Expr::Jinja { source: source.to_owned(), compiled: Box::new(compiled) })
+        let roots = compiled.undeclared_variables(false).into_iter().collect();
+        let simple = Simple::parse(source);
+        Ok(Expr::Jinja { source: source.to_owned(), compiled: Box::new(compiled), roots, simple })
     }
 
     /// Compiles an expression written either bare (`params.x > 0`) or as one `{{ … }}` hole.
@@ -232,8 +241,11 @@ impl Expr {
     pub fn eval(&self, vars: &Vars<'_>) -> Result<Value, EvalError> {
         match self {
             Expr::Path(p) => p.lookup(vars).cloned().map_err(|name| EvalError::Undefined { expr: self.source(), name }),
-            Expr::Jinja { source, compiled } => {
-                let out = compiled.eval(vars.to_minijinja()).map_err(|e| engine_error(source, &e))?;
+            Expr::Jinja { source, compiled, roots, simple } => {
+                if let Some(v) = simple.as_ref().and_then(|s| s.eval(vars)) {
+                    return Ok(v);
+                }
+                let out = compiled.eval(vars.to_minijinja(roots)).map_err(|e| engine_error(source, &e))?;
                 if out.is_undefined() {
                     return Err(EvalError::Undefined { expr: source.clone(), name: source.clone() });
                 }
@@ -248,8 +260,11 @@ impl Expr {
             Expr::Path(p) => {
                 p.lookup(vars).map(truthy).map_err(|name| EvalError::Undefined { expr: self.source(), name })
             }
-            Expr::Jinja { source, compiled } => {
-                let out = compiled.eval(vars.to_minijinja()).map_err(|e| engine_error(source, &e))?;
+            Expr::Jinja { source, compiled, roots, simple } => {
+                if let Some(v) = simple.as_ref().and_then(|s| s.eval(vars)) {
+                    return Ok(truthy(&v));
+                }
+                let out = compiled.eval(vars.to_minijinja(roots)).map_err(|e| engine_error(source, &e))?;
                 if out.is_undefined() {
                     return Err(EvalError::Undefined { expr: source.clone(), name: source.clone() });
                 }
@@ -272,6 +287,187 @@ impl Expr {
                 Ok(())
             }
         }
+    }
+}
+
+/// The conditions tools write most (`params.dishes | length > 0`, `params.kind == 'x'`,
+/// `not flags.vip`), evaluated directly. Anything it is unsure of (an undefined name, types
+/// Jinja compares in its own way) returns `None` and goes to the engine, so results never differ.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Simple {
+    Operand(Operand),
+    Not(Operand),
+    Compare(Operand, CmpOp, Operand),
+}
+
+/// One side of a simple comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    Path(PathExpr),
+    Length(PathExpr),
+    Literal(Value),
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Simple {
+    /// Recognises a simple expression; `None` for anything else.
+    pub fn parse(src: &str) -> Option<Simple> {
+        let tokens = tokenize(src)?;
+        match tokens.as_slice() {
+            [Tok::Word(w), rest @ ..] if w == "not" => Some(Simple::Not(operand(rest)?)),
+            _ => {
+                let pos = tokens.iter().position(|t| matches!(t, Tok::Op(_)));
+                match pos {
+                    None => Some(Simple::Operand(operand(&tokens)?)),
+                    Some(i) => {
+                        let Tok::Op(op) = tokens[i] else { return None };
+                        Some(Simple::Compare(operand(&tokens[..i])?, op, operand(&tokens[i + 1..])?))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Evaluates, or declines with `None`.
+    pub fn eval(&self, vars: &Vars<'_>) -> Option<Value> {
+        match self {
+            Simple::Operand(o) => o.eval(vars),
+            Simple::Not(o) => Some(Value::Bool(!truthy(&o.eval(vars)?))),
+            Simple::Compare(a, op, b) => compare(&a.eval(vars)?, *op, &b.eval(vars)?).map(Value::Bool),
+        }
+    }
+}
+
+impl Operand {
+    fn eval(&self, vars: &Vars<'_>) -> Option<Value> {
+        match self {
+            Operand::Literal(v) => Some(v.clone()),
+            Operand::Path(p) => p.lookup(vars).ok().cloned(),
+            Operand::Length(p) => match p.lookup(vars).ok()? {
+                Value::Array(a) => Some(Value::from(a.len())),
+                Value::Object(o) => Some(Value::from(o.len())),
+                Value::String(s) => Some(Value::from(s.chars().count())),
+                _ => None,
+            },
+        }
+    }
+}
+
+fn compare(a: &Value, op: CmpOp, b: &Value) -> Option<bool> {
+    use std::cmp::Ordering;
+    let ord: Option<Ordering> = match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => Some(x.cmp(&y)),
+            _ => x.as_f64()?.partial_cmp(&y.as_f64()?),
+        },
+        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+        (Value::Bool(x), Value::Bool(y)) if matches!(op, CmpOp::Eq | CmpOp::Ne) => Some(x.cmp(y)),
+        (Value::Null, Value::Null) if matches!(op, CmpOp::Eq | CmpOp::Ne) => Some(Ordering::Equal),
+        _ => None,
+    };
+    let ord = ord?;
+    Some(match op {
+        CmpOp::Eq => ord == Ordering::Equal,
+        CmpOp::Ne => ord != Ordering::Equal,
+        CmpOp::Lt => ord == Ordering::Less,
+        CmpOp::Le => ord != Ordering::Greater,
+        CmpOp::Gt => ord == Ordering::Greater,
+        CmpOp::Ge => ord != Ordering::Less,
+    })
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Word(String),
+    Str(String),
+    Num(Value),
+    Op(CmpOp),
+    Pipe,
+}
+
+/// Splits a simple expression into tokens; `None` at anything outside the simple grammar.
+fn tokenize(src: &str) -> Option<Vec<Tok>> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = src.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '\'' || c == '"' {
+            let mut s = String::new();
+            i += 1;
+            loop {
+                let ch = *chars.get(i)?;
+                i += 1;
+                if ch == c {
+                    break;
+                }
+                if ch == '\\' {
+                    return None;
+                }
+                s.push(ch);
+            }
+            out.push(Tok::Str(s));
+        } else if c.is_ascii_digit() || (c == '-' && chars.get(i + 1).is_some_and(char::is_ascii_digit) && !matches!(out.last(), Some(Tok::Word(_) | Tok::Num(_) | Tok::Str(_)))) {
+            let start = i;
+            i += 1;
+            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+                i += 1;
+            }
+            let text: String = chars[start..i].iter().collect();
+            let v: Value = if text.contains('.') { Value::from(text.parse::<f64>().ok()?) } else { Value::from(text.parse::<i64>().ok()?) };
+            out.push(Tok::Num(v));
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '_' | '.' | '[' | ']')) {
+                i += 1;
+            }
+            out.push(Tok::Word(chars[start..i].iter().collect()));
+        } else if c == '|' {
+            out.push(Tok::Pipe);
+            i += 1;
+        } else {
+            let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+            let (op, n) = match (two.as_str(), c) {
+                ("==", _) => (CmpOp::Eq, 2),
+                ("!=", _) => (CmpOp::Ne, 2),
+                ("<=", _) => (CmpOp::Le, 2),
+                (">=", _) => (CmpOp::Ge, 2),
+                (_, '<') => (CmpOp::Lt, 1),
+                (_, '>') => (CmpOp::Gt, 1),
+                _ => return None,
+            };
+            out.push(Tok::Op(op));
+            i += n;
+        }
+    }
+    Some(out)
+}
+
+fn operand(tokens: &[Tok]) -> Option<Operand> {
+    match tokens {
+        [Tok::Str(s)] => Some(Operand::Literal(Value::String(s.clone()))),
+        [Tok::Num(n)] => Some(Operand::Literal(n.clone())),
+        [Tok::Word(w)] => match w.as_str() {
+            "true" | "True" => Some(Operand::Literal(Value::Bool(true))),
+            "false" | "False" => Some(Operand::Literal(Value::Bool(false))),
+            "none" | "None" => Some(Operand::Literal(Value::Null)),
+            _ if KEYWORDS.contains(&w.as_str()) => None,
+            _ => PathExpr::parse(w).map(Operand::Path),
+        },
+        [Tok::Word(w), Tok::Pipe, Tok::Word(f)] if f == "length" || f == "count" => PathExpr::parse(w).map(Operand::Length),
+        _ => None,
     }
 }
 
@@ -616,10 +812,11 @@ impl<'a> Vars<'a> {
         self.entries.iter().find(|(n, _)| *n == name).map(|(_, v)| v.resolve())
     }
 
-    fn to_minijinja(self) -> MjValue {
+    fn to_minijinja(self, roots: &[String]) -> MjValue {
         let scopes = self
             .entries
             .iter()
+            .filter(|(name, _)| roots.iter().any(|r| r == name))
             .map(|(name, v)| {
                 let path = v.key.map(|k| vec![Seg::Key(k.to_owned())]).unwrap_or_default();
                 (*name, JsonView { root: Arc::clone(v.value), path })
@@ -854,6 +1051,74 @@ mod tests {
             let e = Expr::compile("range(100000) | map('string') | join(',')").unwrap();
             assert!(matches!(e.eval(vars), Err(EvalError::Engine { .. })));
         });
+    }
+
+    /// The direct evaluator agrees with the engine wherever it answers.
+    #[test]
+    fn simple_expressions_match_the_engine() {
+        let exprs = [
+            "params.dishes | length > 0",
+            "params.dishes | length == 2",
+            "params.meal_type == 'lunch'",
+            "params.meal_type != \"lunch\"",
+            "params.count >= 3",
+            "params.count < 2.5",
+            "params.count > -1",
+            "not params.note",
+            "params.note == none",
+            "params.count == 3.0",
+            "params.meal_type < 'm'",
+            "workflow.logged | count <= 1",
+            "agent.last == 'soup'",
+            "params.count == 'three'",
+        ];
+        with_vars(|vars| {
+            for src in exprs {
+                let simple = Simple::parse(src).unwrap_or_else(|| panic!("{src} should be simple"));
+                let Expr::Jinja { compiled, roots, .. } = Expr::compile(src).unwrap() else { panic!("{src} compiled to a path") };
+                let engine = to_json(&compiled.eval(vars.to_minijinja(&roots)).unwrap()).unwrap();
+                if let Some(fast) = simple.eval(vars) {
+                    assert_eq!(truthy(&fast), truthy(&engine), "{src}: {fast} vs {engine}");
+                    if !fast.is_boolean() {
+                        assert_eq!(fast, engine, "{src}");
+                    }
+                }
+            }
+        });
+        for not_simple in ["a and b", "x + 1 > 2", "f(x) == 1", "x | upper == 'A'", "'a' ~ 'b'", "x in [1, 2]"] {
+            assert_eq!(Simple::parse(not_simple), None, "{not_simple}");
+        }
+    }
+
+    use proptest::prelude::Strategy as _;
+
+    proptest::proptest! {
+        /// For any value in the compared slot, the direct evaluator never contradicts the engine.
+        #[test]
+        fn simple_expressions_never_contradict_the_engine(
+            v in proptest::prop_oneof![
+                proptest::prelude::any::<i64>().prop_map(|n| json!(n)),
+                (-1e3f64..1e3).prop_map(|n| json!(n)),
+                "[a-z]{0,3}".prop_map(|s| json!(s)),
+                proptest::prelude::any::<bool>().prop_map(|b| json!(b)),
+                proptest::strategy::Just(Value::Null),
+                proptest::collection::vec(0i64..3, 0..3).prop_map(|a| json!(a)),
+            ],
+            op in proptest::sample::select(vec!["==", "!=", "<", "<=", ">", ">="]),
+            rhs in proptest::sample::select(vec!["0", "1", "-2", "2.5", "'b'", "''", "true", "none"]),
+            length in proptest::prelude::any::<bool>(),
+        ) {
+            let params = Arc::new(json!({"v": v}));
+            let entries = [("params", VarRef::whole(&params))];
+            let vars = Vars::new(&entries);
+            let lhs = if length { "params.v | length" } else { "params.v" };
+            let src = format!("{lhs} {op} {rhs}");
+            let simple = Simple::parse(&src).unwrap();
+            let Expr::Jinja { compiled, roots, .. } = Expr::compile(&src).unwrap() else { panic!("not jinja") };
+            if let (Some(fast), Ok(engine)) = (simple.eval(&vars), compiled.eval(vars.to_minijinja(&roots))) {
+                proptest::prop_assert_eq!(truthy(&fast), engine.is_true(), "{}", src);
+            }
+        }
     }
 
     #[test]

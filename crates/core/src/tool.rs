@@ -119,6 +119,9 @@ pub struct Tool {
     messages: Messages,
     source: Value,
     pub(crate) limits: Limits,
+    /// The function definitions, built once: toolsets share them rather than rebuild them.
+    function: Arc<FunctionDef>,
+    strict_function: Arc<FunctionDef>,
 }
 
 impl Tool {
@@ -194,16 +197,10 @@ impl Tool {
         &self.limits
     }
 
-    /// The function a model sees; `strict` gives the OpenAI strict-mode schema.
-    pub fn function_def(&self, strict: bool) -> FunctionDef {
-        let strict_schema = if strict { self.parameters.strict_schema() } else { None };
-        let is_strict = strict_schema.is_some();
-        FunctionDef {
-            name: self.name.to_string(),
-            description: self.description.clone(),
-            parameters: strict_schema.unwrap_or_else(|| self.parameters.json_schema()),
-            strict: is_strict,
-        }
+    /// The function a model sees; `strict` gives the OpenAI strict-mode schema (a raw JSON
+    /// Schema is used as given either way).
+    pub fn function_def(&self, strict: bool) -> Arc<FunctionDef> {
+        Arc::clone(if strict { &self.strict_function } else { &self.function })
     }
 
     pub(crate) fn block(&self, id: BlockId) -> &[Action] {
@@ -270,8 +267,21 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
     } else {
         None
     };
+    let name = name?;
+    let function = Arc::new(FunctionDef {
+        name: name.to_string(),
+        description: description.clone(),
+        parameters: parameters.json_schema(),
+        strict: false,
+    });
+    let strict_function = match parameters.strict_schema() {
+        Some(schema) => Arc::new(FunctionDef { parameters: schema, strict: true, ..(*function).clone() }),
+        None => Arc::clone(&function),
+    };
     Some(Tool {
-        name: name?,
+        function,
+        strict_function,
+        name,
         description,
         parameters,
         args: args?,

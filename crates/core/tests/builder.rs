@@ -42,7 +42,7 @@ fn render_every_format() {
             )
             .unwrap(),
         ),
-        ("empty", Toolset::build(Vec::new(), None).unwrap()),
+        ("empty", Toolset::build(Vec::<FunctionDef>::new(), None).unwrap()),
     ];
     for format in Format::ALL {
         for (set_name, set) in &sets {
@@ -91,7 +91,7 @@ fn tool_choice_shapes() {
 fn default_choice_follows_seed001() {
     let some = Toolset::build(two_functions(), None).unwrap();
     assert_eq!(some.tool_choice(), &ToolChoice::Auto);
-    let none = Toolset::build(Vec::new(), None).unwrap();
+    let none = Toolset::build(Vec::<FunctionDef>::new(), None).unwrap();
     assert_eq!(none.tool_choice(), &ToolChoice::None);
     assert!(none.functions().is_empty());
 }
@@ -221,4 +221,15 @@ fn format_names_round_trip() {
         "unknown tool format \"openai\"; valid formats are: \
          openai-realtime, openai-chat, openai-responses, anthropic, mcp"
     );
+}
+
+#[test]
+fn json_text_matches_the_rendered_value() {
+    let sets = [Toolset::build(two_functions(), None).unwrap(), Toolset::build(Vec::<FunctionDef>::new(), None).unwrap()];
+    for set in &sets {
+        for format in Format::ALL {
+            let text: serde_json::Value = serde_json::from_str(&set.render_json(format)).unwrap();
+            assert_eq!(text, set.render(format), "{format}");
+        }
+    }
 }

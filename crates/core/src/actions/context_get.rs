@@ -22,7 +22,10 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
     let mut paths = Vec::new();
     for (src, at) in obj.strings("paths", cx.sink)? {
         match ReadPath::parse(src) {
-            Some(p) => paths.push(p),
+            Some(p) => {
+                cx.mark_read(&p.root);
+                paths.push(p);
+            }
             None => cx.sink.error_fix(&at, format!("`{src}` is not a valid path"), "write dot-separated names such as `workflow.order.id`"),
         }
     }

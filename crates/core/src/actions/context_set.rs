@@ -34,6 +34,8 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
 impl ContextSet {
     pub(crate) fn run(&self, x: &mut Exec<'_>) -> Flow {
         for (path, t) in &self.data {
+            // A later key may read what an earlier key of this action wrote.
+            x.sync();
             let value = match x.eval(t) {
                 Ok(v) => v,
                 Err(e) => return Flow::Fail(e),

@@ -1,7 +1,6 @@
 //! `flag.set` and `flag.clear`: workflow flags, read as `flags.name`.
 
 use super::{Exec, Flow, ParseCx};
-use crate::context::Write;
 use crate::reader::Obj;
 
 pub(crate) const FIELDS: &[&str] = &["type", "flags"];
@@ -27,10 +26,7 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
 impl Flags {
     pub(crate) fn run(&self, x: &mut Exec<'_>, set: bool) -> Flow {
         for name in &self.names {
-            let w = if set { Write::SetFlag { name: name.clone() } } else { Write::ClearFlag { name: name.clone() } };
-            // Flags live in their own object scope; applying a flag write cannot fail.
-            let _ = x.st.ctx.apply(&w);
-            x.st.writes.push(w);
+            x.flag(name, set);
         }
         Flow::Next
     }

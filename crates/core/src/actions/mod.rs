@@ -73,6 +73,9 @@ pub(crate) struct Action {
     /// JSON Pointer in the definition, for messages.
     pub(crate) ptr: String,
     pub(crate) kind: ActionKind,
+    /// Whether its templates read the call's context (`workflow`, `agent(s)`, `flags`): the
+    /// run's pending writes are applied to its copy before such an action runs.
+    pub(crate) reads_context: bool,
 }
 
 /// The closed set of action types.
@@ -177,11 +180,23 @@ pub(crate) struct ParseCx<'s> {
     params: Option<Vec<String>>,
     blocks: Vec<Vec<Action>>,
     next_id: u32,
+    /// Whether the action being parsed reads a context scope.
+    reads_context: bool,
 }
+
+/// Scopes backed by the call's context (as opposed to params, config, response, …).
+const CONTEXT_SCOPES: &[&str] = &["workflow", "agents", "agent", "flags"];
 
 impl<'s> ParseCx<'s> {
     pub(crate) fn new(sink: &'s mut Sink, limits: &'s Limits, params: Option<Vec<String>>) -> Self {
-        ParseCx { sink, limits, params, blocks: vec![Vec::new(), Vec::new(), Vec::new()], next_id: 0 }
+        ParseCx { sink, limits, params, blocks: vec![Vec::new(), Vec::new(), Vec::new()], next_id: 0, reads_context: false }
+    }
+
+    /// Notes that the action being parsed reads scope `root`.
+    pub(crate) fn mark_read(&mut self, root: &str) {
+        if CONTEXT_SCOPES.contains(&root) {
+            self.reads_context = true;
+        }
     }
 
     pub(crate) fn field_of<'v>(&self, obj: &Obj<'v>, key: &str) -> Option<&'v Value> {
@@ -243,6 +258,13 @@ impl<'s> ParseCx<'s> {
         };
         let id = self.next_id;
         self.next_id += 1;
+        let outer_reads = std::mem::replace(&mut self.reads_context, false);
+        let kind = self.parse_kind(v, ptr, ty, depth);
+        let reads_context = std::mem::replace(&mut self.reads_context, outer_reads);
+        Some(Action { id, ptr: ptr.to_owned(), kind: kind?, reads_context })
+    }
+
+    fn parse_kind(&mut self, v: &Value, ptr: &str, ty: &str, depth: usize) -> Option<ActionKind> {
         let what = format!("action `{ty}`");
         macro_rules! parse {
             ($module:ident, $variant:expr) => {{
@@ -252,7 +274,7 @@ impl<'s> ParseCx<'s> {
                 parsed.map($variant)
             }};
         }
-        let kind = match ty {
+        match ty {
             "context.set" => parse!(context_set, ActionKind::ContextSet),
             "context.get" => parse!(context_get, ActionKind::ContextGet),
             "context.delete" => parse!(context_delete, ActionKind::ContextDelete),
@@ -276,8 +298,7 @@ impl<'s> ParseCx<'s> {
                 self.sink.error_fix(&child(ptr, "type"), format!("unknown action type `{other}`"), fix);
                 None
             }
-        }?;
-        Some(Action { id, ptr: ptr.to_owned(), kind })
+        }
     }
 
     /// A required or optional template field.
@@ -345,6 +366,7 @@ impl<'s> ParseCx<'s> {
                 Some((r, s)) => (r, Some(s)),
                 None => (var.as_str(), None),
             };
+            self.mark_read(root);
             if SCOPES.contains(&root) || extra.contains(&root) || ENGINE_GLOBALS.contains(&root) {
                 if let (Some(sub), Some(names), "params") = (sub, &self.params, root) {
                     if !names.iter().any(|n| n == sub) {
@@ -457,7 +479,17 @@ impl Exec<'_> {
         };
         let keys = path.keys.clone();
         let w = if path.append { Write::Append { scope, keys, value } } else { Write::Set { scope, keys, value } };
-        self.st.ctx.apply(&w).map_err(|e| self.internal(e.to_string()))?;
+        self.record(w)
+    }
+
+    /// Records a write after checking it against the run's view of the context. The write is
+    /// applied to the run's copy only when something reads the context (see `materialize`), so
+    /// a tool that writes without reading back never copies the call's state.
+    fn record(&mut self, w: Write) -> Result<(), ToolError> {
+        if self.st.writes[self.st.pending..].iter().any(|p| p.overlaps(&w)) {
+            self.st.materialize();
+        }
+        self.st.ctx.check(&w).map_err(|e| self.internal(e.to_string()))?;
         self.st.writes.push(w);
         Ok(())
     }
@@ -473,10 +505,21 @@ impl Exec<'_> {
             Target::ActiveAgent => Scope::Agent(self.st.ctx.active_agent().to_owned()),
             Target::Agent(a) => Scope::Agent(a.clone()),
         };
-        let w = Write::Delete { scope, keys: path.keys.clone() };
-        // Deleting cannot fail; keep the write so the live context drops the value too.
-        let _ = self.st.ctx.apply(&w);
-        self.st.writes.push(w);
+        // Deleting cannot fail; the write is kept so the live context drops the value too.
+        let _ = self.record(Write::Delete { scope, keys: path.keys.clone() });
+    }
+
+    /// Applies pending writes to the run's copy if this action reads the context.
+    pub(crate) fn sync(&mut self) {
+        if self.at.reads_context && self.st.pending < self.st.writes.len() {
+            self.st.materialize();
+        }
+    }
+
+    /// Records a flag change.
+    pub(crate) fn flag(&mut self, name: &str, set: bool) {
+        let w = if set { Write::SetFlag { name: name.to_owned() } } else { Write::ClearFlag { name: name.to_owned() } };
+        let _ = self.record(w);
     }
 
     /// Reads a path; a missing one is `null`.
