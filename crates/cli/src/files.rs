@@ -15,11 +15,16 @@ pub enum FileContent {
 
 /// Reads a file as JSON; syntax errors become a diagnostic with line and column.
 pub fn read_json(path: &Path) -> Result<Result<Value, Diagnostic>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok(serde_json::from_str(&text).map_err(|e| Diagnostic {
         pointer: String::new(),
         message: format!("not valid JSON: {e}"),
-        fix: Some(format!("fix the JSON syntax at line {}, column {}", e.line(), e.column())),
+        fix: Some(format!(
+            "fix the JSON syntax at line {}, column {}",
+            e.line(),
+            e.column()
+        )),
     }))
 }
 
@@ -30,7 +35,13 @@ pub fn parse(value: &Value) -> FileContent {
         let refer = match value.pointer("/features/refer") {
             None => Ok(None),
             Some(r) => ReferConfig::parse(r).map(Some).map_err(|problems| {
-                problems.into_iter().map(|p| Diagnostic { pointer: format!("/features/refer{}", p.pointer), ..p }).collect()
+                problems
+                    .into_iter()
+                    .map(|p| Diagnostic {
+                        pointer: format!("/features/refer{}", p.pointer),
+                        ..p
+                    })
+                    .collect()
             }),
         };
         return FileContent::Tenant(refer);
@@ -42,16 +53,30 @@ pub fn parse(value: &Value) -> FileContent {
                 .iter()
                 .enumerate()
                 .map(|(i, t)| {
-                    let label = t.get("name").and_then(Value::as_str).map_or_else(|| format!("#{i}"), str::to_owned);
+                    let label = t
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| format!("#{i}"), str::to_owned);
                     let parsed = Tool::parse(t, &limits).map_err(|d| {
-                        Diagnostics(d.0.into_iter().map(|x| Diagnostic { pointer: format!("/{i}{}", x.pointer), ..x }).collect())
+                        Diagnostics(
+                            d.0.into_iter()
+                                .map(|x| Diagnostic {
+                                    pointer: format!("/{i}{}", x.pointer),
+                                    ..x
+                                })
+                                .collect(),
+                        )
                     });
                     (label, parsed)
                 })
                 .collect(),
         ),
         v => {
-            let label = v.get("name").and_then(Value::as_str).unwrap_or("(unnamed)").to_owned();
+            let label = v
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("(unnamed)")
+                .to_owned();
             FileContent::Tools(vec![(label, Tool::parse(v, &limits))])
         }
     }

@@ -12,7 +12,11 @@ mod schema;
 mod validate;
 
 #[derive(Debug, Parser)]
-#[command(name = "switchboard", version, about = "A tool runtime for voice AI agents")]
+#[command(
+    name = "switchboard",
+    version,
+    about = "A tool runtime for voice AI agents"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -54,9 +58,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Validate { files, json } => validate::validate(&files, json),
-        Command::Schema { files, format, strict, tenant, tool_choice } => {
-            schema::schema(&files, &format, strict, tenant.as_deref(), tool_choice.as_deref())
-        }
+        Command::Schema {
+            files,
+            format,
+            strict,
+            tenant,
+            tool_choice,
+        } => schema::schema(
+            &files,
+            &format,
+            strict,
+            tenant.as_deref(),
+            tool_choice.as_deref(),
+        ),
         Command::Run(args) => run::run(&args),
     };
     match result {

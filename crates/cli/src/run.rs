@@ -30,14 +30,31 @@ pub struct RunArgs {
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
-    let value = files::read_json(&args.file)?.map_err(|d| format!("{}: {d}", args.file.display()))?;
+    let value =
+        files::read_json(&args.file)?.map_err(|d| format!("{}: {d}", args.file.display()))?;
     let tool = match files::parse(&value) {
         FileContent::Tools(mut tools) if tools.len() == 1 => match tools.remove(0) {
             (_, Ok(t)) => Arc::new(t),
-            (_, Err(d)) => return Err(format!("{} is invalid: {d}\nrun `switchboard validate {}` for details", args.file.display(), args.file.display())),
+            (_, Err(d)) => {
+                return Err(format!(
+                    "{} is invalid: {d}\nrun `switchboard validate {}` for details",
+                    args.file.display(),
+                    args.file.display()
+                ));
+            }
         },
-        FileContent::Tools(_) => return Err(format!("{} holds several tools; run takes a file with one", args.file.display())),
-        FileContent::Tenant(_) => return Err(format!("{} is a tenant config, not a tool", args.file.display())),
+        FileContent::Tools(_) => {
+            return Err(format!(
+                "{} holds several tools; run takes a file with one",
+                args.file.display()
+            ));
+        }
+        FileContent::Tenant(_) => {
+            return Err(format!(
+                "{} is a tenant config, not a tool",
+                args.file.display()
+            ));
+        }
     };
     let context = build_context(args.context.as_deref())?;
     let mut input = RunInput::new("call_cli");
@@ -65,26 +82,51 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     for l in &outcome.logs {
         eprintln!("log {:?} at {}: {}", l.level, l.action, l.message);
     }
-    println!("{}", serde_json::to_string_pretty(&outcome.output()).map_err(|e| e.to_string())?);
-    Ok(if outcome.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&outcome.output()).map_err(|e| e.to_string())?
+    );
+    Ok(if outcome.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn build_context(text: Option<&str>) -> Result<Context, String> {
     let given: Value = match text {
-        Some(t) => serde_json::from_str(t).map_err(|e| format!("--context is not valid JSON: {e}"))?,
+        Some(t) => {
+            serde_json::from_str(t).map_err(|e| format!("--context is not valid JSON: {e}"))?
+        }
         None => json!({}),
     };
-    let Value::Object(given) = given else { return Err("--context must be a JSON object".to_owned()) };
+    let Value::Object(given) = given else {
+        return Err("--context must be a JSON object".to_owned());
+    };
     let call = CallInfo {
         id: "call_cli".into(),
         tenant_id: "cli".into(),
-        agent: given.get("agent").and_then(Value::as_str).unwrap_or("default").to_owned(),
+        agent: given
+            .get("agent")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_owned(),
         from: None,
         to: None,
         started_at: "1970-01-01T00:00:00Z".into(),
     };
-    let mut ctx = Context::new(&call, given.get("user").cloned().unwrap_or(Value::Object(Map::new())));
-    for (key, slot) in [("workflow", &mut ctx.workflow), ("agents", &mut ctx.agents), ("flags", &mut ctx.flags)] {
+    let mut ctx = Context::new(
+        &call,
+        given
+            .get("user")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new())),
+    );
+    for (key, slot) in [
+        ("workflow", &mut ctx.workflow),
+        ("agents", &mut ctx.agents),
+        ("flags", &mut ctx.flags),
+    ] {
         if let Some(v) = given.get(key) {
             if !v.is_object() {
                 return Err(format!("--context: `{key}` must be an object"));
@@ -98,18 +140,32 @@ fn build_context(text: Option<&str>) -> Result<Context, String> {
 fn describe(req: &EffectRequest) -> String {
     match req {
         EffectRequest::Http(h) => {
-            let body = h.body.as_ref().map(|b| format!(" body {b}")).unwrap_or_default();
+            let body = h
+                .body
+                .as_ref()
+                .map(|b| format!(" body {b}"))
+                .unwrap_or_default();
             format!("{} {}{body}", h.method, h.url)
         }
         EffectRequest::Transfer(t) => format!("transfer the call to {}", t.target_uri),
-        EffectRequest::EndCall(e) => format!("end the call{}", e.message.as_ref().map(|m| format!(" after saying {m:?}")).unwrap_or_default()),
+        EffectRequest::EndCall(e) => format!(
+            "end the call{}",
+            e.message
+                .as_ref()
+                .map(|m| format!(" after saying {m:?}"))
+                .unwrap_or_default()
+        ),
         EffectRequest::Mcp(m) => format!("MCP {}/{} {}", m.server, m.tool, m.arguments),
     }
 }
 
 fn stub(req: &EffectRequest) -> EffectOutcome {
     match req {
-        EffectRequest::Http(_) => EffectOutcome::Http(HttpResponse { status: 200, headers: Map::new(), body: json!({}) }),
+        EffectRequest::Http(_) => EffectOutcome::Http(HttpResponse {
+            status: 200,
+            headers: Map::new(),
+            body: json!({}),
+        }),
         _ => EffectOutcome::Done { value: Value::Null },
     }
 }

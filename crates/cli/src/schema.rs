@@ -8,7 +8,13 @@ use switchboard_core::transfer::build_refer_function;
 
 use crate::files::{self, FileContent};
 
-pub fn schema(paths: &[PathBuf], format: &str, strict: bool, tenant: Option<&Path>, choice: Option<&str>) -> Result<ExitCode, String> {
+pub fn schema(
+    paths: &[PathBuf],
+    format: &str,
+    strict: bool,
+    tenant: Option<&Path>,
+    choice: Option<&str>,
+) -> Result<ExitCode, String> {
     let format: Format = format.parse().map_err(|e| format!("{e}"))?;
     let mut functions = Vec::new();
     for path in paths {
@@ -20,23 +26,45 @@ pub fn schema(paths: &[PathBuf], format: &str, strict: bool, tenant: Option<&Pat
                     functions.push(tool.function_def(strict));
                 }
             }
-            FileContent::Tenant(_) => return Err(format!("{} is a tenant config: pass it with --tenant", path.display())),
+            FileContent::Tenant(_) => {
+                return Err(format!(
+                    "{} is a tenant config: pass it with --tenant",
+                    path.display()
+                ));
+            }
         }
     }
     if let Some(path) = tenant {
         let value = files::read_json(path)?.map_err(|d| format!("{}: {d}", path.display()))?;
         match files::parse(&value) {
-            FileContent::Tenant(Ok(Some(refer))) => functions.extend(build_refer_function(&refer).map(std::sync::Arc::new)),
+            FileContent::Tenant(Ok(Some(refer))) => {
+                functions.extend(build_refer_function(&refer).map(std::sync::Arc::new))
+            }
             FileContent::Tenant(Ok(None)) => {}
             FileContent::Tenant(Err(problems)) => {
                 let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                return Err(format!("{} is invalid: {}", path.display(), list.join("; ")));
+                return Err(format!(
+                    "{} is invalid: {}",
+                    path.display(),
+                    list.join("; ")
+                ));
             }
-            FileContent::Tools(_) => return Err(format!("{} is not a tenant config (it has no `features`)", path.display())),
+            FileContent::Tools(_) => {
+                return Err(format!(
+                    "{} is not a tenant config (it has no `features`)",
+                    path.display()
+                ));
+            }
         }
     }
-    let choice = choice.map(str::parse::<ToolChoice>).transpose().map_err(|e| e.to_string())?;
+    let choice = choice
+        .map(str::parse::<ToolChoice>)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let toolset = Toolset::build(functions, choice).map_err(|e| e.to_string())?;
-    println!("{}", serde_json::to_string_pretty(&toolset.render(format)).map_err(|e| e.to_string())?);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&toolset.render(format)).map_err(|e| e.to_string())?
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -19,9 +19,18 @@ pub fn validate(paths: &[PathBuf], as_json: bool) -> Result<ExitCode, String> {
         } else if problems.is_empty() {
             println!("ok    {}: {}", path.display(), items.join(", "));
         } else {
-            println!("error {}: {} problem{}", path.display(), problems.len(), if problems.len() == 1 { "" } else { "s" });
+            println!(
+                "error {}: {} problem{}",
+                path.display(),
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" }
+            );
             for p in &problems {
-                let at = if p.pointer.is_empty() { "/" } else { &p.pointer };
+                let at = if p.pointer.is_empty() {
+                    "/"
+                } else {
+                    &p.pointer
+                };
                 println!("  {at}: {}", p.message);
                 if let Some(fix) = &p.fix {
                     println!("      fix: {fix}");
@@ -30,9 +39,16 @@ pub fn validate(paths: &[PathBuf], as_json: bool) -> Result<ExitCode, String> {
         }
     }
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&Value::Array(reports)).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Value::Array(reports)).map_err(|e| e.to_string())?
+        );
     }
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Descriptions of what a file holds, and its problems.
@@ -46,13 +62,20 @@ fn check_file(path: &std::path::Path) -> Result<(Vec<String>, Vec<Diagnostic>), 
     match files::parse(&value) {
         FileContent::Tenant(Ok(refer)) => {
             let n = refer.as_ref().map_or(0, |r| r.destinations.len());
-            items.push(format!("tenant config ({n} transfer destination{})", if n == 1 { "" } else { "s" }));
+            items.push(format!(
+                "tenant config ({n} transfer destination{})",
+                if n == 1 { "" } else { "s" }
+            ));
         }
         FileContent::Tenant(Err(d)) => problems.extend(d),
         FileContent::Tools(tools) => {
             for (label, parsed) in tools {
                 match parsed {
-                    Ok(t) => items.push(format!("tool `{}` ({} side effect)", t.name(), format!("{:?}", t.side_effect()).to_lowercase())),
+                    Ok(t) => items.push(format!(
+                        "tool `{}` ({} side effect)",
+                        t.name(),
+                        format!("{:?}", t.side_effect()).to_lowercase()
+                    )),
                     Err(d) => {
                         let _ = label;
                         problems.extend(d.0);

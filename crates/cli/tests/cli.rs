@@ -6,7 +6,11 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn switchboard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard")).args(args).current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .unwrap()
 }
 
 fn stdout(o: &Output) -> String {
@@ -15,7 +19,11 @@ fn stdout(o: &Output) -> String {
 
 #[test]
 fn validate_accepts_the_good_examples() {
-    let out = switchboard(&["validate", "examples/save_meal.json", "examples/acme-corp.json"]);
+    let out = switchboard(&[
+        "validate",
+        "examples/save_meal.json",
+        "examples/acme-corp.json",
+    ]);
     assert!(out.status.success(), "{}", stdout(&out));
     assert!(stdout(&out).contains("tool `save_meal` (write side effect)"));
 }
@@ -27,7 +35,11 @@ fn validate_reports_every_problem_and_exits_1() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let problems = report[0]["problems"].as_array().unwrap();
     assert_eq!(problems.len(), 13);
-    assert!(problems.iter().all(|p| p["pointer"].is_string() && p["message"].is_string() && p["fix"].is_string()));
+    assert!(
+        problems
+            .iter()
+            .all(|p| p["pointer"].is_string() && p["message"].is_string() && p["fix"].is_string())
+    );
     let human = switchboard(&["validate", "examples/broken_tool.json"]);
     assert!(stdout(&human).contains("/actions/0/type: unknown action type `context.sett`\n      fix: did you mean `context.set`?"));
 }
@@ -45,10 +57,22 @@ fn validate_names_json_syntax_errors() {
 
 #[test]
 fn schema_renders_tools_and_the_transfer_tool() {
-    let out = switchboard(&["schema", "examples/save_meal.json", "--tenant", "examples/acme-corp.json", "--format", "openai-realtime"]);
+    let out = switchboard(&[
+        "schema",
+        "examples/save_meal.json",
+        "--tenant",
+        "examples/acme-corp.json",
+        "--format",
+        "openai-realtime",
+    ]);
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["save_meal", "request_transfer"]);
     assert_eq!(v["tool_choice"], "auto");
     let bad = switchboard(&["schema", "examples/save_meal.json", "--format", "gemini"]);
@@ -57,18 +81,40 @@ fn schema_renders_tools_and_the_transfer_tool() {
 
 #[test]
 fn dry_run_prints_effects_and_the_answer() {
-    let args = ["run", "examples/save_meal.json", "--dry-run", "--params", r#"{"meal_type":"lunch","dishes":["soup"]}"#];
+    let args = [
+        "run",
+        "examples/save_meal.json",
+        "--dry-run",
+        "--params",
+        r#"{"meal_type":"lunch","dishes":["soup"]}"#,
+    ];
     let out = switchboard(&[&args[..], &["--context", r#"{"user": {"id": "u1"}}"#]].concat());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["message"], "I've logged your lunch!");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("effect 1 (dry run): POST https://api.example.com/meals"));
-    let invalid = switchboard(&["run", "examples/save_meal.json", "--dry-run", "--params", r#"{"meal_type":"brunch","dishes":["x"]}"#]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("effect 1 (dry run): POST https://api.example.com/meals")
+    );
+    let invalid = switchboard(&[
+        "run",
+        "examples/save_meal.json",
+        "--dry-run",
+        "--params",
+        r#"{"meal_type":"brunch","dishes":["x"]}"#,
+    ]);
     assert_eq!(invalid.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&invalid.stdout).unwrap();
     assert_eq!(v["error"], "invalid_arguments");
     // A template reading a user field the call does not have fails the tool, and says where.
     let no_user = switchboard(&args);
     assert_eq!(no_user.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&no_user.stderr).contains("/actions/2 (api_call): `user.id` is undefined"));
+    assert!(
+        String::from_utf8_lossy(&no_user.stderr)
+            .contains("/actions/2 (api_call): `user.id` is undefined")
+    );
 }

@@ -34,15 +34,26 @@ fn save_meal_local() -> Value {
 }
 
 fn context() -> Context {
-    let call = CallInfo { id: "rtc_1".into(), tenant_id: "acme".into(), agent: "meal".into(), from: None, to: None, started_at: "2026-11-23T10:00:00Z".into() };
+    let call = CallInfo {
+        id: "rtc_1".into(),
+        tenant_id: "acme".into(),
+        agent: "meal".into(),
+        from: None,
+        to: None,
+        started_at: "2026-11-23T10:00:00Z".into(),
+    };
     let mut ctx = Context::new(&call, json!({"id": "u1", "auth_token": "t"}));
-    ctx.workflow = Arc::new(json!({"logged_meals": [{"meal_type": "breakfast", "dishes": ["eggs"]}], "profile": {"name": "Ada", "diet": "none"}}));
+    ctx.workflow = Arc::new(
+        json!({"logged_meals": [{"meal_type": "breakfast", "dishes": ["eggs"]}], "profile": {"name": "Ada", "diet": "none"}}),
+    );
     ctx
 }
 
 fn bench_parse(c: &mut Criterion) {
     let def = save_meal();
-    c.bench_function("parse_compile/save_meal", |b| b.iter(|| Tool::parse(black_box(&def), &Limits::default()).unwrap()));
+    c.bench_function("parse_compile/save_meal", |b| {
+        b.iter(|| Tool::parse(black_box(&def), &Limits::default()).unwrap())
+    });
 }
 
 fn bench_interpret(c: &mut Criterion) {
@@ -50,15 +61,23 @@ fn bench_interpret(c: &mut Criterion) {
     let ctx = context();
     let args = r#"{"meal_type":"dinner","dishes":["soup","bread"]}"#;
     c.bench_function("interpret/save_meal_local", |b| {
-        b.iter(|| match start(&tool, RunInput::new("call_1"), black_box(args), &ctx) {
-            Step::Done(o) => black_box(o),
-            Step::Effect(..) => unreachable!(),
-        })
+        b.iter(
+            || match start(&tool, RunInput::new("call_1"), black_box(args), &ctx) {
+                Step::Done(o) => black_box(o),
+                Step::Effect(..) => unreachable!(),
+            },
+        )
     });
     let with_api = Arc::new(Tool::parse(&save_meal(), &Limits::default()).unwrap());
     c.bench_function("interpret/save_meal_with_stubbed_api_call", |b| {
         b.iter(|| {
-            switchboard_core::run_to_end(&with_api, RunInput::new("call_1"), black_box(args), &ctx, |_| EffectOutcome::Done { value: Value::Null })
+            switchboard_core::run_to_end(
+                &with_api,
+                RunInput::new("call_1"),
+                black_box(args),
+                &ctx,
+                |_| EffectOutcome::Done { value: Value::Null },
+            )
         })
     });
 }
@@ -66,17 +85,28 @@ fn bench_interpret(c: &mut Criterion) {
 fn bench_templates(c: &mut Criterion) {
     let params = Arc::new(json!({"meal_type": "lunch", "dishes": ["soup", "bread"], "count": 3}));
     let workflow = Arc::new(json!({"profile": {"name": "Ada"}}));
-    let entries = [("params", VarRef::whole(&params)), ("workflow", VarRef::whole(&workflow))];
+    let entries = [
+        ("params", VarRef::whole(&params)),
+        ("workflow", VarRef::whole(&workflow)),
+    ];
     let vars = Vars::new(&entries);
     let cases = [
         ("path", "{{params.meal_type}}"),
-        ("text_two_paths", "Hi {{workflow.profile.name}}, I logged your {{params.meal_type}}!"),
-        ("expression", "{{ params.dishes | length > 1 and params.count * 2 > 4 }}"),
+        (
+            "text_two_paths",
+            "Hi {{workflow.profile.name}}, I logged your {{params.meal_type}}!",
+        ),
+        (
+            "expression",
+            "{{ params.dishes | length > 1 and params.count * 2 > 4 }}",
+        ),
         ("filter_text", "You had {{ params.dishes | join(', ') }}."),
     ];
     for (name, src) in cases {
         let t = StrTemplate::compile(src).unwrap();
-        c.bench_function(&format!("template/{name}"), |b| b.iter(|| t.eval(black_box(&vars), 65_536).unwrap()));
+        c.bench_function(&format!("template/{name}"), |b| {
+            b.iter(|| t.eval(black_box(&vars), 65_536).unwrap())
+        });
     }
 }
 
@@ -96,8 +126,16 @@ fn bench_toolset(c: &mut Criterion) {
         })
     });
     let set = Toolset::build(tools.iter().map(|t| t.function_def(false)), None).unwrap();
-    c.bench_function("toolset/50_tools_render_json", |b| b.iter(|| set.render_json(black_box(Format::OpenAiRealtime))));
+    c.bench_function("toolset/50_tools_render_json", |b| {
+        b.iter(|| set.render_json(black_box(Format::OpenAiRealtime)))
+    });
 }
 
-criterion_group!(benches, bench_parse, bench_interpret, bench_templates, bench_toolset);
+criterion_group!(
+    benches,
+    bench_parse,
+    bench_interpret,
+    bench_templates,
+    bench_toolset
+);
 criterion_main!(benches);

@@ -240,10 +240,22 @@ impl Serialize for Rendered<'_> {
         }
         let with_choice = self.format != Format::Mcp;
         let mut map = s.serialize_map(Some(1 + usize::from(with_choice)))?;
-        let tools: Vec<ToolView<'_>> = functions.iter().map(|f| ToolView { f, format: self.format }).collect();
+        let tools: Vec<ToolView<'_>> = functions
+            .iter()
+            .map(|f| ToolView {
+                f,
+                format: self.format,
+            })
+            .collect();
         map.serialize_entry("tools", &tools)?;
         if with_choice {
-            map.serialize_entry("tool_choice", &ChoiceView { choice: &self.set.tool_choice, format: self.format })?;
+            map.serialize_entry(
+                "tool_choice",
+                &ChoiceView {
+                    choice: &self.set.tool_choice,
+                    format: self.format,
+                },
+            )?;
         }
         map.end()
     }
@@ -373,4 +385,3 @@ fn anthropic_choice(choice: &ToolChoice) -> Value {
         ToolChoice::Function(name) => json!({"type": "tool", "name": name}),
     }
 }
-

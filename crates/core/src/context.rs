@@ -44,7 +44,11 @@ pub struct Context {
 impl Context {
     /// A fresh context for a call.
     pub fn new(call: &CallInfo, user: Value) -> Self {
-        let user = if user.is_object() { user } else { Value::Object(Map::new()) };
+        let user = if user.is_object() {
+            user
+        } else {
+            Value::Object(Map::new())
+        };
         Context {
             call: Arc::new(json!(call)),
             user: Arc::new(user),
@@ -56,7 +60,10 @@ impl Context {
 
     /// The active agent's name (`call.agent`).
     pub fn active_agent(&self) -> &str {
-        self.call.get("agent").and_then(Value::as_str).unwrap_or_default()
+        self.call
+            .get("agent")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
     }
 
     /// Makes another agent active; only the call session does this, when a handoff commits.
@@ -69,10 +76,20 @@ impl Context {
     /// Applies one write.
     pub fn apply(&mut self, write: &Write) -> Result<(), WriteError> {
         match write {
-            Write::Set { scope, keys, value } => set_in(self.scope_mut(scope), &scope.to_string(), keys, value.clone(), false),
-            Write::Append { scope, keys, value } => {
-                set_in(self.scope_mut(scope), &scope.to_string(), keys, value.clone(), true)
-            }
+            Write::Set { scope, keys, value } => set_in(
+                self.scope_mut(scope),
+                &scope.to_string(),
+                keys,
+                value.clone(),
+                false,
+            ),
+            Write::Append { scope, keys, value } => set_in(
+                self.scope_mut(scope),
+                &scope.to_string(),
+                keys,
+                value.clone(),
+                true,
+            ),
             Write::Delete { scope, keys } => {
                 delete_in(self.scope_mut(scope), keys);
                 Ok(())
@@ -110,7 +127,10 @@ impl Context {
         if keys.is_empty() {
             return match value {
                 Some(v) if !append && v.is_object() => Ok(()),
-                _ => Err(WriteError { path: path(), reason: "a whole scope can only be set to an object".to_owned() }),
+                _ => Err(WriteError {
+                    path: path(),
+                    reason: "a whole scope can only be set to an object".to_owned(),
+                }),
             };
         }
         let mut node = match scope {
@@ -118,16 +138,22 @@ impl Context {
             Scope::Agent(name) => self.agents.get(name.as_str()),
         };
         for (i, key) in keys.iter().enumerate() {
-            let Some(n) = node.filter(|n| !n.is_null()) else { return Ok(()) };
+            let Some(n) = node.filter(|n| !n.is_null()) else {
+                return Ok(());
+            };
             let Value::Object(m) = n else {
-                return Err(WriteError { path: path(), reason: format!("`{}` is {}, not an object", keys[..i].join("."), kind(n)) });
+                return Err(WriteError {
+                    path: path(),
+                    reason: format!("`{}` is {}, not an object", keys[..i].join("."), kind(n)),
+                });
             };
             node = m.get(key);
         }
         match node {
-            Some(slot) if append && !slot.is_null() && !slot.is_array() => {
-                Err(WriteError { path: path(), reason: format!("it holds {}, not a list to append to", kind(slot)) })
-            }
+            Some(slot) if append && !slot.is_null() && !slot.is_array() => Err(WriteError {
+                path: path(),
+                reason: format!("it holds {}, not a list to append to", kind(slot)),
+            }),
             _ => Ok(()),
         }
     }
@@ -164,7 +190,12 @@ pub fn json_size(v: &Value) -> usize {
         Value::Number(_) => 8,
         Value::String(s) => s.len() + 2,
         Value::Array(a) => 2 + a.iter().map(|x| json_size(x) + 1).sum::<usize>(),
-        Value::Object(o) => 2 + o.iter().map(|(k, x)| k.len() + 4 + json_size(x)).sum::<usize>(),
+        Value::Object(o) => {
+            2 + o
+                .iter()
+                .map(|(k, x)| k.len() + 4 + json_size(x))
+                .sum::<usize>()
+        }
     }
 }
 
@@ -181,11 +212,26 @@ pub enum Scope {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Write {
-    Set { scope: Scope, keys: Vec<String>, value: Value },
-    Append { scope: Scope, keys: Vec<String>, value: Value },
-    Delete { scope: Scope, keys: Vec<String> },
-    SetFlag { name: String },
-    ClearFlag { name: String },
+    Set {
+        scope: Scope,
+        keys: Vec<String>,
+        value: Value,
+    },
+    Append {
+        scope: Scope,
+        keys: Vec<String>,
+        value: Value,
+    },
+    Delete {
+        scope: Scope,
+        keys: Vec<String>,
+    },
+    SetFlag {
+        name: String,
+    },
+    ClearFlag {
+        name: String,
+    },
 }
 
 /// A write that cannot be applied as asked.
@@ -197,7 +243,13 @@ pub struct WriteError {
 }
 
 /// Sets (or appends to) the value at `keys` below `root`, creating objects on the way.
-pub fn set_in(root: &mut Value, label: &str, keys: &[String], value: Value, append: bool) -> Result<(), WriteError> {
+pub fn set_in(
+    root: &mut Value,
+    label: &str,
+    keys: &[String],
+    value: Value,
+    append: bool,
+) -> Result<(), WriteError> {
     let path = || {
         let mut s = label.to_owned();
         for k in keys {
@@ -208,7 +260,10 @@ pub fn set_in(root: &mut Value, label: &str, keys: &[String], value: Value, appe
     };
     if keys.is_empty() {
         if append || !value.is_object() {
-            return Err(WriteError { path: path(), reason: "a whole scope can only be set to an object".to_owned() });
+            return Err(WriteError {
+                path: path(),
+                reason: "a whole scope can only be set to an object".to_owned(),
+            });
         }
         *root = value;
         return Ok(());
@@ -226,12 +281,17 @@ pub fn set_in(root: &mut Value, label: &str, keys: &[String], value: Value, appe
         };
         if i + 1 == keys.len() {
             if append {
-                let slot = m.entry(key.clone()).or_insert_with(|| Value::Array(Vec::new()));
+                let slot = m
+                    .entry(key.clone())
+                    .or_insert_with(|| Value::Array(Vec::new()));
                 if slot.is_null() {
                     *slot = Value::Array(Vec::new());
                 }
                 let Value::Array(list) = slot else {
-                    return Err(WriteError { path: path(), reason: format!("it holds {}, not a list to append to", kind(slot)) });
+                    return Err(WriteError {
+                        path: path(),
+                        reason: format!("it holds {}, not a list to append to", kind(slot)),
+                    });
                 };
                 list.push(value);
             } else {
@@ -239,7 +299,9 @@ pub fn set_in(root: &mut Value, label: &str, keys: &[String], value: Value, appe
             }
             return Ok(());
         }
-        node = m.entry(key.clone()).or_insert_with(|| Value::Object(Map::new()));
+        node = m
+            .entry(key.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
     }
     Ok(())
 }
@@ -284,7 +346,9 @@ impl Write {
 
     fn target(&self) -> Option<(&Scope, &[String])> {
         match self {
-            Write::Set { scope, keys, .. } | Write::Append { scope, keys, .. } | Write::Delete { scope, keys } => Some((scope, keys)),
+            Write::Set { scope, keys, .. }
+            | Write::Append { scope, keys, .. }
+            | Write::Delete { scope, keys } => Some((scope, keys)),
             Write::SetFlag { .. } | Write::ClearFlag { .. } => None,
         }
     }
@@ -292,7 +356,9 @@ impl Write {
     /// Approximate bytes the write adds to a context.
     pub fn approx_size(&self) -> usize {
         match self {
-            Write::Set { value, keys, .. } | Write::Append { value, keys, .. } => json_size(value) + keys.iter().map(|k| k.len() + 4).sum::<usize>(),
+            Write::Set { value, keys, .. } | Write::Append { value, keys, .. } => {
+                json_size(value) + keys.iter().map(|k| k.len() + 4).sum::<usize>()
+            }
             Write::SetFlag { name } => name.len() + 8,
             Write::Delete { .. } | Write::ClearFlag { .. } => 0,
         }
@@ -364,13 +430,22 @@ impl WritePath {
             None => (s, false),
         };
         let parts: Vec<&str> = s.split('.').collect();
-        if s.is_empty() || parts.iter().any(|p| p.is_empty() || p.contains(['[', ']', ' ', '{', '}'])) {
+        if s.is_empty()
+            || parts
+                .iter()
+                .any(|p| p.is_empty() || p.contains(['[', ']', ' ', '{', '}']))
+        {
             return Err(PathError {
                 message: format!("`{src}` is not a valid write path"),
                 fix: "write dot-separated names such as `workflow.order.id`, optionally ending in `[+]` to append".to_owned(),
             });
         }
-        let rest = |n: usize| parts[n..].iter().map(|p| (*p).to_owned()).collect::<Vec<_>>();
+        let rest = |n: usize| {
+            parts[n..]
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect::<Vec<_>>()
+        };
         let (target, keys) = match parts[0] {
             "workflow" => (Target::Workflow, rest(1)),
             "agent" => (Target::ActiveAgent, rest(1)),
@@ -387,9 +462,13 @@ impl WritePath {
             root @ ("user" | "call" | "params" | "config" | "secrets" | "response") => {
                 return Err(PathError {
                     message: format!("`{root}` is read-only"),
-                    fix: format!("write to `workflow.{}` or `agent.{}` instead", parts[1..].join("."), parts[1..].join("."))
-                        .replace("`workflow.`", "`workflow.<key>`")
-                        .replace("`agent.`", "`agent.<key>`"),
+                    fix: format!(
+                        "write to `workflow.{}` or `agent.{}` instead",
+                        parts[1..].join("."),
+                        parts[1..].join(".")
+                    )
+                    .replace("`workflow.`", "`workflow.<key>`")
+                    .replace("`agent.`", "`agent.<key>`"),
                 });
             }
             "flags" => {
@@ -406,7 +485,11 @@ impl WritePath {
                 fix: "append to a key inside it, e.g. `workflow.items[+]`".to_owned(),
             });
         }
-        Ok(WritePath { target, keys, append })
+        Ok(WritePath {
+            target,
+            keys,
+            append,
+        })
     }
 }
 
@@ -422,14 +505,27 @@ impl ReadPath {
     pub fn parse(src: &str) -> Option<ReadPath> {
         let s = src.trim();
         let parts: Vec<&str> = s.split('.').collect();
-        if s.is_empty() || parts.iter().any(|p| p.is_empty() || p.contains(['[', ']', ' ', '{', '}'])) {
+        if s.is_empty()
+            || parts
+                .iter()
+                .any(|p| p.is_empty() || p.contains(['[', ']', ' ', '{', '}']))
+        {
             return None;
         }
-        const ROOTS: &[&str] = &["workflow", "agent", "agents", "user", "call", "params", "flags", "config", "response", "result"];
+        const ROOTS: &[&str] = &[
+            "workflow", "agent", "agents", "user", "call", "params", "flags", "config", "response",
+            "result",
+        ];
         let (root, keys) = if ROOTS.contains(&parts[0]) {
-            (parts[0].to_owned(), parts[1..].iter().map(|p| (*p).to_owned()).collect())
+            (
+                parts[0].to_owned(),
+                parts[1..].iter().map(|p| (*p).to_owned()).collect(),
+            )
         } else {
-            ("workflow".to_owned(), parts.iter().map(|p| (*p).to_owned()).collect())
+            (
+                "workflow".to_owned(),
+                parts.iter().map(|p| (*p).to_owned()).collect(),
+            )
         };
         Some(ReadPath { root, keys })
     }
@@ -461,15 +557,33 @@ mod tests {
     fn write_paths_parse() {
         let cases: &[(&str, Target, &[&str], bool)] = &[
             ("logged_meals[+]", Target::Workflow, &["logged_meals"], true),
-            ("workflow.order.id", Target::Workflow, &["order", "id"], false),
+            (
+                "workflow.order.id",
+                Target::Workflow,
+                &["order", "id"],
+                false,
+            ),
             ("agent.last", Target::ActiveAgent, &["last"], false),
-            ("agents.billing.step", Target::Agent("billing".into()), &["step"], false),
+            (
+                "agents.billing.step",
+                Target::Agent("billing".into()),
+                &["step"],
+                false,
+            ),
             ("result.total", Target::Result, &["total"], false),
             ("result", Target::Result, &[], false),
         ];
         for (src, target, keys, append) in cases {
             let p = WritePath::parse(src).unwrap();
-            assert_eq!((&p.target, p.keys.as_slice(), p.append), (target, &keys.iter().map(|k| k.to_string()).collect::<Vec<_>>()[..], *append), "{src}");
+            assert_eq!(
+                (&p.target, p.keys.as_slice(), p.append),
+                (
+                    target,
+                    &keys.iter().map(|k| k.to_string()).collect::<Vec<_>>()[..],
+                    *append
+                ),
+                "{src}"
+            );
         }
     }
 
@@ -479,7 +593,12 @@ mod tests {
         assert_eq!(e.message, "`user` is read-only");
         assert!(e.fix.contains("workflow.id"), "{}", e.fix);
         assert!(WritePath::parse("call.agent").is_err());
-        assert!(WritePath::parse("flags.vip").unwrap_err().fix.contains("flag.set"));
+        assert!(
+            WritePath::parse("flags.vip")
+                .unwrap_err()
+                .fix
+                .contains("flag.set")
+        );
         assert!(WritePath::parse("a..b").is_err());
         assert!(WritePath::parse("workflow[+]").is_err());
     }
@@ -487,8 +606,16 @@ mod tests {
     #[test]
     fn concurrent_appends_both_land() {
         let mut live = ctx();
-        let w1 = Write::Append { scope: Scope::Workflow, keys: vec!["meals".into()], value: json!("a") };
-        let w2 = Write::Append { scope: Scope::Workflow, keys: vec!["meals".into()], value: json!("b") };
+        let w1 = Write::Append {
+            scope: Scope::Workflow,
+            keys: vec!["meals".into()],
+            value: json!("a"),
+        };
+        let w2 = Write::Append {
+            scope: Scope::Workflow,
+            keys: vec!["meals".into()],
+            value: json!("b"),
+        };
         live.apply(&w1).unwrap();
         live.apply(&w2).unwrap();
         assert_eq!(live.workflow["meals"], json!(["a", "b"]));
@@ -497,10 +624,23 @@ mod tests {
     #[test]
     fn writes_create_and_delete() {
         let mut c = ctx();
-        c.apply(&Write::Set { scope: Scope::Agent("meal".into()), keys: vec!["a".into(), "b".into()], value: json!(1) }).unwrap();
+        c.apply(&Write::Set {
+            scope: Scope::Agent("meal".into()),
+            keys: vec!["a".into(), "b".into()],
+            value: json!(1),
+        })
+        .unwrap();
         assert_eq!(c.agents["meal"]["a"]["b"], json!(1));
-        c.apply(&Write::Delete { scope: Scope::Agent("meal".into()), keys: vec!["a".into(), "b".into()] }).unwrap();
-        c.apply(&Write::Delete { scope: Scope::Workflow, keys: vec!["nope".into(), "x".into()] }).unwrap();
+        c.apply(&Write::Delete {
+            scope: Scope::Agent("meal".into()),
+            keys: vec!["a".into(), "b".into()],
+        })
+        .unwrap();
+        c.apply(&Write::Delete {
+            scope: Scope::Workflow,
+            keys: vec!["nope".into(), "x".into()],
+        })
+        .unwrap();
         assert_eq!(c.agents["meal"]["a"], json!({}));
         c.apply(&Write::SetFlag { name: "vip".into() }).unwrap();
         assert_eq!(c.flags["vip"], json!(true));
@@ -511,10 +651,27 @@ mod tests {
     #[test]
     fn type_conflicts_are_errors() {
         let mut c = ctx();
-        c.apply(&Write::Set { scope: Scope::Workflow, keys: vec!["x".into()], value: json!("s") }).unwrap();
-        let e = c.apply(&Write::Append { scope: Scope::Workflow, keys: vec!["x".into()], value: json!(1) }).unwrap_err();
+        c.apply(&Write::Set {
+            scope: Scope::Workflow,
+            keys: vec!["x".into()],
+            value: json!("s"),
+        })
+        .unwrap();
+        let e = c
+            .apply(&Write::Append {
+                scope: Scope::Workflow,
+                keys: vec!["x".into()],
+                value: json!(1),
+            })
+            .unwrap_err();
         assert!(e.reason.contains("a string"), "{e}");
-        let e = c.apply(&Write::Set { scope: Scope::Workflow, keys: vec!["x".into(), "y".into()], value: json!(1) }).unwrap_err();
+        let e = c
+            .apply(&Write::Set {
+                scope: Scope::Workflow,
+                keys: vec!["x".into(), "y".into()],
+                value: json!(1),
+            })
+            .unwrap_err();
         assert!(e.reason.contains("not an object"), "{e}");
     }
 }

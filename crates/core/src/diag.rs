@@ -19,7 +19,11 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
         write!(f, "{at}: {}", self.message)?;
         if let Some(fix) = &self.fix {
             write!(f, " (fix: {fix})")?;
@@ -51,14 +55,23 @@ pub(crate) struct Sink {
 
 impl Sink {
     pub(crate) fn push(&mut self, pointer: &str, message: impl Into<String>, fix: Option<String>) {
-        self.items.push(Diagnostic { pointer: pointer.to_owned(), message: message.into(), fix });
+        self.items.push(Diagnostic {
+            pointer: pointer.to_owned(),
+            message: message.into(),
+            fix,
+        });
     }
 
     pub(crate) fn error(&mut self, pointer: &str, message: impl Into<String>) {
         self.push(pointer, message, None);
     }
 
-    pub(crate) fn error_fix(&mut self, pointer: &str, message: impl Into<String>, fix: impl Into<String>) {
+    pub(crate) fn error_fix(
+        &mut self,
+        pointer: &str,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) {
         self.push(pointer, message, Some(fix.into()));
     }
 }
@@ -83,8 +96,16 @@ pub(crate) fn child(pointer: &str, token: impl fmt::Display) -> String {
 ///
 /// Close means a few edits away (`mesage` → `message`), or sharing a long prefix
 /// (`retries` → `retry_count`).
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let shared_prefix = |c: &str| word.chars().zip(c.chars()).take_while(|(a, b)| a == b).count();
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let shared_prefix = |c: &str| {
+        word.chars()
+            .zip(c.chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
     candidates
         .into_iter()
         .map(|c| (strsim::damerau_levenshtein(word, c), c))
@@ -113,6 +134,9 @@ mod tests {
         assert_eq!(did_you_mean("context.sett", known), Some("context.set"));
         assert_eq!(did_you_mean("apicall", known), Some("api_call"));
         assert_eq!(did_you_mean("banana", known), None);
-        assert_eq!(did_you_mean("retries", ["retry_count", "response_path"]), Some("retry_count"));
+        assert_eq!(
+            did_you_mean("retries", ["retry_count", "response_path"]),
+            Some("retry_count")
+        );
     }
 }

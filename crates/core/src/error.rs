@@ -81,7 +81,11 @@ pub struct ToolError {
 impl ToolError {
     /// An error with a code and a message for the model.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ToolError { code, message: message.into(), details: None }
+        ToolError {
+            code,
+            message: message.into(),
+            details: None,
+        }
     }
 
     /// Adds structured details (e.g. one entry per invalid argument).

@@ -54,7 +54,12 @@ fn empty_object() -> Arc<Value> {
 impl RunInput {
     /// Input for a function call, with empty config.
     pub fn new(function_call_id: impl Into<String>) -> Self {
-        RunInput { function_call_id: function_call_id.into(), config: empty_object(), secrets: empty_object(), ..Default::default() }
+        RunInput {
+            function_call_id: function_call_id.into(),
+            config: empty_object(),
+            secrets: empty_object(),
+            ..Default::default()
+        }
     }
 }
 
@@ -130,12 +135,25 @@ impl Suspended {
     pub fn resume(self, outcome: EffectOutcome) -> Step {
         let Suspended { tool, mut state } = self;
         let Some(id) = state.awaiting.take() else {
-            return Step::Done(internal_failure(&tool.0, "the run was resumed but was not waiting for an effect"));
+            return Step::Done(internal_failure(
+                &tool.0,
+                "the run was resumed but was not waiting for an effect",
+            ));
         };
         let Some(action) = tool.0.blocks.iter().flatten().find(|a| a.id == id) else {
-            return Step::Done(internal_failure(&tool.0, "the run waits for an action its tool does not have"));
+            return Step::Done(internal_failure(
+                &tool.0,
+                "the run waits for an action its tool does not have",
+            ));
         };
-        let flow = action.resume(&mut Exec { tool: &tool.0, st: &mut state, at: action }, outcome);
+        let flow = action.resume(
+            &mut Exec {
+                tool: &tool.0,
+                st: &mut state,
+                at: action,
+            },
+            outcome,
+        );
         match apply(flow, action, &mut state) {
             Some(request) => Step::Effect(request, Suspended { tool, state }),
             None => drive(tool, state),
@@ -149,7 +167,13 @@ impl Suspended {
 }
 
 fn internal_failure(tool: &Tool, message: &str) -> Outcome {
-    Outcome::failed(tool.name(), ToolError::new(ErrorCode::ToolExecutionFailed, format!("{}: {message}", tool.name())))
+    Outcome::failed(
+        tool.name(),
+        ToolError::new(
+            ErrorCode::ToolExecutionFailed,
+            format!("{}: {message}", tool.name()),
+        ),
+    )
 }
 
 /// Starts a run: validates `arguments_json`, then runs until done or until an effect is needed.
@@ -170,7 +194,10 @@ pub fn start(tool: &Arc<Tool>, input: RunInput, arguments_json: &str, context: &
         message: None,
         logs: Vec::new(),
         handoff: None,
-        frames: vec![Frame { block: ACTIONS, next: 0 }],
+        frames: vec![Frame {
+            block: ACTIONS,
+            next: 0,
+        }],
         phase: Phase::Actions,
         failure: None,
         awaiting: None,
@@ -185,7 +212,10 @@ fn drive(tool: SharedTool, mut st: Box<RunState>) -> Step {
             match st.phase {
                 Phase::Actions => {
                     st.phase = Phase::OnSuccess;
-                    st.frames.push(Frame { block: ON_SUCCESS, next: 0 });
+                    st.frames.push(Frame {
+                        block: ON_SUCCESS,
+                        next: 0,
+                    });
                     continue;
                 }
                 Phase::OnSuccess => match finish_success(&tool.0, &mut st) {
@@ -203,7 +233,11 @@ fn drive(tool: SharedTool, mut st: Box<RunState>) -> Step {
         if action.reads_context && st.pending < st.writes.len() {
             st.materialize();
         }
-        let flow = action.run(&mut Exec { tool: &tool.0, st: &mut st, at: action });
+        let flow = action.run(&mut Exec {
+            tool: &tool.0,
+            st: &mut st,
+            at: action,
+        });
         if let Some(request) = apply(flow, action, &mut st) {
             return Step::Effect(request, Suspended { tool, state: st });
         }
@@ -234,7 +268,11 @@ fn apply(flow: Flow, action: &Action, st: &mut RunState) -> Option<EffectRequest
 fn fail(st: &mut RunState, error: ToolError, at: &str) {
     match st.phase {
         Phase::Actions | Phase::OnSuccess => {
-            st.logs.push(LogEntry { level: LogLevel::Warn, message: error.to_string(), action: at.to_owned() });
+            st.logs.push(LogEntry {
+                level: LogLevel::Warn,
+                message: error.to_string(),
+                action: at.to_owned(),
+            });
             st.failure = Some(error);
             st.phase = Phase::OnFailure;
             st.writes.clear();
@@ -242,10 +280,17 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
             st.ctx = st.base.clone();
             st.message = None;
             st.handoff = None;
-            st.frames = vec![Frame { block: ON_FAILURE, next: 0 }];
+            st.frames = vec![Frame {
+                block: ON_FAILURE,
+                next: 0,
+            }];
         }
         Phase::OnFailure => {
-            st.logs.push(LogEntry { level: LogLevel::Error, message: format!("on_failure stopped: {error}"), action: at.to_owned() });
+            st.logs.push(LogEntry {
+                level: LogLevel::Error,
+                message: format!("on_failure stopped: {error}"),
+                action: at.to_owned(),
+            });
             st.frames.clear();
         }
     }
@@ -254,10 +299,20 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
 /// The success outcome, or `None` after turning an over-limit context into a failure.
 fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
     if !st.writes.is_empty() {
-        let size = st.ctx.approx_size() + st.writes[st.pending..].iter().map(Write::approx_size).sum::<usize>();
+        let size = st.ctx.approx_size()
+            + st.writes[st.pending..]
+                .iter()
+                .map(Write::approx_size)
+                .sum::<usize>();
         let limit = tool.limits.max_context_bytes;
         if size > limit {
-            let e = ToolError::new(ErrorCode::ToolExecutionFailed, format!("{}: the call's context would hold about {size} bytes, over the limit of {limit}", tool.name()));
+            let e = ToolError::new(
+                ErrorCode::ToolExecutionFailed,
+                format!(
+                    "{}: the call's context would hold about {size} bytes, over the limit of {limit}",
+                    tool.name()
+                ),
+            );
             fail(st, e, "");
             return None;
         }

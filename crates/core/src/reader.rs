@@ -26,11 +26,25 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
 
 impl<'a> Obj<'a> {
     /// Starts reading `v` as an object; reports and returns `None` when it is not one.
-    pub(crate) fn new(v: &'a Value, ptr: &str, what: &str, known: &'static [&'static str], sink: &mut Sink) -> Option<Self> {
+    pub(crate) fn new(
+        v: &'a Value,
+        ptr: &str,
+        what: &str,
+        known: &'static [&'static str],
+        sink: &mut Sink,
+    ) -> Option<Self> {
         match v {
-            Value::Object(map) => Some(Obj { map, ptr: ptr.to_owned(), what: what.to_owned(), known }),
+            Value::Object(map) => Some(Obj {
+                map,
+                ptr: ptr.to_owned(),
+                what: what.to_owned(),
+                known,
+            }),
             other => {
-                sink.error(ptr, format!("{what} must be an object, found {}", type_name(other)));
+                sink.error(
+                    ptr,
+                    format!("{what} must be an object, found {}", type_name(other)),
+                );
                 None
             }
         }
@@ -45,11 +59,22 @@ impl<'a> Obj<'a> {
     }
 
     fn wrong(&self, key: &str, want: &str, got: &Value, sink: &mut Sink) {
-        sink.error(&self.at(key), format!("`{key}` of {} must be {want}, found {}", self.what, type_name(got)));
+        sink.error(
+            &self.at(key),
+            format!(
+                "`{key}` of {} must be {want}, found {}",
+                self.what,
+                type_name(got)
+            ),
+        );
     }
 
     fn missing(&self, key: &str, sink: &mut Sink) {
-        sink.error_fix(&self.ptr, format!("{} has no `{key}`", self.what), format!("add the required field `{key}`"));
+        sink.error_fix(
+            &self.ptr,
+            format!("{} has no `{key}`", self.what),
+            format!("add the required field `{key}`"),
+        );
     }
 
     pub(crate) fn str(&self, key: &str, sink: &mut Sink) -> Option<&'a str> {
@@ -102,7 +127,11 @@ impl<'a> Obj<'a> {
     pub(crate) fn number_in(&self, key: &str, min: f64, max: f64, sink: &mut Sink) -> Option<f64> {
         let n = self.number(key, sink)?;
         if !(min..=max).contains(&n) {
-            sink.error_fix(&self.at(key), format!("`{key}` is {n}, outside {min}..={max}"), format!("use a value from {min} to {max}"));
+            sink.error_fix(
+                &self.at(key),
+                format!("`{key}` is {n}, outside {min}..={max}"),
+                format!("use a value from {min} to {max}"),
+            );
             return None;
         }
         Some(n)
@@ -136,7 +165,13 @@ impl<'a> Obj<'a> {
         for (i, item) in items.iter().enumerate() {
             match item {
                 Value::String(s) => out.push((s.as_str(), child(&ptr, i))),
-                other => sink.error(&child(&ptr, i), format!("items of `{key}` must be strings, found {}", type_name(other))),
+                other => sink.error(
+                    &child(&ptr, i),
+                    format!(
+                        "items of `{key}` must be strings, found {}",
+                        type_name(other)
+                    ),
+                ),
             }
         }
         Some(out)
@@ -152,7 +187,11 @@ impl<'a> Obj<'a> {
                 Some(s) => format!("did you mean `{s}`?"),
                 None => format!("remove it; {} takes {}", self.what, list(self.known)),
             };
-            sink.error_fix(&self.at(key), format!("unknown field `{key}` in {}", self.what), fix);
+            sink.error_fix(
+                &self.at(key),
+                format!("unknown field `{key}` in {}", self.what),
+                fix,
+            );
         }
     }
 }

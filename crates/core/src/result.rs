@@ -56,7 +56,15 @@ pub struct LogEntry {
 impl Outcome {
     /// An outcome that failed before any action ran (unknown tool, bad arguments, …).
     pub fn failed(tool: &str, error: ToolError) -> Self {
-        Outcome { tool: tool.to_owned(), error: Some(error), message: None, data: Map::new(), writes: Vec::new(), handoff: None, logs: Vec::new() }
+        Outcome {
+            tool: tool.to_owned(),
+            error: Some(error),
+            message: None,
+            data: Map::new(),
+            writes: Vec::new(),
+            handoff: None,
+            logs: Vec::new(),
+        }
     }
 
     pub fn ok(&self) -> bool {
@@ -88,7 +96,8 @@ impl Outcome {
                     (Some(m), code) if code != ErrorCode::ValidationFailed => m.clone(),
                     _ => e.message.clone(),
                 };
-                let mut out = json!({"ok": false, "error": e.code, "tool": self.tool, "message": message});
+                let mut out =
+                    json!({"ok": false, "error": e.code, "tool": self.tool, "message": message});
                 if let Some(d) = &e.details {
                     out["details"] = d.clone();
                 }
@@ -112,7 +121,12 @@ pub struct ToolResult {
 impl ToolResult {
     /// The result of a finished run.
     pub fn from_outcome(function_call_id: &str, outcome: &Outcome) -> Self {
-        ToolResult { function_call_id: function_call_id.to_owned(), ok: outcome.ok(), error: outcome.code(), output: outcome.output().to_string() }
+        ToolResult {
+            function_call_id: function_call_id.to_owned(),
+            ok: outcome.ok(),
+            error: outcome.code(),
+            output: outcome.output().to_string(),
+        }
     }
 
     /// A failure that never reached the interpreter.

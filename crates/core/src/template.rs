@@ -43,7 +43,10 @@ pub struct TemplateError {
 
 impl TemplateError {
     fn new(message: impl Into<String>, fix: impl Into<Option<String>>) -> Self {
-        Self { message: message.into(), fix: fix.into() }
+        Self {
+            message: message.into(),
+            fix: fix.into(),
+        }
     }
 }
 
@@ -59,7 +62,11 @@ pub enum EvalError {
 }
 
 fn undefined_message(expr: &str, name: &str) -> String {
-    if expr == name { format!("`{name}` is undefined") } else { format!("`{expr}`: `{name}` is undefined") }
+    if expr == name {
+        format!("`{name}` is undefined")
+    } else {
+        format!("`{expr}`: `{name}` is undefined")
+    }
 }
 
 /// One step of a path: an object key or an array index.
@@ -84,7 +91,11 @@ impl PathExpr {
         let ident = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>| -> Option<String> {
             let mut s = String::new();
             while let Some(&(_, c)) = chars.peek() {
-                let ok = if s.is_empty() { c.is_ascii_alphabetic() || c == '_' } else { c.is_ascii_alphanumeric() || c == '_' };
+                let ok = if s.is_empty() {
+                    c.is_ascii_alphabetic() || c == '_'
+                } else {
+                    c.is_ascii_alphanumeric() || c == '_'
+                };
                 if !ok {
                     break;
                 }
@@ -186,7 +197,10 @@ impl Expr {
     pub fn compile(source: &str) -> Result<Expr, TemplateError> {
         let source = source.trim();
         if source.is_empty() {
-            return Err(TemplateError::new("empty expression", Some("write a path such as `params.name`".to_owned())));
+            return Err(TemplateError::new(
+                "empty expression",
+                Some("write a path such as `params.name`".to_owned()),
+            ));
         }
         if let Some(path) = PathExpr::parse(source) {
             return Ok(Expr::Path(path));
@@ -200,16 +214,21 @@ impl Expr {
         })?;
         let roots = compiled.undeclared_variables(false).into_iter().collect();
         let simple = Simple::parse(source);
-        Ok(Expr::Jinja { source: source.to_owned(), compiled: Box::new(compiled), roots, simple })
+        Ok(Expr::Jinja {
+            source: source.to_owned(),
+            compiled: Box::new(compiled),
+            roots,
+            simple,
+        })
     }
 
     /// Compiles an expression written either bare (`params.x > 0`) or as one `{{ … }}` hole.
     pub fn compile_condition(source: &str) -> Result<Expr, TemplateError> {
         let t = source.trim();
-        if let Some(inner) = t.strip_prefix("{{").and_then(|s| s.strip_suffix("}}")) {
-            if !inner.contains("{{") {
-                return Expr::compile(inner);
-            }
+        if let Some(inner) = t.strip_prefix("{{").and_then(|s| s.strip_suffix("}}"))
+            && !inner.contains("{{")
+        {
+            return Expr::compile(inner);
         }
         Expr::compile(t)
     }
@@ -233,23 +252,44 @@ impl Expr {
                 }
                 BTreeSet::from([s])
             }
-            Expr::Jinja { compiled, .. } => compiled.undeclared_variables(true).into_iter().collect(),
+            Expr::Jinja { compiled, .. } => {
+                compiled.undeclared_variables(true).into_iter().collect()
+            }
         }
     }
 
     /// Evaluates to a JSON value.
     pub fn eval(&self, vars: &Vars<'_>) -> Result<Value, EvalError> {
         match self {
-            Expr::Path(p) => p.lookup(vars).cloned().map_err(|name| EvalError::Undefined { expr: self.source(), name }),
-            Expr::Jinja { source, compiled, roots, simple } => {
+            Expr::Path(p) => p
+                .lookup(vars)
+                .cloned()
+                .map_err(|name| EvalError::Undefined {
+                    expr: self.source(),
+                    name,
+                }),
+            Expr::Jinja {
+                source,
+                compiled,
+                roots,
+                simple,
+            } => {
                 if let Some(v) = simple.as_ref().and_then(|s| s.eval(vars)) {
                     return Ok(v);
                 }
-                let out = compiled.eval(vars.to_minijinja(roots)).map_err(|e| engine_error(source, &e))?;
+                let out = compiled
+                    .eval(vars.to_minijinja(roots))
+                    .map_err(|e| engine_error(source, &e))?;
                 if out.is_undefined() {
-                    return Err(EvalError::Undefined { expr: source.clone(), name: source.clone() });
+                    return Err(EvalError::Undefined {
+                        expr: source.clone(),
+                        name: source.clone(),
+                    });
                 }
-                to_json(&out).map_err(|message| EvalError::Engine { expr: source.clone(), message })
+                to_json(&out).map_err(|message| EvalError::Engine {
+                    expr: source.clone(),
+                    message,
+                })
             }
         }
     }
@@ -257,16 +297,30 @@ impl Expr {
     /// Evaluates for truth, as Jinja does (`none`, `false`, `0`, `""`, `[]`, `{}` are false).
     pub fn eval_bool(&self, vars: &Vars<'_>) -> Result<bool, EvalError> {
         match self {
-            Expr::Path(p) => {
-                p.lookup(vars).map(truthy).map_err(|name| EvalError::Undefined { expr: self.source(), name })
-            }
-            Expr::Jinja { source, compiled, roots, simple } => {
+            Expr::Path(p) => p
+                .lookup(vars)
+                .map(truthy)
+                .map_err(|name| EvalError::Undefined {
+                    expr: self.source(),
+                    name,
+                }),
+            Expr::Jinja {
+                source,
+                compiled,
+                roots,
+                simple,
+            } => {
                 if let Some(v) = simple.as_ref().and_then(|s| s.eval(vars)) {
                     return Ok(truthy(&v));
                 }
-                let out = compiled.eval(vars.to_minijinja(roots)).map_err(|e| engine_error(source, &e))?;
+                let out = compiled
+                    .eval(vars.to_minijinja(roots))
+                    .map_err(|e| engine_error(source, &e))?;
                 if out.is_undefined() {
-                    return Err(EvalError::Undefined { expr: source.clone(), name: source.clone() });
+                    return Err(EvalError::Undefined {
+                        expr: source.clone(),
+                        name: source.clone(),
+                    });
                 }
                 Ok(out.is_true())
             }
@@ -277,7 +331,10 @@ impl Expr {
     fn render_into(&self, vars: &Vars<'_>, out: &mut String) -> Result<(), EvalError> {
         match self {
             Expr::Path(p) => {
-                let v = p.lookup(vars).map_err(|name| EvalError::Undefined { expr: self.source(), name })?;
+                let v = p.lookup(vars).map_err(|name| EvalError::Undefined {
+                    expr: self.source(),
+                    name,
+                })?;
                 push_display(v, out);
                 Ok(())
             }
@@ -331,7 +388,11 @@ impl Simple {
                     None => Some(Simple::Operand(operand(&tokens)?)),
                     Some(i) => {
                         let Tok::Op(op) = tokens[i] else { return None };
-                        Some(Simple::Compare(operand(&tokens[..i])?, op, operand(&tokens[i + 1..])?))
+                        Some(Simple::Compare(
+                            operand(&tokens[..i])?,
+                            op,
+                            operand(&tokens[i + 1..])?,
+                        ))
                     }
                 }
             }
@@ -343,7 +404,9 @@ impl Simple {
         match self {
             Simple::Operand(o) => o.eval(vars),
             Simple::Not(o) => Some(Value::Bool(!truthy(&o.eval(vars)?))),
-            Simple::Compare(a, op, b) => compare(&a.eval(vars)?, *op, &b.eval(vars)?).map(Value::Bool),
+            Simple::Compare(a, op, b) => {
+                compare(&a.eval(vars)?, *op, &b.eval(vars)?).map(Value::Bool)
+            }
         }
     }
 }
@@ -419,18 +482,28 @@ fn tokenize(src: &str) -> Option<Vec<Tok>> {
                 s.push(ch);
             }
             out.push(Tok::Str(s));
-        } else if c.is_ascii_digit() || (c == '-' && chars.get(i + 1).is_some_and(char::is_ascii_digit) && !matches!(out.last(), Some(Tok::Word(_) | Tok::Num(_) | Tok::Str(_)))) {
+        } else if c.is_ascii_digit()
+            || (c == '-'
+                && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+                && !matches!(out.last(), Some(Tok::Word(_) | Tok::Num(_) | Tok::Str(_))))
+        {
             let start = i;
             i += 1;
             while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
                 i += 1;
             }
             let text: String = chars[start..i].iter().collect();
-            let v: Value = if text.contains('.') { Value::from(text.parse::<f64>().ok()?) } else { Value::from(text.parse::<i64>().ok()?) };
+            let v: Value = if text.contains('.') {
+                Value::from(text.parse::<f64>().ok()?)
+            } else {
+                Value::from(text.parse::<i64>().ok()?)
+            };
             out.push(Tok::Num(v));
         } else if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '_' | '.' | '[' | ']')) {
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '_' | '.' | '[' | ']'))
+            {
                 i += 1;
             }
             out.push(Tok::Word(chars[start..i].iter().collect()));
@@ -466,20 +539,28 @@ fn operand(tokens: &[Tok]) -> Option<Operand> {
             _ if KEYWORDS.contains(&w.as_str()) => None,
             _ => PathExpr::parse(w).map(Operand::Path),
         },
-        [Tok::Word(w), Tok::Pipe, Tok::Word(f)] if f == "length" || f == "count" => PathExpr::parse(w).map(Operand::Length),
+        [Tok::Word(w), Tok::Pipe, Tok::Word(f)] if f == "length" || f == "count" => {
+            PathExpr::parse(w).map(Operand::Length)
+        }
         _ => None,
     }
 }
 
 fn engine_error(source: &str, e: &minijinja::Error) -> EvalError {
     if e.kind() == minijinja::ErrorKind::UndefinedError {
-        return EvalError::Undefined { expr: source.to_owned(), name: e.detail().unwrap_or(source).to_owned() };
+        return EvalError::Undefined {
+            expr: source.to_owned(),
+            name: e.detail().unwrap_or(source).to_owned(),
+        };
     }
     let message = match e.detail() {
         Some(d) => format!("{}: {d}", e.kind()),
         None => e.kind().to_string(),
     };
-    EvalError::Engine { expr: source.to_owned(), message }
+    EvalError::Engine {
+        expr: source.to_owned(),
+        message,
+    }
 }
 
 /// Jinja truthiness of a JSON value.
@@ -580,13 +661,19 @@ impl StrTemplate {
                         Piece::Hole(e) => e.render_into(vars, &mut out)?,
                     }
                     if out.len() > limit {
-                        return Err(EvalError::TooLarge { size: out.len(), limit });
+                        return Err(EvalError::TooLarge {
+                            size: out.len(),
+                            limit,
+                        });
                     }
                 }
             }
         }
         if out.len() > limit {
-            return Err(EvalError::TooLarge { size: out.len(), limit });
+            return Err(EvalError::TooLarge {
+                size: out.len(),
+                limit,
+            });
         }
         Ok(out)
     }
@@ -606,8 +693,14 @@ fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
         let after = &rest[open + 1..];
         if after.starts_with('%') || after.starts_with('#') {
             return Err(TemplateError::new(
-                format!("`{{{}` blocks and comments are not supported in tool templates", &after[..1]),
-                Some("use an expression inside `{{ }}`, e.g. `{{ 'yes' if flags.vip else 'no' }}`".to_owned()),
+                format!(
+                    "`{{{}` blocks and comments are not supported in tool templates",
+                    &after[..1]
+                ),
+                Some(
+                    "use an expression inside `{{ }}`, e.g. `{{ 'yes' if flags.vip else 'no' }}`"
+                        .to_owned(),
+                ),
             ));
         }
         if !after.starts_with('{') {
@@ -619,7 +712,10 @@ fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
         let body_start = open + 2;
         let close = find_close(&rest[body_start..]).ok_or_else(|| {
             TemplateError::new(
-                format!("`{{{{` at byte {} is never closed", src.len() - rest.len() + open),
+                format!(
+                    "`{{{{` at byte {} is never closed",
+                    src.len() - rest.len() + open
+                ),
                 Some("close the expression with `}}`".to_owned()),
             )
         })?;
@@ -628,7 +724,8 @@ fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
         if trim_before {
             body = &body[1..];
         }
-        let trim_after = body.ends_with('-') && body[..body.len() - 1].ends_with(char::is_whitespace);
+        let trim_after =
+            body.ends_with('-') && body[..body.len() - 1].ends_with(char::is_whitespace);
         if trim_after {
             body = &body[..body.len() - 1];
         }
@@ -636,13 +733,22 @@ fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
         if trim_before {
             trim_end_lit(&mut pieces);
         }
-        let expr = Expr::compile(body).map_err(|e| TemplateError { message: e.message, fix: e.fix })?;
+        let expr = Expr::compile(body).map_err(|e| TemplateError {
+            message: e.message,
+            fix: e.fix,
+        })?;
         pieces.push(Piece::Hole(expr));
         trim_next = trim_after;
         rest = &rest[body_start + close + 2..];
     }
     // A literal left alone is a plain string; a lone hole with only surrounding whitespace is typed.
-    if pieces.len() > 1 && pieces.iter().filter(|p| matches!(p, Piece::Hole(_))).count() == 1 {
+    if pieces.len() > 1
+        && pieces
+            .iter()
+            .filter(|p| matches!(p, Piece::Hole(_)))
+            .count()
+            == 1
+    {
         let only_blank = pieces.iter().all(|p| match p {
             Piece::Lit(s) => s.trim().is_empty(),
             Piece::Hole(_) => true,
@@ -657,7 +763,11 @@ fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
 fn push_lit(pieces: &mut Vec<Piece>, lit: &mut String, text: &str, trim_start: bool) {
     lit.push_str(text);
     let s = std::mem::take(lit);
-    let s = if trim_start { s.trim_start().to_owned() } else { s };
+    let s = if trim_start {
+        s.trim_start().to_owned()
+    } else {
+        s
+    };
     if !s.is_empty() {
         pieces.push(Piece::Lit(s));
     }
@@ -717,7 +827,11 @@ impl ValueTemplate {
         Self::compile_at(v, "", on_error)
     }
 
-    fn compile_at(v: &Value, at: &str, on_error: &mut dyn FnMut(&str, TemplateError)) -> ValueTemplate {
+    fn compile_at(
+        v: &Value,
+        at: &str,
+        on_error: &mut dyn FnMut(&str, TemplateError),
+    ) -> ValueTemplate {
         let t = match v {
             Value::String(s) => match StrTemplate::compile(s) {
                 Ok(StrTemplate::Literal(_)) => return ValueTemplate::Literal(v.clone()),
@@ -735,12 +849,21 @@ impl ValueTemplate {
             ),
             Value::Object(o) => ValueTemplate::Object(
                 o.iter()
-                    .map(|(k, x)| (k.clone(), Self::compile_at(x, &crate::diag::child(at, k), on_error)))
+                    .map(|(k, x)| {
+                        (
+                            k.clone(),
+                            Self::compile_at(x, &crate::diag::child(at, k), on_error),
+                        )
+                    })
                     .collect(),
             ),
             other => return ValueTemplate::Literal(other.clone()),
         };
-        if t.exprs().is_empty() { ValueTemplate::Literal(v.clone()) } else { t }
+        if t.exprs().is_empty() {
+            ValueTemplate::Literal(v.clone())
+        } else {
+            t
+        }
     }
 
     /// Every expression at any depth.
@@ -764,7 +887,11 @@ impl ValueTemplate {
         match self {
             ValueTemplate::Literal(v) => Ok(v.clone()),
             ValueTemplate::Str(s) => s.eval(vars, limit),
-            ValueTemplate::Array(a) => a.iter().map(|x| x.eval(vars, limit)).collect::<Result<_, _>>().map(Value::Array),
+            ValueTemplate::Array(a) => a
+                .iter()
+                .map(|x| x.eval(vars, limit))
+                .collect::<Result<_, _>>()
+                .map(Value::Array),
             ValueTemplate::Object(o) => o
                 .iter()
                 .map(|(k, x)| x.eval(vars, limit).map(|v| (k.clone(), v)))
@@ -809,7 +936,10 @@ impl<'a> Vars<'a> {
 
     /// The value of one scope.
     pub fn get(&self, name: &str) -> Option<&'a Value> {
-        self.entries.iter().find(|(n, _)| *n == name).map(|(_, v)| v.resolve())
+        self.entries
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.resolve())
     }
 
     fn to_minijinja(self, roots: &[String]) -> MjValue {
@@ -818,8 +948,17 @@ impl<'a> Vars<'a> {
             .iter()
             .filter(|(name, _)| roots.iter().any(|r| r == name))
             .map(|(name, v)| {
-                let path = v.key.map(|k| vec![Seg::Key(k.to_owned())]).unwrap_or_default();
-                (*name, JsonView { root: Arc::clone(v.value), path })
+                let path = v
+                    .key
+                    .map(|k| vec![Seg::Key(k.to_owned())])
+                    .unwrap_or_default();
+                (
+                    *name,
+                    JsonView {
+                        root: Arc::clone(v.value),
+                        path,
+                    },
+                )
             })
             .collect();
         MjValue::from_object(ScopesObject { scopes })
@@ -835,7 +974,8 @@ impl Object for ScopesObject {
     fn get_value(self: &Arc<Self>, key: &MjValue) -> Option<MjValue> {
         let name = key.as_str()?;
         let (_, view) = self.scopes.iter().find(|(n, _)| *n == name)?;
-        view.node().map(|node| view_value(node, &view.root, &view.path))
+        view.node()
+            .map(|node| view_value(node, &view.root, &view.path))
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
@@ -879,9 +1019,10 @@ fn view_value(node: &Value, root: &Arc<Value>, path: &[Seg]) -> MjValue {
             }
         }
         Value::String(s) => MjValue::from(s.as_str()),
-        Value::Array(_) | Value::Object(_) => {
-            MjValue::from_object(JsonView { root: Arc::clone(root), path: path.to_vec() })
-        }
+        Value::Array(_) | Value::Object(_) => MjValue::from_object(JsonView {
+            root: Arc::clone(root),
+            path: path.to_vec(),
+        }),
     }
 }
 
@@ -902,7 +1043,11 @@ impl Object for JsonView {
             }
             Value::Array(a) => {
                 let i = key.as_i64()?;
-                let i = if i < 0 { a.len().checked_sub(i.unsigned_abs() as usize)? } else { i as usize };
+                let i = if i < 0 {
+                    a.len().checked_sub(i.unsigned_abs() as usize)?
+                } else {
+                    i as usize
+                };
                 (Seg::Index(i), a.get(i)?)
             }
             _ => return None,
@@ -910,7 +1055,10 @@ impl Object for JsonView {
         if matches!(child, Value::Array(_) | Value::Object(_)) {
             let mut path = self.path.clone();
             path.push(seg);
-            Some(MjValue::from_object(JsonView { root: Arc::clone(&self.root), path }))
+            Some(MjValue::from_object(JsonView {
+                root: Arc::clone(&self.root),
+                path,
+            }))
         } else {
             Some(view_value(child, &self.root, &self.path))
         }
@@ -919,7 +1067,9 @@ impl Object for JsonView {
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         match self.node() {
             Some(Value::Array(a)) => Enumerator::Seq(a.len()),
-            Some(Value::Object(m)) => Enumerator::Values(m.keys().map(|k| MjValue::from(k.as_str())).collect()),
+            Some(Value::Object(m)) => {
+                Enumerator::Values(m.keys().map(|k| MjValue::from(k.as_str())).collect())
+            }
             _ => Enumerator::Empty,
         }
     }
@@ -944,7 +1094,10 @@ fn to_json(v: &MjValue) -> Result<Value, String> {
         ValueKind::String => Ok(Value::String(v.as_str().unwrap_or_default().to_owned())),
         ValueKind::Seq | ValueKind::Iterable => {
             let items = v.try_iter().map_err(|e| e.to_string())?;
-            items.map(|x| to_json(&x)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+            items
+                .map(|x| to_json(&x))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array)
         }
         ValueKind::Map => {
             let keys = v.try_iter().map_err(|e| e.to_string())?;
@@ -971,13 +1124,21 @@ mod tests {
     use super::*;
 
     fn with_vars<R>(f: impl FnOnce(&Vars<'_>) -> R) -> R {
-        let params = Arc::new(json!({"meal_type": "lunch", "dishes": ["soup", "bread"], "count": 3, "note": null}));
+        let params = Arc::new(
+            json!({"meal_type": "lunch", "dishes": ["soup", "bread"], "count": 3, "note": null}),
+        );
         let workflow = Arc::new(json!({"logged": [1, 2]}));
         let agents = Arc::new(json!({"meal": {"last": "soup"}}));
         let entries = [
             ("params", VarRef::whole(&params)),
             ("workflow", VarRef::whole(&workflow)),
-            ("agent", VarRef { value: &agents, key: Some("meal") }),
+            (
+                "agent",
+                VarRef {
+                    value: &agents,
+                    key: Some("meal"),
+                },
+            ),
         ];
         f(&Vars::new(&entries))
     }
@@ -987,8 +1148,14 @@ mod tests {
     fn templates_evaluate() {
         let cases: &[(&str, Value)] = &[
             ("{{params.count}}", json!(3)),
-            ("{{ params }}", json!({"meal_type": "lunch", "dishes": ["soup", "bread"], "count": 3, "note": null})),
-            ("I've logged your {{params.meal_type}}!", json!("I've logged your lunch!")),
+            (
+                "{{ params }}",
+                json!({"meal_type": "lunch", "dishes": ["soup", "bread"], "count": 3, "note": null}),
+            ),
+            (
+                "I've logged your {{params.meal_type}}!",
+                json!("I've logged your lunch!"),
+            ),
             ("{{ params.dishes | length }}", json!(2)),
             ("{{ params.dishes[1] }}", json!("bread")),
             ("{{ params.dishes[-1] | upper }}", json!("BREAD")),
@@ -998,7 +1165,10 @@ mod tests {
             ("[{{ params.note }}]", json!("[]")),
             ("{{ workflow.logged }}", json!([1, 2])),
             ("{{ params.dishes | join(', ') }}", json!("soup, bread")),
-            ("{{ {'a': params.count, 'b': [1, 'x']} }}", json!({"a": 3, "b": [1, "x"]})),
+            (
+                "{{ {'a': params.count, 'b': [1, 'x']} }}",
+                json!({"a": 3, "b": [1, "x"]}),
+            ),
             ("{{ 'yes' if params.count > 2 else 'no' }}", json!("yes")),
             ("  {{ params.count }} ", json!(3)),
             ("a {{- ' b ' -}} c", json!("a b c")),
@@ -1008,7 +1178,12 @@ mod tests {
         with_vars(|vars| {
             for (src, want) in cases {
                 let t = StrTemplate::compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
-                assert_eq!(&t.eval(vars, 1 << 20).unwrap_or_else(|e| panic!("{src}: {e}")), want, "{src}");
+                assert_eq!(
+                    &t.eval(vars, 1 << 20)
+                        .unwrap_or_else(|e| panic!("{src}: {e}")),
+                    want,
+                    "{src}"
+                );
             }
         });
     }
@@ -1016,7 +1191,12 @@ mod tests {
     #[test]
     fn undefined_names_are_errors() {
         with_vars(|vars| {
-            for src in ["{{ params.missing }}", "{{ nothing }}", "x {{ params.dishes[5] }}", "{{ params.missing | upper }}"] {
+            for src in [
+                "{{ params.missing }}",
+                "{{ nothing }}",
+                "x {{ params.dishes[5] }}",
+                "{{ params.missing | upper }}",
+            ] {
                 let t = StrTemplate::compile(src).unwrap();
                 let err = t.eval(vars, 1000).unwrap_err();
                 assert!(matches!(err, EvalError::Undefined { .. }), "{src}: {err:?}");
@@ -1041,7 +1221,10 @@ mod tests {
     fn output_is_bounded() {
         with_vars(|vars| {
             let t = StrTemplate::compile("{{ 'x' * 100 }}!").unwrap();
-            assert!(matches!(t.render(vars, 50), Err(EvalError::TooLarge { .. })));
+            assert!(matches!(
+                t.render(vars, 50),
+                Err(EvalError::TooLarge { .. })
+            ));
         });
     }
 
@@ -1075,7 +1258,12 @@ mod tests {
         with_vars(|vars| {
             for src in exprs {
                 let simple = Simple::parse(src).unwrap_or_else(|| panic!("{src} should be simple"));
-                let Expr::Jinja { compiled, roots, .. } = Expr::compile(src).unwrap() else { panic!("{src} compiled to a path") };
+                let Expr::Jinja {
+                    compiled, roots, ..
+                } = Expr::compile(src).unwrap()
+                else {
+                    panic!("{src} compiled to a path")
+                };
                 let engine = to_json(&compiled.eval(vars.to_minijinja(&roots)).unwrap()).unwrap();
                 if let Some(fast) = simple.eval(vars) {
                     assert_eq!(truthy(&fast), truthy(&engine), "{src}: {fast} vs {engine}");
@@ -1085,7 +1273,14 @@ mod tests {
                 }
             }
         });
-        for not_simple in ["a and b", "x + 1 > 2", "f(x) == 1", "x | upper == 'A'", "'a' ~ 'b'", "x in [1, 2]"] {
+        for not_simple in [
+            "a and b",
+            "x + 1 > 2",
+            "f(x) == 1",
+            "x | upper == 'A'",
+            "'a' ~ 'b'",
+            "x in [1, 2]",
+        ] {
             assert_eq!(Simple::parse(not_simple), None, "{not_simple}");
         }
     }
@@ -1124,7 +1319,10 @@ mod tests {
     #[test]
     fn variables_are_listed() {
         let e = Expr::compile("params.dishes | length > workflow.min").unwrap();
-        assert_eq!(e.variables(), BTreeSet::from(["params.dishes".to_owned(), "workflow.min".to_owned()]));
+        assert_eq!(
+            e.variables(),
+            BTreeSet::from(["params.dishes".to_owned(), "workflow.min".to_owned()])
+        );
         let p = Expr::compile("user.id").unwrap();
         assert_eq!(p.variables(), BTreeSet::from(["user.id".to_owned()]));
     }

@@ -24,8 +24,15 @@ pub struct ToolName(String);
 impl ToolName {
     /// Checks a name; the error says what is allowed.
     pub fn parse(s: &str) -> Result<ToolName, String> {
-        if s.is_empty() || s.len() > 64 || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err(format!("tool name `{s}` must be 1-64 letters, digits, `_` or `-`"));
+        if s.is_empty()
+            || s.len() > 64
+            || !s
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(format!(
+                "tool name `{s}` must be 1-64 letters, digits, `_` or `-`"
+            ));
         }
         Ok(ToolName(s.to_owned()))
     }
@@ -131,7 +138,11 @@ impl Tool {
             Diagnostics(vec![Diagnostic {
                 pointer: String::new(),
                 message: format!("not valid JSON: {e}"),
-                fix: Some(format!("fix the JSON syntax at line {}, column {}", e.line(), e.column())),
+                fix: Some(format!(
+                    "fix the JSON syntax at line {}, column {}",
+                    e.line(),
+                    e.column()
+                )),
             }])
         })?;
         Tool::parse(&v, limits)
@@ -200,26 +211,42 @@ impl Tool {
     /// The function a model sees; `strict` gives the OpenAI strict-mode schema (a raw JSON
     /// Schema is used as given either way).
     pub fn function_def(&self, strict: bool) -> Arc<FunctionDef> {
-        Arc::clone(if strict { &self.strict_function } else { &self.function })
+        Arc::clone(if strict {
+            &self.strict_function
+        } else {
+            &self.function
+        })
     }
 
     pub(crate) fn block(&self, id: BlockId) -> &[Action] {
-        self.blocks.get(id as usize).map(Vec::as_slice).unwrap_or_default()
+        self.blocks
+            .get(id as usize)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
     }
 }
 
 fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
     let obj = Obj::new(def, "", "the tool", TOOL_FIELDS, sink)?;
-    let name = obj.req_str("name", sink).and_then(|n| match ToolName::parse(n) {
-        Ok(n) => Some(n),
-        Err(e) => {
-            sink.error_fix(&obj.at("name"), e, "rename the tool, e.g. `save_meal`");
-            None
-        }
-    });
-    let description = obj.req_str("description", sink).unwrap_or_default().to_owned();
+    let name = obj
+        .req_str("name", sink)
+        .and_then(|n| match ToolName::parse(n) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                sink.error_fix(&obj.at("name"), e, "rename the tool, e.g. `save_meal`");
+                None
+            }
+        });
+    let description = obj
+        .req_str("description", sink)
+        .unwrap_or_default()
+        .to_owned();
     if obj.get("description").is_some() && description.trim().is_empty() {
-        sink.error_fix(&obj.at("description"), "the description is empty", "say what the tool does: the model reads it to decide when to call it");
+        sink.error_fix(
+            &obj.at("description"),
+            "the description is empty",
+            "say what the tool does: the model reads it to decide when to call it",
+        );
     }
     let parameters = match obj.get("parameters") {
         Some(v) => params::parse(v, &obj.at("parameters"), limits.max_parameters, sink),
@@ -227,7 +254,11 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
     };
 
     let mut cx = ParseCx::new(sink, limits, parameters.names());
-    for (key, id) in [("actions", actions::ACTIONS), ("on_success", actions::ON_SUCCESS), ("on_failure", actions::ON_FAILURE)] {
+    for (key, id) in [
+        ("actions", actions::ACTIONS),
+        ("on_success", actions::ON_SUCCESS),
+        ("on_failure", actions::ON_FAILURE),
+    ] {
         if let Some(v) = cx.field_of(&obj, key) {
             cx.fill_block(id, v, &obj.at(key), 0);
         }
@@ -235,32 +266,60 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
     let action_count = cx.action_count();
     let blocks = cx.finish();
     if action_count > limits.max_actions {
-        sink.error_fix("/actions", format!("{action_count} actions, over the limit of {}", limits.max_actions), "split the tool, or move work into one `api_call` to your backend");
+        sink.error_fix(
+            "/actions",
+            format!(
+                "{action_count} actions, over the limit of {}",
+                limits.max_actions
+            ),
+            "split the tool, or move work into one `api_call` to your backend",
+        );
     }
 
-    let timeout_s = obj.number_in("timeout", 0.001, limits.max_timeout_s, sink).unwrap_or(DEFAULT_TIMEOUT_S);
-    let declared = obj.str("side_effect", sink).and_then(|s| match SideEffect::parse(s) {
-        Some(se) => Some(se),
-        None => {
-            sink.error_fix(&obj.at("side_effect"), format!("unknown side_effect `{s}`"), "use `read`, `write` or `terminal`");
-            None
-        }
-    });
-    let dedupe_window_s = obj.number_in("dedupe_window_s", 0.0, 86_400.0, sink).map(|n| n as u64).unwrap_or(DEFAULT_DEDUPE_WINDOW_S);
+    let timeout_s = obj
+        .number_in("timeout", 0.001, limits.max_timeout_s, sink)
+        .unwrap_or(DEFAULT_TIMEOUT_S);
+    let declared = obj
+        .str("side_effect", sink)
+        .and_then(|s| match SideEffect::parse(s) {
+            Some(se) => Some(se),
+            None => {
+                sink.error_fix(
+                    &obj.at("side_effect"),
+                    format!("unknown side_effect `{s}`"),
+                    "use `read`, `write` or `terminal`",
+                );
+                None
+            }
+        });
+    let dedupe_window_s = obj
+        .number_in("dedupe_window_s", 0.0, 86_400.0, sink)
+        .map(|n| n as u64)
+        .unwrap_or(DEFAULT_DEDUPE_WINDOW_S);
     let is_async = obj.bool("async", sink).unwrap_or(false);
     let messages = read_messages(&obj, sink);
     obj.finish(sink);
 
     let side_effect = declared.unwrap_or_else(|| infer_side_effect(&blocks));
     if is_async && side_effect == SideEffect::Terminal {
-        sink.error_fix("/async", "a terminal tool (transfer, end_call) cannot be async", "remove `\"async\": true`");
+        sink.error_fix(
+            "/async",
+            "a terminal tool (transfer, end_call) cannot be async",
+            "remove `\"async\": true`",
+        );
     }
-    let parameters_ok = sink.items.iter().all(|d| !d.pointer.starts_with("/parameters"));
+    let parameters_ok = sink
+        .items
+        .iter()
+        .all(|d| !d.pointer.starts_with("/parameters"));
     let args = if parameters_ok {
         match ArgValidator::new(&parameters) {
             Ok(a) => Some(a),
             Err(e) => {
-                sink.error("/parameters", format!("the parameters do not make a valid JSON Schema: {e}"));
+                sink.error(
+                    "/parameters",
+                    format!("the parameters do not make a valid JSON Schema: {e}"),
+                );
                 None
             }
         }
@@ -275,7 +334,11 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         strict: false,
     });
     let strict_function = match parameters.strict_schema() {
-        Some(schema) => Arc::new(FunctionDef { parameters: schema, strict: true, ..(*function).clone() }),
+        Some(schema) => Arc::new(FunctionDef {
+            parameters: schema,
+            strict: true,
+            ..(*function).clone()
+        }),
         None => Arc::clone(&function),
     };
     Some(Tool {
@@ -298,9 +361,19 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
 
 fn read_messages(obj: &Obj<'_>, sink: &mut Sink) -> Messages {
     let top_delay = obj.number_in("delayed_after_ms", 0.0, 600_000.0, sink);
-    let mut m = Messages { start: None, delayed: None, delayed_after_ms: top_delay.map(|n| n as u64).unwrap_or(DEFAULT_DELAYED_AFTER_MS) };
-    let Some(v) = obj.get("messages") else { return m };
-    let Some(mo) = Obj::new(v, &obj.at("messages"), "`messages`", MESSAGE_FIELDS, sink) else { return m };
+    let mut m = Messages {
+        start: None,
+        delayed: None,
+        delayed_after_ms: top_delay
+            .map(|n| n as u64)
+            .unwrap_or(DEFAULT_DELAYED_AFTER_MS),
+    };
+    let Some(v) = obj.get("messages") else {
+        return m;
+    };
+    let Some(mo) = Obj::new(v, &obj.at("messages"), "`messages`", MESSAGE_FIELDS, sink) else {
+        return m;
+    };
     m.start = mo.str("start", sink).map(str::to_owned);
     m.delayed = mo.str("delayed", sink).map(str::to_owned);
     if let Some(ms) = mo.number_in("delayed_after_ms", 0.0, 600_000.0, sink) {
@@ -335,7 +408,11 @@ impl Serialize for SharedTool {
             definition: &'a Value,
             limits: &'a Limits,
         }
-        Repr { definition: &self.0.source, limits: &self.0.limits }.serialize(s)
+        Repr {
+            definition: &self.0.source,
+            limits: &self.0.limits,
+        }
+        .serialize(s)
     }
 }
 
@@ -347,6 +424,8 @@ impl<'de> Deserialize<'de> for SharedTool {
             limits: Limits,
         }
         let r = Repr::deserialize(d)?;
-        Tool::parse(&r.definition, &r.limits).map(|t| SharedTool(Arc::new(t))).map_err(serde::de::Error::custom)
+        Tool::parse(&r.definition, &r.limits)
+            .map(|t| SharedTool(Arc::new(t)))
+            .map_err(serde::de::Error::custom)
     }
 }

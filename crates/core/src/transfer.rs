@@ -441,7 +441,6 @@ fn closest_field<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
         .map(|(_, k)| k)
 }
 
-
 /// The URI a REFER needs: a bare E.164 number becomes `tel:+…`; anything else is kept as is.
 pub fn normalize_target_uri(target_uri: &str) -> String {
     if is_e164(target_uri) {

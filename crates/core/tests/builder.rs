@@ -1,11 +1,11 @@
 //! The ToolBuilder: toolset checks, and each provider's wire shape (insta snapshots).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::panic)]
 
 use std::str::FromStr;
 
+use serde_json::json;
 use switchboard_core::builder::{BuildError, Format, ToolChoice, Toolset};
 use switchboard_core::function::FunctionDef;
-use serde_json::json;
 
 fn function(name: &str, strict: bool) -> FunctionDef {
     FunctionDef {
@@ -42,7 +42,10 @@ fn render_every_format() {
             )
             .unwrap(),
         ),
-        ("empty", Toolset::build(Vec::<FunctionDef>::new(), None).unwrap()),
+        (
+            "empty",
+            Toolset::build(Vec::<FunctionDef>::new(), None).unwrap(),
+        ),
     ];
     for format in Format::ALL {
         for (set_name, set) in &sets {
@@ -225,7 +228,10 @@ fn format_names_round_trip() {
 
 #[test]
 fn json_text_matches_the_rendered_value() {
-    let sets = [Toolset::build(two_functions(), None).unwrap(), Toolset::build(Vec::<FunctionDef>::new(), None).unwrap()];
+    let sets = [
+        Toolset::build(two_functions(), None).unwrap(),
+        Toolset::build(Vec::<FunctionDef>::new(), None).unwrap(),
+    ];
     for set in &sets {
         for format in Format::ALL {
             let text: serde_json::Value = serde_json::from_str(&set.render_json(format)).unwrap();

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use switchboard_core::effect::HttpResponse;
 use switchboard_core::transfer::ReferConfig;
-use switchboard_core::{CallInfo, Context, EffectOutcome, ErrorCode, Limits, RunInput, Tool, ToolError, run_to_end};
+use switchboard_core::{
+    CallInfo, Context, EffectOutcome, ErrorCode, Limits, RunInput, Tool, ToolError, run_to_end,
+};
 
 fn call() -> CallInfo {
     CallInfo {
@@ -21,12 +23,17 @@ fn call() -> CallInfo {
 }
 
 fn refer() -> Arc<ReferConfig> {
-    let cfg: Value = serde_json::from_str(include_str!("../../../examples/acme-corp.json")).unwrap();
+    let cfg: Value =
+        serde_json::from_str(include_str!("../../../examples/acme-corp.json")).unwrap();
     Arc::new(ReferConfig::parse(&cfg["features"]["refer"]).unwrap())
 }
 
 fn http(status: u16, body: Value) -> EffectOutcome {
-    EffectOutcome::Http(HttpResponse { status, headers: Default::default(), body })
+    EffectOutcome::Http(HttpResponse {
+        status,
+        headers: Default::default(),
+        body,
+    })
 }
 
 fn done(value: Value) -> EffectOutcome {
@@ -36,7 +43,16 @@ fn done(value: Value) -> EffectOutcome {
 /// Runs `tool` with `args` on a context whose workflow is `workflow`, answering effects with
 /// `outcomes` in order; returns a summary: the model's output, the committed state, the effects.
 fn run(tool: &Value, args: &str, workflow: Value, outcomes: Vec<EffectOutcome>) -> Value {
-    let tool = Arc::new(Tool::parse(tool, &Limits { max_context_bytes: 2_000, ..Limits::default() }).unwrap_or_else(|e| panic!("{e}")));
+    let tool = Arc::new(
+        Tool::parse(
+            tool,
+            &Limits {
+                max_context_bytes: 2_000,
+                ..Limits::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
     let mut ctx = Context::new(&call(), json!({"id": "u_42", "auth_token": "tok_secret"}));
     ctx.workflow = Arc::new(workflow);
     let input = RunInput {
@@ -50,7 +66,9 @@ fn run(tool: &Value, args: &str, workflow: Value, outcomes: Vec<EffectOutcome>) 
     let mut effects = Vec::new();
     let outcome = run_to_end(&tool, input, args, &ctx, |req| {
         effects.push(serde_json::to_value(req).unwrap());
-        outcomes.next().expect("an effect the case gave no outcome for")
+        outcomes
+            .next()
+            .expect("an effect the case gave no outcome for")
     });
     for w in &outcome.writes {
         ctx.apply(w).unwrap();
@@ -71,7 +89,9 @@ fn assert_subset(expected: &Value, actual: &Value, path: &str) {
     match (expected, actual) {
         (Value::Object(e), Value::Object(a)) => {
             for (k, v) in e {
-                let Some(av) = a.get(k) else { panic!("{path}/{k} is missing in {actual:#}") };
+                let Some(av) = a.get(k) else {
+                    panic!("{path}/{k} is missing in {actual:#}")
+                };
                 assert_subset(v, av, &format!("{path}/{k}"));
             }
         }
@@ -142,7 +162,10 @@ fn failed_api_call_drops_the_writes_and_runs_on_failure() {
 
 #[test]
 fn failed_effect_keeps_its_code() {
-    let e = ToolError::new(ErrorCode::UpstreamUnavailable, "api.example.com is failing; try later");
+    let e = ToolError::new(
+        ErrorCode::UpstreamUnavailable,
+        "api.example.com is failing; try later",
+    );
     let mut tool = save_meal();
     tool["on_failure"] = json!([]);
     check(
@@ -168,95 +191,368 @@ fn invalid_arguments_never_reach_the_actions() {
             "effects": [],
         }),
     );
-    check(save_meal(), "{\"meal_type\": ", json!({}), vec![], json!({"output": {"ok": false, "error": "tool_args_parse_error"}}));
+    check(
+        save_meal(),
+        "{\"meal_type\": ",
+        json!({}),
+        vec![],
+        json!({"output": {"ok": false, "error": "tool_args_parse_error"}}),
+    );
 }
+
+/// Name, tool, arguments, starting workflow, effect outcomes, expected subset.
+type Case = (
+    &'static str,
+    Value,
+    &'static str,
+    Value,
+    Vec<EffectOutcome>,
+    Value,
+);
 
 /// One action type (or behaviour) per line: tool actions, arguments, starting workflow, effect
 /// outcomes, expected subset.
 #[test]
 fn each_action_type() {
     let t = |actions: Value| json!({"name": "t", "description": "test tool", "parameters": [{"name": "n", "type": "integer"}], "actions": actions});
-    let cases: Vec<(&str, Value, &str, Value, Vec<EffectOutcome>, Value)> = vec![
-        ("context.set typed and text", t(json!([{"type": "context.set", "data": {"a.b": "{{params.n}}", "s": "n={{params.n}}", "agent.seen": true}}])),
-            r#"{"n": 4}"#, json!({}), vec![], json!({"workflow": {"a": {"b": 4}, "s": "n=4"}, "agents": {"meal": {"seen": true}}})),
-        ("context.set reads its own writes", t(json!([{"type": "context.set", "data": {"x": 1}}, {"type": "context.set", "data": {"y": "{{workflow.x + 1}}"}}])),
-            "{}", json!({}), vec![], json!({"workflow": {"x": 1, "y": 2}})),
-        ("context.set keys read earlier keys", t(json!([{"type": "context.set", "data": {"x": 2, "y": "{{ workflow.x * 10 }}", "z": "{{ workflow.y }}"}}])),
-            "{}", json!({}), vec![], json!({"workflow": {"x": 2, "y": 20, "z": 20}})),
-        ("a write then a type conflict on the same path", t(json!([{"type": "context.set", "data": {"s": "text"}}, {"type": "context.set", "data": {"s[+]": 1}}])),
-            "{}", json!({}), vec![], json!({"output": {"ok": false, "error": "tool_execution_failed"}, "workflow": {}})),
-        ("flags read after being set", t(json!([{"type": "flag.set", "flags": ["seen"]}, {"type": "respond", "message": "{{ 'yes' if flags.seen else 'no' }}"}])),
-            "{}", json!({}), vec![], json!({"output": {"message": "yes"}})),
-        ("context.set append creates the list", t(json!([{"type": "context.set", "data": {"items[+]": "a"}}, {"type": "context.set", "data": {"items[+]": "b"}}])),
-            "{}", json!({}), vec![], json!({"workflow": {"items": ["a", "b"]}})),
-        ("context.get one path into result", t(json!([{"type": "context.get", "paths": ["workflow.order.id"], "into": "result.order_id"}])),
-            "{}", json!({"order": {"id": "o9"}}), vec![], json!({"output": {"ok": true, "data": {"order_id": "o9"}}})),
-        ("context.get several paths into an object", t(json!([{"type": "context.get", "paths": ["order.id", "user.id", "missing"], "into": "result.info"}])),
-            "{}", json!({"order": {"id": "o9"}}), vec![], json!({"output": {"data": {"info": {"id": "u_42", "missing": null}}}})),
-        ("context.get without into", t(json!([{"type": "context.get", "paths": ["workflow.plan", "call.from"]}])),
-            "{}", json!({"plan": "gold"}), vec![], json!({"output": {"data": {"plan": "gold", "from": "+14255551212"}}})),
-        ("context.delete", t(json!([{"type": "context.delete", "paths": ["a.b", "nope.x"]}])),
-            "{}", json!({"a": {"b": 1, "c": 2}}), vec![], json!({"workflow": {"a": {"c": 2}}})),
-        ("flag.set then conditional", t(json!([{"type": "flag.set", "flags": ["vip"]}, {"type": "conditional", "if": "flags.vip", "then": [{"type": "respond", "message": "vip"}], "else": [{"type": "respond", "message": "plain"}]}])),
-            "{}", json!({}), vec![], json!({"output": {"message": "vip"}, "flags": {"vip": true}})),
-        ("flag.clear", t(json!([{"type": "flag.set", "flags": ["a", "b"]}, {"type": "flag.clear", "flags": ["a"]}])),
-            "{}", json!({}), vec![], json!({"flags": {"b": true}})),
-        ("conditional else branch", t(json!([{"type": "conditional", "if": "{{ params.n > 5 }}", "then": [{"type": "respond", "message": "big"}], "else": [{"type": "respond", "message": "small"}]}])),
-            r#"{"n": 2}"#, json!({}), vec![], json!({"output": {"message": "small"}})),
-        ("nested conditionals", t(json!([{"type": "conditional", "if": "true", "then": [{"type": "conditional", "if": "params.n == 3", "then": [{"type": "respond", "message": "three"}]}]}])),
-            r#"{"n": 3}"#, json!({}), vec![], json!({"output": {"message": "three"}})),
-        ("transform map", t(json!([{"type": "transform", "input": "{{workflow.items}}", "op": "map", "expr": "item.price * 2", "into": "result.doubled"}])),
-            "{}", json!({"items": [{"price": 1}, {"price": 5}]}), vec![], json!({"output": {"data": {"doubled": [2, 10]}}})),
-        ("transform filter", t(json!([{"type": "transform", "input": "workflow.items", "op": "filter", "expr": "item.price > params.n", "into": "cheap"}])),
-            r#"{"n": 2}"#, json!({"items": [{"price": 1}, {"price": 5}]}), vec![], json!({"workflow": {"cheap": [{"price": 5}]}})),
-        ("transform reduce", t(json!([{"type": "transform", "input": "workflow.items", "op": "reduce", "expr": "acc + item.price", "initial": 0, "into": "result.total"}])),
-            "{}", json!({"items": [{"price": 1}, {"price": 5}]}), vec![], json!({"output": {"data": {"total": 6}}})),
-        ("log", t(json!([{"type": "log", "level": "warn", "message": "n is {{params.n}}"}])),
-            r#"{"n": 1}"#, json!({}), vec![], json!({"logs": ["n is 1"]})),
-        ("respond: the last one wins", t(json!([{"type": "respond", "message": "first"}, {"type": "respond", "message": "second"}])),
-            "{}", json!({}), vec![], json!({"output": {"message": "second"}})),
-        ("handoff", t(json!([{"type": "handoff", "agent": "billing", "reason": "invoice question"}])),
-            "{}", json!({}), vec![], json!({"handoff": {"agent": "billing", "reason": "invoice question"}})),
-        ("handoff to an unknown agent", t(json!([{"type": "handoff", "agent": "sales"}])),
-            "{}", json!({}), vec![], json!({"output": {"ok": false, "error": "handoff_failed", "details": {"valid_agents": ["meal", "billing"]}}, "handoff": null})),
-        ("validate passes", t(json!([{"type": "validate", "rules": [{"check": "params.n is defined and params.n > 0", "message": "n must be positive"}]}, {"type": "respond", "message": "ok"}])),
-            r#"{"n": 1}"#, json!({}), vec![], json!({"output": {"ok": true, "message": "ok"}})),
-        ("validate renders its message", t(json!([{"type": "validate", "rules": [{"check": "params.n > 0", "message": "{{params.n}} is not positive"}]}])),
-            r#"{"n": -3}"#, json!({}), vec![], json!({"output": {"ok": false, "error": "validation_failed", "message": "-3 is not positive"}})),
-        ("now is passed in", t(json!([{"type": "context.set", "data": {"at": "{{now}}"}}])),
-            "{}", json!({}), vec![], json!({"workflow": {"at": "2026-11-23T10:00:05Z"}})),
-        ("config scope", t(json!([{"type": "respond", "message": "region {{config.region}}"}])),
-            "{}", json!({}), vec![], json!({"output": {"message": "region eu"}})),
-        ("undefined at run time fails the tool", t(json!([{"type": "respond", "message": "{{ workflow.nothing.deeper }}"}])),
-            "{}", json!({}), vec![], json!({"output": {"ok": false, "error": "tool_execution_failed"}})),
-        ("writing into a non-object fails", t(json!([{"type": "context.set", "data": {"s.x": 1}}])),
-            "{}", json!({"s": "text"}), vec![], json!({"output": {"ok": false, "error": "tool_execution_failed"}, "workflow": {"s": "text"}})),
-        ("context over its limit fails", t(json!([{"type": "context.set", "data": {"big": "{{ 'x' * 5000 }}"}}])),
-            "{}", json!({}), vec![], json!({"output": {"ok": false, "error": "tool_execution_failed"}, "workflow": {}})),
-        ("api_call GET with query and response_path", t(json!([{"type": "api_call", "method": "get", "url": "https://crm.example.com/orders/{{params.n}}", "query": {"expand": ["items", "notes"], "limit": 5}, "headers": {"Authorization": "Bearer {{user.auth_token}}"}, "response_path": "order"}, {"type": "respond", "message": "status {{response.status}}"}])),
-            r#"{"n": 12}"#, json!({}), vec![http(200, json!({"id": 12}))],
+    let cases: Vec<Case> = vec![
+        (
+            "context.set typed and text",
+            t(
+                json!([{"type": "context.set", "data": {"a.b": "{{params.n}}", "s": "n={{params.n}}", "agent.seen": true}}]),
+            ),
+            r#"{"n": 4}"#,
+            json!({}),
+            vec![],
+            json!({"workflow": {"a": {"b": 4}, "s": "n=4"}, "agents": {"meal": {"seen": true}}}),
+        ),
+        (
+            "context.set reads its own writes",
+            t(
+                json!([{"type": "context.set", "data": {"x": 1}}, {"type": "context.set", "data": {"y": "{{workflow.x + 1}}"}}]),
+            ),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"workflow": {"x": 1, "y": 2}}),
+        ),
+        (
+            "context.set keys read earlier keys",
+            t(
+                json!([{"type": "context.set", "data": {"x": 2, "y": "{{ workflow.x * 10 }}", "z": "{{ workflow.y }}"}}]),
+            ),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"workflow": {"x": 2, "y": 20, "z": 20}}),
+        ),
+        (
+            "a write then a type conflict on the same path",
+            t(
+                json!([{"type": "context.set", "data": {"s": "text"}}, {"type": "context.set", "data": {"s[+]": 1}}]),
+            ),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"output": {"ok": false, "error": "tool_execution_failed"}, "workflow": {}}),
+        ),
+        (
+            "flags read after being set",
+            t(
+                json!([{"type": "flag.set", "flags": ["seen"]}, {"type": "respond", "message": "{{ 'yes' if flags.seen else 'no' }}"}]),
+            ),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"output": {"message": "yes"}}),
+        ),
+        (
+            "context.set append creates the list",
+            t(
+                json!([{"type": "context.set", "data": {"items[+]": "a"}}, {"type": "context.set", "data": {"items[+]": "b"}}]),
+            ),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"workflow": {"items": ["a", "b"]}}),
+        ),
+        (
+            "context.get one path into result",
+            t(
+                json!([{"type": "context.get", "paths": ["workflow.order.id"], "into": "result.order_id"}]),
+            ),
+            "{}",
+            json!({"order": {"id": "o9"}}),
+            vec![],
+            json!({"output": {"ok": true, "data": {"order_id": "o9"}}}),
+        ),
+        (
+            "context.get several paths into an object",
+            t(
+                json!([{"type": "context.get", "paths": ["order.id", "user.id", "missing"], "into": "result.info"}]),
+            ),
+            "{}",
+            json!({"order": {"id": "o9"}}),
+            vec![],
+            json!({"output": {"data": {"info": {"id": "u_42", "missing": null}}}}),
+        ),
+        (
+            "context.get without into",
+            t(json!([{"type": "context.get", "paths": ["workflow.plan", "call.from"]}])),
+            "{}",
+            json!({"plan": "gold"}),
+            vec![],
+            json!({"output": {"data": {"plan": "gold", "from": "+14255551212"}}}),
+        ),
+        (
+            "context.delete",
+            t(json!([{"type": "context.delete", "paths": ["a.b", "nope.x"]}])),
+            "{}",
+            json!({"a": {"b": 1, "c": 2}}),
+            vec![],
+            json!({"workflow": {"a": {"c": 2}}}),
+        ),
+        (
+            "flag.set then conditional",
+            t(
+                json!([{"type": "flag.set", "flags": ["vip"]}, {"type": "conditional", "if": "flags.vip", "then": [{"type": "respond", "message": "vip"}], "else": [{"type": "respond", "message": "plain"}]}]),
+            ),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"output": {"message": "vip"}, "flags": {"vip": true}}),
+        ),
+        (
+            "flag.clear",
+            t(
+                json!([{"type": "flag.set", "flags": ["a", "b"]}, {"type": "flag.clear", "flags": ["a"]}]),
+            ),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"flags": {"b": true}}),
+        ),
+        (
+            "conditional else branch",
+            t(
+                json!([{"type": "conditional", "if": "{{ params.n > 5 }}", "then": [{"type": "respond", "message": "big"}], "else": [{"type": "respond", "message": "small"}]}]),
+            ),
+            r#"{"n": 2}"#,
+            json!({}),
+            vec![],
+            json!({"output": {"message": "small"}}),
+        ),
+        (
+            "nested conditionals",
+            t(
+                json!([{"type": "conditional", "if": "true", "then": [{"type": "conditional", "if": "params.n == 3", "then": [{"type": "respond", "message": "three"}]}]}]),
+            ),
+            r#"{"n": 3}"#,
+            json!({}),
+            vec![],
+            json!({"output": {"message": "three"}}),
+        ),
+        (
+            "transform map",
+            t(
+                json!([{"type": "transform", "input": "{{workflow.items}}", "op": "map", "expr": "item.price * 2", "into": "result.doubled"}]),
+            ),
+            "{}",
+            json!({"items": [{"price": 1}, {"price": 5}]}),
+            vec![],
+            json!({"output": {"data": {"doubled": [2, 10]}}}),
+        ),
+        (
+            "transform filter",
+            t(
+                json!([{"type": "transform", "input": "workflow.items", "op": "filter", "expr": "item.price > params.n", "into": "cheap"}]),
+            ),
+            r#"{"n": 2}"#,
+            json!({"items": [{"price": 1}, {"price": 5}]}),
+            vec![],
+            json!({"workflow": {"cheap": [{"price": 5}]}}),
+        ),
+        (
+            "transform reduce",
+            t(
+                json!([{"type": "transform", "input": "workflow.items", "op": "reduce", "expr": "acc + item.price", "initial": 0, "into": "result.total"}]),
+            ),
+            "{}",
+            json!({"items": [{"price": 1}, {"price": 5}]}),
+            vec![],
+            json!({"output": {"data": {"total": 6}}}),
+        ),
+        (
+            "log",
+            t(json!([{"type": "log", "level": "warn", "message": "n is {{params.n}}"}])),
+            r#"{"n": 1}"#,
+            json!({}),
+            vec![],
+            json!({"logs": ["n is 1"]}),
+        ),
+        (
+            "respond: the last one wins",
+            t(
+                json!([{"type": "respond", "message": "first"}, {"type": "respond", "message": "second"}]),
+            ),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"output": {"message": "second"}}),
+        ),
+        (
+            "handoff",
+            t(json!([{"type": "handoff", "agent": "billing", "reason": "invoice question"}])),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"handoff": {"agent": "billing", "reason": "invoice question"}}),
+        ),
+        (
+            "handoff to an unknown agent",
+            t(json!([{"type": "handoff", "agent": "sales"}])),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"output": {"ok": false, "error": "handoff_failed", "details": {"valid_agents": ["meal", "billing"]}}, "handoff": null}),
+        ),
+        (
+            "validate passes",
+            t(
+                json!([{"type": "validate", "rules": [{"check": "params.n is defined and params.n > 0", "message": "n must be positive"}]}, {"type": "respond", "message": "ok"}]),
+            ),
+            r#"{"n": 1}"#,
+            json!({}),
+            vec![],
+            json!({"output": {"ok": true, "message": "ok"}}),
+        ),
+        (
+            "validate renders its message",
+            t(
+                json!([{"type": "validate", "rules": [{"check": "params.n > 0", "message": "{{params.n}} is not positive"}]}]),
+            ),
+            r#"{"n": -3}"#,
+            json!({}),
+            vec![],
+            json!({"output": {"ok": false, "error": "validation_failed", "message": "-3 is not positive"}}),
+        ),
+        (
+            "now is passed in",
+            t(json!([{"type": "context.set", "data": {"at": "{{now}}"}}])),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"workflow": {"at": "2026-11-23T10:00:05Z"}}),
+        ),
+        (
+            "config scope",
+            t(json!([{"type": "respond", "message": "region {{config.region}}"}])),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"output": {"message": "region eu"}}),
+        ),
+        (
+            "undefined at run time fails the tool",
+            t(json!([{"type": "respond", "message": "{{ workflow.nothing.deeper }}"}])),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"output": {"ok": false, "error": "tool_execution_failed"}}),
+        ),
+        (
+            "writing into a non-object fails",
+            t(json!([{"type": "context.set", "data": {"s.x": 1}}])),
+            "{}",
+            json!({"s": "text"}),
+            vec![],
+            json!({"output": {"ok": false, "error": "tool_execution_failed"}, "workflow": {"s": "text"}}),
+        ),
+        (
+            "context over its limit fails",
+            t(json!([{"type": "context.set", "data": {"big": "{{ 'x' * 5000 }}"}}])),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"output": {"ok": false, "error": "tool_execution_failed"}, "workflow": {}}),
+        ),
+        (
+            "api_call GET with query and response_path",
+            t(
+                json!([{"type": "api_call", "method": "get", "url": "https://crm.example.com/orders/{{params.n}}", "query": {"expand": ["items", "notes"], "limit": 5}, "headers": {"Authorization": "Bearer {{user.auth_token}}"}, "response_path": "order"}, {"type": "respond", "message": "status {{response.status}}"}]),
+            ),
+            r#"{"n": 12}"#,
+            json!({}),
+            vec![http(200, json!({"id": 12}))],
             json!({"workflow": {"order": {"id": 12}}, "output": {"message": "status 200"},
                    "effects": [{"method": "GET", "url": "https://crm.example.com/orders/12", "query": [["expand", "items"], ["expand", "notes"], ["limit", "5"]],
-                                "headers": [["Authorization", "Bearer tok_secret"]]}]})),
-        ("api_call on_error continue", t(json!([{"type": "api_call", "url": "https://x.example.com/a", "on_error": "continue"}, {"type": "respond", "message": "went on after {{response.status}}"}])),
-            "{}", json!({}), vec![http(500, json!(null))], json!({"output": {"ok": true, "message": "went on after 500"}})),
-        ("transfer to a destination", t(json!([{"type": "transfer", "destination": "support", "reason": "broken router"}])),
-            "{}", json!({}), vec![done(json!(null))],
+                                "headers": [["Authorization", "Bearer tok_secret"]]}]}),
+        ),
+        (
+            "api_call on_error continue",
+            t(
+                json!([{"type": "api_call", "url": "https://x.example.com/a", "on_error": "continue"}, {"type": "respond", "message": "went on after {{response.status}}"}]),
+            ),
+            "{}",
+            json!({}),
+            vec![http(500, json!(null))],
+            json!({"output": {"ok": true, "message": "went on after 500"}}),
+        ),
+        (
+            "transfer to a destination",
+            t(json!([{"type": "transfer", "destination": "support", "reason": "broken router"}])),
+            "{}",
+            json!({}),
+            vec![done(json!(null))],
             json!({"effects": [{"kind": "transfer", "target_uri": "tel:+14155552000", "destination_id": "support", "idempotency_key": "rtc_1-transfer-tel:+14155552000"}],
-                   "output": {"ok": true, "data": {"transfer": "requested", "target_uri": "tel:+14155552000", "destination_id": "support", "reason": "broken router"}}})),
-        ("transfer to an unknown destination", t(json!([{"type": "transfer", "destination": "legal"}])),
-            "{}", json!({}), vec![], json!({"effects": [], "output": {"ok": false, "error": "call_transfer_failed", "details": {"valid_destination_ids": ["sales", "support"]}}})),
-        ("transfer the REFER of which fails", t(json!([{"type": "transfer", "target_uri": "sip:agent@example.com"}])),
-            "{}", json!({}), vec![EffectOutcome::Failed(ToolError::new(ErrorCode::ToolExecutionFailed, "404 call_id_not_found"))],
-            json!({"output": {"ok": false, "error": "call_transfer_failed", "message": "Failed to transfer the call. Please handle the call without transfer."}})),
-        ("end_call", t(json!([{"type": "end_call", "message": "Goodbye!"}])),
-            "{}", json!({}), vec![done(json!(null))], json!({"effects": [{"kind": "end_call", "message": "Goodbye!"}], "output": {"ok": true, "data": {"call": "ending"}}})),
-        ("mcp.call", t(json!([{"type": "mcp.call", "server": "crm", "tool": "lookup", "arguments": {"id": "{{params.n}}"}, "into": "result.customer"}])),
-            r#"{"n": 8}"#, json!({}), vec![done(json!({"name": "Ada"}))],
+                   "output": {"ok": true, "data": {"transfer": "requested", "target_uri": "tel:+14155552000", "destination_id": "support", "reason": "broken router"}}}),
+        ),
+        (
+            "transfer to an unknown destination",
+            t(json!([{"type": "transfer", "destination": "legal"}])),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"effects": [], "output": {"ok": false, "error": "call_transfer_failed", "details": {"valid_destination_ids": ["sales", "support"]}}}),
+        ),
+        (
+            "transfer the REFER of which fails",
+            t(json!([{"type": "transfer", "target_uri": "sip:agent@example.com"}])),
+            "{}",
+            json!({}),
+            vec![EffectOutcome::Failed(ToolError::new(
+                ErrorCode::ToolExecutionFailed,
+                "404 call_id_not_found",
+            ))],
+            json!({"output": {"ok": false, "error": "call_transfer_failed", "message": "Failed to transfer the call. Please handle the call without transfer."}}),
+        ),
+        (
+            "end_call",
+            t(json!([{"type": "end_call", "message": "Goodbye!"}])),
+            "{}",
+            json!({}),
+            vec![done(json!(null))],
+            json!({"effects": [{"kind": "end_call", "message": "Goodbye!"}], "output": {"ok": true, "data": {"call": "ending"}}}),
+        ),
+        (
+            "mcp.call",
+            t(
+                json!([{"type": "mcp.call", "server": "crm", "tool": "lookup", "arguments": {"id": "{{params.n}}"}, "into": "result.customer"}]),
+            ),
+            r#"{"n": 8}"#,
+            json!({}),
+            vec![done(json!({"name": "Ada"}))],
             json!({"effects": [{"kind": "mcp", "server": "crm", "tool": "lookup", "arguments": {"id": 8}, "idempotency_key": "rtc_1-call_001-0"}],
-                   "output": {"data": {"customer": {"name": "Ada"}}}})),
-        ("result written whole", t(json!([{"type": "context.set", "data": {"result": {"a": 1}}}])),
-            "{}", json!({}), vec![], json!({"output": {"data": {"a": 1}}})),
+                   "output": {"data": {"customer": {"name": "Ada"}}}}),
+        ),
+        (
+            "result written whole",
+            t(json!([{"type": "context.set", "data": {"result": {"a": 1}}}])),
+            "{}",
+            json!({}),
+            vec![],
+            json!({"output": {"data": {"a": 1}}}),
+        ),
     ];
     for (name, tool, args, workflow, outcomes, expected) in cases {
         let actual = run(&tool, args, workflow, outcomes);
@@ -310,7 +606,10 @@ fn secrets_are_readable_by_templates() {
         {"type": "api_call", "method": "GET", "url": "https://x.example.com", "headers": {"X-Key": "{{secrets.api_key}}"}}]});
     let tool = Arc::new(Tool::parse(&tool, &Limits::default()).unwrap());
     let ctx = Context::new(&call(), json!({}));
-    let input = RunInput { secrets: Arc::new(json!({"api_key": "k-123"})), ..RunInput::new("c") };
+    let input = RunInput {
+        secrets: Arc::new(json!({"api_key": "k-123"})),
+        ..RunInput::new("c")
+    };
     let mut seen = None;
     run_to_end(&tool, input, "{}", &ctx, |req| {
         seen = Some(serde_json::to_value(req).unwrap());

@@ -8,7 +8,16 @@ use switchboard_core::{Limits, SideEffect, Tool};
 fn problems(def: &Value) -> Vec<(String, String)> {
     match Tool::parse(def, &Limits::default()) {
         Ok(_) => Vec::new(),
-        Err(d) => d.0.into_iter().map(|d| (d.pointer, format!("{} | {}", d.message, d.fix.unwrap_or_default()))).collect(),
+        Err(d) => {
+            d.0.into_iter()
+                .map(|d| {
+                    (
+                        d.pointer,
+                        format!("{} | {}", d.message, d.fix.unwrap_or_default()),
+                    )
+                })
+                .collect()
+        }
     }
 }
 
@@ -16,14 +25,18 @@ fn problems(def: &Value) -> Vec<(String, String)> {
 fn check(def: Value, expected: &[(&str, &str)]) {
     let got = problems(&def);
     for (ptr, needle) in expected {
-        assert!(got.iter().any(|(p, m)| p == ptr && m.contains(needle)), "expected {ptr} ~ {needle:?} in {got:#?}");
+        assert!(
+            got.iter().any(|(p, m)| p == ptr && m.contains(needle)),
+            "expected {ptr} ~ {needle:?} in {got:#?}"
+        );
     }
     assert_eq!(got.len(), expected.len(), "unexpected problems: {got:#?}");
 }
 
 #[test]
 fn the_broken_example_names_every_mistake() {
-    let def: Value = serde_json::from_str(include_str!("../../../examples/broken_tool.json")).unwrap();
+    let def: Value =
+        serde_json::from_str(include_str!("../../../examples/broken_tool.json")).unwrap();
     check(
         def,
         &[
@@ -33,7 +46,10 @@ fn the_broken_example_names_every_mistake() {
             ("/parameters/2/name", "defined twice"),
             ("/actions/0/type", "did you mean `context.set`?"),
             ("/actions/1/data/user.id", "`user` is read-only"),
-            ("/actions/1/data/user.id", "did you mean `params.meal_type`?"),
+            (
+                "/actions/1/data/user.id",
+                "did you mean `params.meal_type`?",
+            ),
             ("/actions/2", "has no `message`"),
             ("/actions/2/mesage", "did you mean `message`?"),
             ("/actions/3/timout", "did you mean `timeout`?"),
@@ -49,62 +65,205 @@ fn one_problem_per_line() {
     let base = |actions: Value| json!({"name": "t", "description": "d", "actions": actions});
     let cases: Vec<(Value, &str, &str)> = vec![
         (json!({"description": "d"}), "", "has no `name`"),
-        (json!({"name": "t", "description": " "}), "/description", "empty"),
-        (json!({"name": "t", "description": "d", "colour": 1}), "/colour", "unknown field"),
-        (json!({"name": "t", "description": "d", "side_effect": "maybe"}), "/side_effect", "`read`, `write` or `terminal`"),
+        (
+            json!({"name": "t", "description": " "}),
+            "/description",
+            "empty",
+        ),
+        (
+            json!({"name": "t", "description": "d", "colour": 1}),
+            "/colour",
+            "unknown field",
+        ),
+        (
+            json!({"name": "t", "description": "d", "side_effect": "maybe"}),
+            "/side_effect",
+            "`read`, `write` or `terminal`",
+        ),
         (base(json!({})), "/actions", "must be a list"),
         (base(json!([{"data": {}}])), "/actions/0", "has no `type`"),
         (base(json!(["respond"])), "/actions/0", "must be an object"),
-        (base(json!([{"type": "respond", "message": "{{ nope.x }}"}])), "/actions/0/message", "not a scope"),
-        (base(json!([{"type": "respond", "message": "{{ logged_meals }}"}])), "/actions/0/message", "workflow.logged_meals"),
-        (base(json!([{"type": "respond", "message": "{% if x %}a{% endif %}"}])), "/actions/0/message", "not supported"),
-        (base(json!([{"type": "context.set", "data": {"call.agent": "x"}}])), "/actions/0/data/call.agent", "read-only"),
-        (base(json!([{"type": "context.set", "data": {"flags.vip": true}}])), "/actions/0/data/flags.vip", "flag.set"),
-        (base(json!([{"type": "api_call", "url": "ftp://x"}])), "/actions/0/url", "not an http(s) URL"),
-        (base(json!([{"type": "api_call", "url": "https://x", "method": "FETCH"}])), "/actions/0/method", "unknown HTTP method"),
-        (base(json!([{"type": "api_call", "url": "https://x", "retry_count": 50}])), "/actions/0/retry_count", "outside"),
-        (base(json!([{"type": "api_call", "url": "https://x", "on_error": "ignore"}])), "/actions/0/on_error", "`fail` or `continue`"),
-        (base(json!([{"type": "transform", "input": "workflow.x", "op": "sum", "expr": "item", "into": "y"}])), "/actions/0/op", "unknown transform op"),
-        (base(json!([{"type": "transform", "input": "workflow.x", "op": "reduce", "expr": "acc + item", "into": "y"}])), "/actions/0", "no `initial`"),
-        (base(json!([{"type": "transform", "input": "workflow.x", "op": "map", "expr": "acc", "into": "y"}])), "/actions/0/expr", "not a scope"),
-        (base(json!([{"type": "transfer"}])), "/actions/0", "neither `destination` nor `target_uri`"),
-        (base(json!([{"type": "flag.set", "flags": ["a b"]}])), "/actions/0/flags/0", "not allowed"),
-        (base(json!([{"type": "validate", "rules": [{"check": "params.x >", "message": "m"}]}])), "/actions/0/rules/0/check", "does not compile"),
-        (base(json!([{"type": "context.get", "paths": []}])), "/actions/0/paths", "empty"),
-        (base(json!([{"type": "log", "level": "loud", "message": "m"}])), "/actions/0/level", "unknown log level"),
-        (base(json!([{"type": "email.send"}])), "/actions/0/type", "unknown action type"),
+        (
+            base(json!([{"type": "respond", "message": "{{ nope.x }}"}])),
+            "/actions/0/message",
+            "not a scope",
+        ),
+        (
+            base(json!([{"type": "respond", "message": "{{ logged_meals }}"}])),
+            "/actions/0/message",
+            "workflow.logged_meals",
+        ),
+        (
+            base(json!([{"type": "respond", "message": "{% if x %}a{% endif %}"}])),
+            "/actions/0/message",
+            "not supported",
+        ),
+        (
+            base(json!([{"type": "context.set", "data": {"call.agent": "x"}}])),
+            "/actions/0/data/call.agent",
+            "read-only",
+        ),
+        (
+            base(json!([{"type": "context.set", "data": {"flags.vip": true}}])),
+            "/actions/0/data/flags.vip",
+            "flag.set",
+        ),
+        (
+            base(json!([{"type": "api_call", "url": "ftp://x"}])),
+            "/actions/0/url",
+            "not an http(s) URL",
+        ),
+        (
+            base(json!([{"type": "api_call", "url": "https://x", "method": "FETCH"}])),
+            "/actions/0/method",
+            "unknown HTTP method",
+        ),
+        (
+            base(json!([{"type": "api_call", "url": "https://x", "retry_count": 50}])),
+            "/actions/0/retry_count",
+            "outside",
+        ),
+        (
+            base(json!([{"type": "api_call", "url": "https://x", "on_error": "ignore"}])),
+            "/actions/0/on_error",
+            "`fail` or `continue`",
+        ),
+        (
+            base(
+                json!([{"type": "transform", "input": "workflow.x", "op": "sum", "expr": "item", "into": "y"}]),
+            ),
+            "/actions/0/op",
+            "unknown transform op",
+        ),
+        (
+            base(
+                json!([{"type": "transform", "input": "workflow.x", "op": "reduce", "expr": "acc + item", "into": "y"}]),
+            ),
+            "/actions/0",
+            "no `initial`",
+        ),
+        (
+            base(
+                json!([{"type": "transform", "input": "workflow.x", "op": "map", "expr": "acc", "into": "y"}]),
+            ),
+            "/actions/0/expr",
+            "not a scope",
+        ),
+        (
+            base(json!([{"type": "transfer"}])),
+            "/actions/0",
+            "neither `destination` nor `target_uri`",
+        ),
+        (
+            base(json!([{"type": "flag.set", "flags": ["a b"]}])),
+            "/actions/0/flags/0",
+            "not allowed",
+        ),
+        (
+            base(json!([{"type": "validate", "rules": [{"check": "params.x >", "message": "m"}]}])),
+            "/actions/0/rules/0/check",
+            "does not compile",
+        ),
+        (
+            base(json!([{"type": "context.get", "paths": []}])),
+            "/actions/0/paths",
+            "empty",
+        ),
+        (
+            base(json!([{"type": "log", "level": "loud", "message": "m"}])),
+            "/actions/0/level",
+            "unknown log level",
+        ),
+        (
+            base(json!([{"type": "email.send"}])),
+            "/actions/0/type",
+            "unknown action type",
+        ),
     ];
     for (def, ptr, needle) in cases {
         let got = problems(&def);
-        assert!(got.iter().any(|(p, m)| p == ptr && m.contains(needle)), "{def}: expected {ptr} ~ {needle:?}, got {got:#?}");
+        assert!(
+            got.iter().any(|(p, m)| p == ptr && m.contains(needle)),
+            "{def}: expected {ptr} ~ {needle:?}, got {got:#?}"
+        );
     }
 }
 
 #[test]
 fn limits_are_enforced_when_parsing() {
-    let limits = Limits { max_actions: 3, max_depth: 1, ..Limits::default() };
+    let limits = Limits {
+        max_actions: 3,
+        max_depth: 1,
+        ..Limits::default()
+    };
     let many = json!({"name": "t", "description": "d", "actions": [{"type": "log", "message": "1"}, {"type": "log", "message": "2"}, {"type": "log", "message": "3"}, {"type": "log", "message": "4"}]});
     let err = Tool::parse(&many, &limits).unwrap_err();
-    assert!(err.0.iter().any(|d| d.message.contains("over the limit of 3")), "{err}");
+    assert!(
+        err.0
+            .iter()
+            .any(|d| d.message.contains("over the limit of 3")),
+        "{err}"
+    );
     let deep = json!({"name": "t", "description": "d", "actions": [{"type": "conditional", "if": "true", "then": [{"type": "conditional", "if": "true", "then": []}]}]});
     let err = Tool::parse(&deep, &limits).unwrap_err();
-    assert!(err.0.iter().any(|d| d.message.contains("nest 2 deep")), "{err}");
+    assert!(
+        err.0.iter().any(|d| d.message.contains("nest 2 deep")),
+        "{err}"
+    );
 }
 
 #[test]
 fn side_effects_are_inferred_or_declared() {
     let t = |actions: Value, extra: Value| {
         let mut def = json!({"name": "t", "description": "d", "actions": actions});
-        def.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        def.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         Tool::parse(&def, &Limits::default()).unwrap().side_effect()
     };
-    assert_eq!(t(json!([{"type": "context.set", "data": {"a": 1}}]), json!({})), SideEffect::Read);
-    assert_eq!(t(json!([{"type": "api_call", "method": "GET", "url": "https://x"}]), json!({})), SideEffect::Read);
-    assert_eq!(t(json!([{"type": "api_call", "url": "https://x"}]), json!({})), SideEffect::Write);
-    assert_eq!(t(json!([{"type": "mcp.call", "server": "s", "tool": "t"}]), json!({})), SideEffect::Write);
-    assert_eq!(t(json!([{"type": "conditional", "if": "true", "then": [{"type": "end_call"}]}]), json!({})), SideEffect::Terminal);
-    assert_eq!(t(json!([{"type": "transfer", "target_uri": "tel:+1"}]), json!({})), SideEffect::Terminal);
-    assert_eq!(t(json!([]), json!({"side_effect": "write"})), SideEffect::Write);
+    assert_eq!(
+        t(
+            json!([{"type": "context.set", "data": {"a": 1}}]),
+            json!({})
+        ),
+        SideEffect::Read
+    );
+    assert_eq!(
+        t(
+            json!([{"type": "api_call", "method": "GET", "url": "https://x"}]),
+            json!({})
+        ),
+        SideEffect::Read
+    );
+    assert_eq!(
+        t(json!([{"type": "api_call", "url": "https://x"}]), json!({})),
+        SideEffect::Write
+    );
+    assert_eq!(
+        t(
+            json!([{"type": "mcp.call", "server": "s", "tool": "t"}]),
+            json!({})
+        ),
+        SideEffect::Write
+    );
+    assert_eq!(
+        t(
+            json!([{"type": "conditional", "if": "true", "then": [{"type": "end_call"}]}]),
+            json!({})
+        ),
+        SideEffect::Terminal
+    );
+    assert_eq!(
+        t(
+            json!([{"type": "transfer", "target_uri": "tel:+1"}]),
+            json!({})
+        ),
+        SideEffect::Terminal
+    );
+    assert_eq!(
+        t(json!([]), json!({"side_effect": "write"})),
+        SideEffect::Write
+    );
 }
 
 #[test]
@@ -112,11 +271,26 @@ fn tool_options_parse() {
     let def = json!({"name": "lookup", "description": "d", "timeout": 2.5, "dedupe_window_s": 0, "async": true,
                      "messages": {"start": "Let me check.", "delayed": "Still checking.", "delayed_after_ms": 800}});
     let t = Tool::parse(&def, &Limits::default()).unwrap();
-    assert_eq!((t.timeout_ms(), t.dedupe_window_s(), t.is_async()), (2500, 0, true));
+    assert_eq!(
+        (t.timeout_ms(), t.dedupe_window_s(), t.is_async()),
+        (2500, 0, true)
+    );
     assert_eq!(t.messages().delayed_after_ms, 800);
     assert_eq!(t.messages().start.as_deref(), Some("Let me check."));
-    let defaults = Tool::parse(&json!({"name": "x", "description": "d"}), &Limits::default()).unwrap();
-    assert_eq!((defaults.timeout_ms(), defaults.dedupe_window_s(), defaults.is_async(), defaults.messages().delayed_after_ms), (20_000, 30, false, 1500));
+    let defaults = Tool::parse(
+        &json!({"name": "x", "description": "d"}),
+        &Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            defaults.timeout_ms(),
+            defaults.dedupe_window_s(),
+            defaults.is_async(),
+            defaults.messages().delayed_after_ms
+        ),
+        (20_000, 30, false, 1500)
+    );
 }
 
 #[test]
@@ -126,9 +300,19 @@ fn raw_json_schema_parameters_are_accepted_and_validated() {
     let t = Tool::parse(&def, &Limits::default()).unwrap();
     assert_eq!(t.function_def(false).parameters, def["parameters"]);
     let bad = json!({"name": "t", "description": "d", "parameters": {"type": "object", "properties": {"a": {"type": "strang"}}}});
-    assert!(problems(&bad).iter().any(|(p, m)| p.starts_with("/parameters") && m.contains("not a valid JSON Schema")), "{:#?}", problems(&bad));
+    assert!(
+        problems(&bad)
+            .iter()
+            .any(|(p, m)| p.starts_with("/parameters") && m.contains("not a valid JSON Schema")),
+        "{:#?}",
+        problems(&bad)
+    );
     let unknown_param = json!({"name": "t", "description": "d", "parameters": def["parameters"], "actions": [{"type": "respond", "message": "{{params.destination}}"}]});
-    assert!(problems(&unknown_param).iter().any(|(_, m)| m.contains("did you mean `params.destination_id`?")));
+    assert!(
+        problems(&unknown_param)
+            .iter()
+            .any(|(_, m)| m.contains("did you mean `params.destination_id`?"))
+    );
 }
 
 #[test]
@@ -139,7 +323,8 @@ fn json_syntax_errors_name_line_and_column() {
 
 #[test]
 fn function_definitions_for_models() {
-    let def: Value = serde_json::from_str(include_str!("../../../examples/save_meal.json")).unwrap();
+    let def: Value =
+        serde_json::from_str(include_str!("../../../examples/save_meal.json")).unwrap();
     let t = Tool::parse(&def, &Limits::default()).unwrap();
     insta::assert_json_snapshot!("save_meal_function", t.function_def(false));
     insta::assert_json_snapshot!("save_meal_function_strict", t.function_def(true));

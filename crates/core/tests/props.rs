@@ -7,7 +7,10 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use switchboard_core::effect::HttpResponse;
-use switchboard_core::{CallInfo, Context, EffectOutcome, ErrorCode, Limits, RunInput, Step, Suspended, Tool, ToolError, start};
+use switchboard_core::{
+    CallInfo, Context, EffectOutcome, ErrorCode, Limits, RunInput, Step, Suspended, Tool,
+    ToolError, start,
+};
 
 fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -16,19 +19,70 @@ fn arb_json() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(|n| json!(n)),
         (-1e6f64..1e6).prop_map(|n| json!(n)),
         "[a-z_.{}\\[\\]+ |%-]{0,24}".prop_map(Value::String),
-        prop::sample::select(vec!["{{params}}", "{{ params.x | length }}", "{{", "}}", "{% if %}", "a{{b}}c", "{{ user.id ~ 1 }}"])
-            .prop_map(|s| Value::String(s.to_owned())),
+        prop::sample::select(vec![
+            "{{params}}",
+            "{{ params.x | length }}",
+            "{{",
+            "}}",
+            "{% if %}",
+            "a{{b}}c",
+            "{{ user.id ~ 1 }}"
+        ])
+        .prop_map(|s| Value::String(s.to_owned())),
     ];
     leaf.prop_recursive(4, 64, 8, |inner| {
         let keys = prop::sample::select(vec![
-            "name", "description", "parameters", "actions", "on_success", "on_failure", "type", "data", "url", "method", "body",
-            "rules", "check", "message", "if", "then", "else", "paths", "into", "flags", "input", "op", "expr", "initial",
-            "enum", "required", "default", "min_value", "max_value", "items", "timeout", "side_effect", "messages", "agent",
-            "destination", "target_uri", "server", "tool", "arguments", "response_path", "headers", "query", "x",
+            "name",
+            "description",
+            "parameters",
+            "actions",
+            "on_success",
+            "on_failure",
+            "type",
+            "data",
+            "url",
+            "method",
+            "body",
+            "rules",
+            "check",
+            "message",
+            "if",
+            "then",
+            "else",
+            "paths",
+            "into",
+            "flags",
+            "input",
+            "op",
+            "expr",
+            "initial",
+            "enum",
+            "required",
+            "default",
+            "min_value",
+            "max_value",
+            "items",
+            "timeout",
+            "side_effect",
+            "messages",
+            "agent",
+            "destination",
+            "target_uri",
+            "server",
+            "tool",
+            "arguments",
+            "response_path",
+            "headers",
+            "query",
+            "x",
         ]);
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((keys, inner), 0..8).prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect::<Map<_, _>>())),
+            prop::collection::vec((keys, inner), 0..8).prop_map(|kv| Value::Object(
+                kv.into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect::<Map<_, _>>()
+            )),
         ]
     })
 }
@@ -50,7 +104,14 @@ fn arb_tool_shaped() -> impl Strategy<Value = Value> {
 }
 
 fn ctx() -> Context {
-    let call = CallInfo { id: "c1".into(), tenant_id: "t".into(), agent: "a".into(), from: None, to: None, started_at: "2026-01-01T00:00:00Z".into() };
+    let call = CallInfo {
+        id: "c1".into(),
+        tenant_id: "t".into(),
+        agent: "a".into(),
+        from: None,
+        to: None,
+        started_at: "2026-01-01T00:00:00Z".into(),
+    };
     Context::new(&call, json!({"id": "u1"}))
 }
 
@@ -102,10 +163,20 @@ fn effectful_tool() -> Arc<Tool> {
 
 fn arb_outcome() -> impl Strategy<Value = EffectOutcome> {
     prop_oneof![
-        (prop::sample::select(vec![200u16, 201, 404, 500, 503]), arb_json())
-            .prop_map(|(status, body)| EffectOutcome::Http(HttpResponse { status, headers: Map::new(), body })),
+        (
+            prop::sample::select(vec![200u16, 201, 404, 500, 503]),
+            arb_json()
+        )
+            .prop_map(|(status, body)| EffectOutcome::Http(HttpResponse {
+                status,
+                headers: Map::new(),
+                body
+            })),
         arb_json().prop_map(|value| EffectOutcome::Done { value }),
-        Just(EffectOutcome::Failed(ToolError::new(ErrorCode::Timeout, "timed out"))),
+        Just(EffectOutcome::Failed(ToolError::new(
+            ErrorCode::Timeout,
+            "timed out"
+        ))),
     ]
 }
 

@@ -1,11 +1,11 @@
 //! The transfer toolkit against seed 001: the built function, config problems, resolution.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::panic)]
 
+use serde_json::{Value, json};
 use switchboard_core::transfer::{
     ConfigProblem, ReferConfig, Resolution, build_refer_function, normalize_target_uri,
     resolve_destination, transfer_idempotency_key,
 };
-use serde_json::{Value, json};
 
 /// The `features.refer` block of seed 001's acme-corp tenant, with the demo's sales URI.
 fn acme() -> Value {

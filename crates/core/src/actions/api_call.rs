@@ -59,9 +59,15 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
             StrTemplate::Whole(_) => None,
         };
         if let Some(p) = prefix {
-            let looks_http = ["http://", "https://"].iter().any(|s| p.starts_with(s) || (s.starts_with(p) && p.len() < s.len() && !p.is_empty()));
+            let looks_http = ["http://", "https://"].iter().any(|s| {
+                p.starts_with(s) || (s.starts_with(p) && p.len() < s.len() && !p.is_empty())
+            });
             if !looks_http {
-                cx.sink.error_fix(&obj.at("url"), format!("`{p}` is not an http(s) URL"), "start the URL with `https://`");
+                cx.sink.error_fix(
+                    &obj.at("url"),
+                    format!("`{p}` is not an http(s) URL"),
+                    "start the URL with `https://`",
+                );
             }
         }
     }
@@ -70,12 +76,18 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
         Some(m) => match METHODS.iter().find(|k| k.eq_ignore_ascii_case(m)) {
             Some(k) => k,
             None => {
-                cx.sink.error_fix(&obj.at("method"), format!("unknown HTTP method `{m}`"), format!("use one of {}", crate::reader::list(METHODS)));
+                cx.sink.error_fix(
+                    &obj.at("method"),
+                    format!("unknown HTTP method `{m}`"),
+                    format!("use one of {}", crate::reader::list(METHODS)),
+                );
                 "POST"
             }
         },
     };
-    let body = obj.get("body").map(|v| cx.value_template(v, &obj.at("body")));
+    let body = obj
+        .get("body")
+        .map(|v| cx.value_template(v, &obj.at("body")));
     let headers = obj
         .object("headers", cx.sink)
         .map(|h| {
@@ -85,7 +97,11 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
                     match v {
                         Value::String(s) => cx.compile_template(s, &at).map(|t| (k.clone(), t)),
                         _ => {
-                            cx.sink.error_fix(&at, format!("header `{k}` must be a string"), "quote the value");
+                            cx.sink.error_fix(
+                                &at,
+                                format!("header `{k}` must be a string"),
+                                "quote the value",
+                            );
                             None
                         }
                     }
@@ -95,16 +111,35 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
         .unwrap_or_default();
     let query = obj
         .object("query", cx.sink)
-        .map(|q| q.iter().map(|(k, v)| (k.clone(), cx.value_template(v, &crate::diag::child(&obj.at("query"), k)))).collect())
+        .map(|q| {
+            q.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        cx.value_template(v, &crate::diag::child(&obj.at("query"), k)),
+                    )
+                })
+                .collect()
+        })
         .unwrap_or_default();
-    let timeout_s = obj.number_in("timeout", 0.001, cx.limits.max_timeout_s, cx.sink).unwrap_or(30.0);
-    let retry_count = obj.number_in("retry_count", 0.0, 10.0, cx.sink).unwrap_or(3.0) as u32;
-    let retry_delay = obj.number_in("retry_delay", 0.0, 30.0, cx.sink).unwrap_or(0.5);
+    let timeout_s = obj
+        .number_in("timeout", 0.001, cx.limits.max_timeout_s, cx.sink)
+        .unwrap_or(30.0);
+    let retry_count = obj
+        .number_in("retry_count", 0.0, 10.0, cx.sink)
+        .unwrap_or(3.0) as u32;
+    let retry_delay = obj
+        .number_in("retry_delay", 0.0, 30.0, cx.sink)
+        .unwrap_or(0.5);
     let continue_on_error = match obj.str("on_error", cx.sink) {
         None | Some("fail") => false,
         Some("continue") => true,
         Some(other) => {
-            cx.sink.error_fix(&obj.at("on_error"), format!("unknown on_error `{other}`"), "use `fail` or `continue`");
+            cx.sink.error_fix(
+                &obj.at("on_error"),
+                format!("unknown on_error `{other}`"),
+                "use `fail` or `continue`",
+            );
             false
         }
     };
@@ -161,7 +196,10 @@ impl ApiCall {
     fn request(&self, x: &Exec<'_>) -> Result<HttpRequest, ToolError> {
         let url = x.render(&self.url)?;
         if !(url.starts_with("https://") || url.starts_with("http://")) {
-            return Err(x.internal(format!("the URL rendered to `{}`, which is not an http(s) URL", host(&url))));
+            return Err(x.internal(format!(
+                "the URL rendered to `{}`, which is not an http(s) URL",
+                host(&url)
+            )));
         }
         let mut headers = Vec::with_capacity(self.headers.len());
         for (k, t) in &self.headers {
@@ -196,35 +234,55 @@ impl ApiCall {
             EffectOutcome::Http(resp) => {
                 let ok = (200..300).contains(&resp.status);
                 let failure = (!ok).then(|| {
-                    ToolError::new(ErrorCode::ApiCallFailed, format!("The request to {} failed with HTTP {}.", self.host_of(x), resp.status))
-                        .with_details(json!({"status": resp.status}))
+                    ToolError::new(
+                        ErrorCode::ApiCallFailed,
+                        format!(
+                            "The request to {} failed with HTTP {}.",
+                            self.host_of(x),
+                            resp.status
+                        ),
+                    )
+                    .with_details(json!({"status": resp.status}))
                 });
                 let body = resp.body.clone();
-                x.st.response = Arc::new(json!({"status": resp.status, "headers": resp.headers, "body": resp.body}));
+                x.st.response = Arc::new(
+                    json!({"status": resp.status, "headers": resp.headers, "body": resp.body}),
+                );
                 (body, failure)
             }
             EffectOutcome::Failed(e) => {
-                x.st.response = Arc::new(json!({"status": null, "headers": {}, "body": null, "error": {"code": e.code, "message": e.message}}));
+                x.st.response = Arc::new(
+                    json!({"status": null, "headers": {}, "body": null, "error": {"code": e.code, "message": e.message}}),
+                );
                 (Value::Null, Some(e))
             }
-            EffectOutcome::Done { .. } => return Flow::Fail(x.internal("an api_call was resumed with a non-HTTP outcome".to_owned())),
+            EffectOutcome::Done { .. } => {
+                return Flow::Fail(
+                    x.internal("an api_call was resumed with a non-HTTP outcome".to_owned()),
+                );
+            }
         };
         if let Some(e) = failure {
             if !self.continue_on_error {
                 return Flow::Fail(e);
             }
-            x.log(LogLevel::Warn, format!("api_call failed and on_error is continue: {e}"));
+            x.log(
+                LogLevel::Warn,
+                format!("api_call failed and on_error is continue: {e}"),
+            );
         }
-        if let Some(path) = &self.response_path {
-            if let Err(e) = x.write(path, body) {
-                return Flow::Fail(e);
-            }
+        if let Some(path) = &self.response_path
+            && let Err(e) = x.write(path, body)
+        {
+            return Flow::Fail(e);
         }
         Flow::Next
     }
 
     fn host_of(&self, x: &Exec<'_>) -> String {
-        x.render(&self.url).map(|u| host(&u).to_owned()).unwrap_or_else(|_| "the API".to_owned())
+        x.render(&self.url)
+            .map(|u| host(&u).to_owned())
+            .unwrap_or_else(|_| "the API".to_owned())
     }
 }
 
@@ -232,7 +290,10 @@ impl ApiCall {
 mod tests {
     #[test]
     fn host_hides_path_query_and_credentials() {
-        assert_eq!(super::host("https://user:pw@api.example.com:8443/v1/x?token=s"), "api.example.com:8443");
+        assert_eq!(
+            super::host("https://user:pw@api.example.com:8443/v1/x?token=s"),
+            "api.example.com:8443"
+        );
         assert_eq!(super::host("http://127.0.0.1/a"), "127.0.0.1");
     }
 }

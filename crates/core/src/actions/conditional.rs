@@ -20,8 +20,14 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, depth: usize) -> Option
         Some(v) => cx.nested_block(v, &obj.at("then"), depth + 1),
         None => return None,
     };
-    let otherwise = obj.get("else").map(|v| cx.nested_block(v, &obj.at("else"), depth + 1));
-    Some(Conditional { condition: condition?, then, otherwise })
+    let otherwise = obj
+        .get("else")
+        .map(|v| cx.nested_block(v, &obj.at("else"), depth + 1));
+    Some(Conditional {
+        condition: condition?,
+        then,
+        otherwise,
+    })
 }
 
 impl Conditional {

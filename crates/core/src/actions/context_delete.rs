@@ -17,7 +17,11 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
     for (src, at) in obj.strings("paths", cx.sink)? {
         if let Some(p) = cx.write_path(src, &at) {
             if p.append {
-                cx.sink.error_fix(&at, format!("`{src}` cannot be deleted with `[+]`"), "name the list itself, without `[+]`");
+                cx.sink.error_fix(
+                    &at,
+                    format!("`{src}` cannot be deleted with `[+]`"),
+                    "name the list itself, without `[+]`",
+                );
             } else {
                 paths.push(p);
             }

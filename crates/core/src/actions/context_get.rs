@@ -26,11 +26,19 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
                 cx.mark_read(&p.root);
                 paths.push(p);
             }
-            None => cx.sink.error_fix(&at, format!("`{src}` is not a valid path"), "write dot-separated names such as `workflow.order.id`"),
+            None => cx.sink.error_fix(
+                &at,
+                format!("`{src}` is not a valid path"),
+                "write dot-separated names such as `workflow.order.id`",
+            ),
         }
     }
     if paths.is_empty() {
-        cx.sink.error_fix(&obj.at("paths"), "`paths` is empty", "list at least one path to read");
+        cx.sink.error_fix(
+            &obj.at("paths"),
+            "`paths` is empty",
+            "list at least one path to read",
+        );
     }
     let into = match obj.str("into", cx.sink) {
         Some(src) => Some(cx.write_path(src, &obj.at("into"))?),
@@ -41,13 +49,29 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
 
 impl ContextGet {
     pub(crate) fn run(&self, x: &mut Exec<'_>) -> Flow {
-        let values: Vec<(String, Value)> = self.paths.iter().map(|p| (p.last().to_owned(), x.read(p))).collect();
+        let values: Vec<(String, Value)> = self
+            .paths
+            .iter()
+            .map(|p| (p.last().to_owned(), x.read(p)))
+            .collect();
         let writes: Vec<(WritePath, Value)> = match (&self.into, values.len()) {
             (Some(into), 1) => values.into_iter().map(|(_, v)| (into.clone(), v)).collect(),
-            (Some(into), _) => vec![(into.clone(), Value::Object(values.into_iter().collect::<Map<_, _>>()))],
+            (Some(into), _) => vec![(
+                into.clone(),
+                Value::Object(values.into_iter().collect::<Map<_, _>>()),
+            )],
             (None, _) => values
                 .into_iter()
-                .map(|(k, v)| (WritePath { target: Target::Result, keys: vec![k], append: false }, v))
+                .map(|(k, v)| {
+                    (
+                        WritePath {
+                            target: Target::Result,
+                            keys: vec![k],
+                            append: false,
+                        },
+                        v,
+                    )
+                })
                 .collect(),
         };
         for (path, value) in writes {

@@ -16,7 +16,11 @@ pub(crate) struct ContextSet {
 pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Option<ContextSet> {
     let data = obj.object("data", cx.sink).or_else(|| {
         if obj.get("data").is_none() {
-            cx.sink.error_fix(&obj.ptr, "`context.set` has no `data`", "add `\"data\": {\"workflow.key\": \"value\"}`");
+            cx.sink.error_fix(
+                &obj.ptr,
+                "`context.set` has no `data`",
+                "add `\"data\": {\"workflow.key\": \"value\"}`",
+            );
         }
         None
     })?;

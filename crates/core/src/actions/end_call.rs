@@ -13,7 +13,9 @@ pub(crate) struct EndCall {
 }
 
 pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Option<EndCall> {
-    Some(EndCall { message: cx.template(obj, "message", false) })
+    Some(EndCall {
+        message: cx.template(obj, "message", false),
+    })
 }
 
 impl EndCall {

@@ -15,7 +15,11 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
     let mut names = Vec::new();
     for (name, at) in obj.strings("flags", cx.sink)? {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            cx.sink.error_fix(&at, format!("flag name `{name}` is not allowed"), "use letters, digits and underscores, so it reads as `flags.name`");
+            cx.sink.error_fix(
+                &at,
+                format!("flag name `{name}` is not allowed"),
+                "use letters, digits and underscores, so it reads as `flags.name`",
+            );
         } else {
             names.push(name.to_owned());
         }

@@ -22,29 +22,44 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
     let agent = cx.template(obj, "agent", true);
     let reason = cx.template(obj, "reason", false);
     let message = cx.template(obj, "message", false);
-    Some(Handoff { agent: agent?, reason, message })
+    Some(Handoff {
+        agent: agent?,
+        reason,
+        message,
+    })
 }
 
 impl Handoff {
     pub(crate) fn run(&self, x: &mut Exec<'_>) -> Flow {
         let render = |t: &Option<StrTemplate>| t.as_ref().map(|t| x.render(t)).transpose();
-        let (agent, reason, message) = match (x.render(&self.agent), render(&self.reason), render(&self.message)) {
+        let (agent, reason, message) = match (
+            x.render(&self.agent),
+            render(&self.reason),
+            render(&self.message),
+        ) {
             (Ok(a), Ok(r), Ok(m)) => (a, r, m),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Flow::Fail(e),
         };
-        if let Some(known) = &x.st.input.agents {
-            if !known.iter().any(|k| *k == agent) {
-                return Flow::Fail(
+        if let Some(known) = &x.st.input.agents
+            && !known.contains(&agent)
+        {
+            return Flow::Fail(
                     ToolError::new(ErrorCode::HandoffFailed, format!("There is no agent named '{agent}' to hand the call to. Go on helping the caller yourself."))
                         .with_details(json!({"valid_agents": known})),
                 );
-            }
         }
         if agent == x.st.ctx.active_agent() {
-            x.log(LogLevel::Info, format!("handoff to `{agent}` skipped: it is already the active agent"));
+            x.log(
+                LogLevel::Info,
+                format!("handoff to `{agent}` skipped: it is already the active agent"),
+            );
             return Flow::Next;
         }
-        x.st.handoff = Some(HandoffRequest { agent, reason, message });
+        x.st.handoff = Some(HandoffRequest {
+            agent,
+            reason,
+            message,
+        });
         Flow::Next
     }
 }

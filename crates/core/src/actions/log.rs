@@ -20,11 +20,18 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
         Some("warn" | "warning") => LogLevel::Warn,
         Some("error") => LogLevel::Error,
         Some(other) => {
-            cx.sink.error_fix(&obj.at("level"), format!("unknown log level `{other}`"), "use `debug`, `info`, `warn` or `error`");
+            cx.sink.error_fix(
+                &obj.at("level"),
+                format!("unknown log level `{other}`"),
+                "use `debug`, `info`, `warn` or `error`",
+            );
             LogLevel::Info
         }
     };
-    Some(Log { level, message: cx.template(obj, "message", true)? })
+    Some(Log {
+        level,
+        message: cx.template(obj, "message", true)?,
+    })
 }
 
 impl Log {

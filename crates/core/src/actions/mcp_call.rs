@@ -26,13 +26,24 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
     let arguments = match obj.get("arguments") {
         Some(v @ Value::Object(_)) => cx.value_template(v, &obj.at("arguments")),
         Some(_) => {
-            cx.sink.error_fix(&obj.at("arguments"), "`arguments` must be an object", "write `{\"name\": \"{{params.name}}\"}`");
+            cx.sink.error_fix(
+                &obj.at("arguments"),
+                "`arguments` must be an object",
+                "write `{\"name\": \"{{params.name}}\"}`",
+            );
             ValueTemplate::Literal(json!({}))
         }
         None => ValueTemplate::Literal(json!({})),
     };
-    let into = obj.str("into", cx.sink).and_then(|p| cx.write_path(p, &obj.at("into")));
-    Some(McpCall { server: server?.to_owned(), tool: tool?.to_owned(), arguments, into })
+    let into = obj
+        .str("into", cx.sink)
+        .and_then(|p| cx.write_path(p, &obj.at("into")));
+    Some(McpCall {
+        server: server?.to_owned(),
+        tool: tool?.to_owned(),
+        arguments,
+        into,
+    })
 }
 
 impl McpCall {
@@ -61,7 +72,9 @@ impl McpCall {
                 }
             }
             EffectOutcome::Failed(e) => Flow::Fail(e),
-            EffectOutcome::Http(_) => Flow::Fail(x.internal("an mcp.call was resumed with an HTTP outcome".to_owned())),
+            EffectOutcome::Http(_) => {
+                Flow::Fail(x.internal("an mcp.call was resumed with an HTTP outcome".to_owned()))
+            }
         }
     }
 }

@@ -60,7 +60,10 @@ pub const ACTION_TYPES: &[&str] = &[
 ];
 
 /// Scopes a template may read.
-const SCOPES: &[&str] = &["params", "user", "workflow", "agents", "agent", "flags", "call", "config", "secrets", "response", "result", "now"];
+const SCOPES: &[&str] = &[
+    "params", "user", "workflow", "agents", "agent", "flags", "call", "config", "secrets",
+    "response", "result", "now",
+];
 /// Functions the template engine provides, which look like variables to its analysis.
 const ENGINE_GLOBALS: &[&str] = &["range", "dict", "namespace", "debug"];
 
@@ -168,7 +171,10 @@ impl Action {
             ActionKind::Transfer(a) => a.resume(x, outcome),
             ActionKind::EndCall(a) => a.resume(x, outcome),
             ActionKind::McpCall(a) => a.resume(x, outcome),
-            _ => Flow::Fail(x.internal(format!("{} does not wait for effects", self.kind.type_name()))),
+            _ => Flow::Fail(x.internal(format!(
+                "{} does not wait for effects",
+                self.kind.type_name()
+            ))),
         }
     }
 }
@@ -189,7 +195,14 @@ const CONTEXT_SCOPES: &[&str] = &["workflow", "agents", "agent", "flags"];
 
 impl<'s> ParseCx<'s> {
     pub(crate) fn new(sink: &'s mut Sink, limits: &'s Limits, params: Option<Vec<String>>) -> Self {
-        ParseCx { sink, limits, params, blocks: vec![Vec::new(), Vec::new(), Vec::new()], next_id: 0, reads_context: false }
+        ParseCx {
+            sink,
+            limits,
+            params,
+            blocks: vec![Vec::new(), Vec::new(), Vec::new()],
+            next_id: 0,
+            reads_context: false,
+        }
     }
 
     /// Notes that the action being parsed reads scope `root`.
@@ -214,7 +227,11 @@ impl<'s> ParseCx<'s> {
     /// Parses a list of actions into block `id`.
     pub(crate) fn fill_block(&mut self, id: BlockId, v: &Value, ptr: &str, depth: usize) {
         let Value::Array(items) = v else {
-            self.sink.error_fix(ptr, format!("must be a list of actions, found {}", type_name(v)), "write `[{\"type\": \"respond\", \"message\": \"…\"}]`");
+            self.sink.error_fix(
+                ptr,
+                format!("must be a list of actions, found {}", type_name(v)),
+                "write `[{\"type\": \"respond\", \"message\": \"…\"}]`",
+            );
             return;
         };
         let mut actions = Vec::with_capacity(items.len());
@@ -233,7 +250,14 @@ impl<'s> ParseCx<'s> {
         let id = self.blocks.len() as BlockId;
         self.blocks.push(Vec::new());
         if depth > self.limits.max_depth {
-            self.sink.error_fix(ptr, format!("branches nest {depth} deep, over the limit of {}", self.limits.max_depth), "flatten the conditions, e.g. with `and`");
+            self.sink.error_fix(
+                ptr,
+                format!(
+                    "branches nest {depth} deep, over the limit of {}",
+                    self.limits.max_depth
+                ),
+                "flatten the conditions, e.g. with `and`",
+            );
             return id;
         }
         self.fill_block(id, v, ptr, depth);
@@ -244,15 +268,28 @@ impl<'s> ParseCx<'s> {
         let ty = match v.get("type") {
             Some(Value::String(t)) => t.as_str(),
             Some(other) => {
-                self.sink.error(&child(ptr, "type"), format!("an action's `type` must be a string, found {}", type_name(other)));
+                self.sink.error(
+                    &child(ptr, "type"),
+                    format!(
+                        "an action's `type` must be a string, found {}",
+                        type_name(other)
+                    ),
+                );
                 return None;
             }
             None if v.is_object() => {
-                self.sink.error_fix(ptr, "the action has no `type`", format!("add `\"type\"`: one of {}", list(ACTION_TYPES)));
+                self.sink.error_fix(
+                    ptr,
+                    "the action has no `type`",
+                    format!("add `\"type\"`: one of {}", list(ACTION_TYPES)),
+                );
                 return None;
             }
             None => {
-                self.sink.error(ptr, format!("an action must be an object, found {}", type_name(v)));
+                self.sink.error(
+                    ptr,
+                    format!("an action must be an object, found {}", type_name(v)),
+                );
                 return None;
             }
         };
@@ -261,7 +298,12 @@ impl<'s> ParseCx<'s> {
         let outer_reads = std::mem::replace(&mut self.reads_context, false);
         let kind = self.parse_kind(v, ptr, ty, depth);
         let reads_context = std::mem::replace(&mut self.reads_context, outer_reads);
-        Some(Action { id, ptr: ptr.to_owned(), kind: kind?, reads_context })
+        Some(Action {
+            id,
+            ptr: ptr.to_owned(),
+            kind: kind?,
+            reads_context,
+        })
     }
 
     fn parse_kind(&mut self, v: &Value, ptr: &str, ty: &str, depth: usize) -> Option<ActionKind> {
@@ -295,15 +337,28 @@ impl<'s> ParseCx<'s> {
                     Some(s) => format!("did you mean `{s}`?"),
                     None => format!("use one of {}", list(ACTION_TYPES)),
                 };
-                self.sink.error_fix(&child(ptr, "type"), format!("unknown action type `{other}`"), fix);
+                self.sink.error_fix(
+                    &child(ptr, "type"),
+                    format!("unknown action type `{other}`"),
+                    fix,
+                );
                 None
             }
         }
     }
 
     /// A required or optional template field.
-    pub(crate) fn template(&mut self, obj: &Obj<'_>, key: &str, required: bool) -> Option<StrTemplate> {
-        let src = if required { obj.req_str(key, self.sink)? } else { obj.str(key, self.sink)? };
+    pub(crate) fn template(
+        &mut self,
+        obj: &Obj<'_>,
+        key: &str,
+        required: bool,
+    ) -> Option<StrTemplate> {
+        let src = if required {
+            obj.req_str(key, self.sink)?
+        } else {
+            obj.str(key, self.sink)?
+        };
         self.compile_template(src, &obj.at(key))
     }
 
@@ -368,23 +423,40 @@ impl<'s> ParseCx<'s> {
             };
             self.mark_read(root);
             if SCOPES.contains(&root) || extra.contains(&root) || ENGINE_GLOBALS.contains(&root) {
-                if let (Some(sub), Some(names), "params") = (sub, &self.params, root) {
-                    if !names.iter().any(|n| n == sub) {
-                        let fix = match did_you_mean(sub, names.iter().map(String::as_str)) {
-                            Some(s) => format!("did you mean `params.{s}`?"),
-                            None => format!("declare a parameter `{sub}`, or read one of {}", list(&names.iter().map(String::as_str).collect::<Vec<_>>())),
-                        };
-                        self.sink.error_fix(ptr, format!("{}`params.{sub}` is not a parameter of this tool", reads(e, &var)), fix);
-                    }
+                if let (Some(sub), Some(names), "params") = (sub, &self.params, root)
+                    && !names.iter().any(|n| n == sub)
+                {
+                    let fix = match did_you_mean(sub, names.iter().map(String::as_str)) {
+                        Some(s) => format!("did you mean `params.{s}`?"),
+                        None => format!(
+                            "declare a parameter `{sub}`, or read one of {}",
+                            list(&names.iter().map(String::as_str).collect::<Vec<_>>())
+                        ),
+                    };
+                    self.sink.error_fix(
+                        ptr,
+                        format!(
+                            "{}`params.{sub}` is not a parameter of this tool",
+                            reads(e, &var)
+                        ),
+                        fix,
+                    );
                 }
                 continue;
             }
             let scopes: Vec<&str> = SCOPES.iter().chain(extra.iter()).copied().collect();
             let fix = match did_you_mean(root, scopes.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`?"),
-                None => format!("names start with a scope ({}); for workflow state write `workflow.{root}`", list(&scopes)),
+                None => format!(
+                    "names start with a scope ({}); for workflow state write `workflow.{root}`",
+                    list(&scopes)
+                ),
             };
-            self.sink.error_fix(ptr, format!("{}`{root}` is not a scope", reads(e, root)), fix);
+            self.sink.error_fix(
+                ptr,
+                format!("{}`{root}` is not a scope", reads(e, root)),
+                fix,
+            );
         }
     }
 }
@@ -392,7 +464,11 @@ impl<'s> ParseCx<'s> {
 /// "`expr` reads " when the expression is more than the name itself, for messages.
 fn reads(e: &Expr, name: &str) -> String {
     let src = e.source();
-    if src == name { String::new() } else { format!("`{src}` reads `{name}`: ") }
+    if src == name {
+        String::new()
+    } else {
+        format!("`{src}` reads `{name}`: ")
+    }
 }
 
 /// One action executing against the run's state.
@@ -404,14 +480,24 @@ pub(crate) struct Exec<'a> {
 
 impl Exec<'_> {
     /// Runs `f` with the run's scopes bound, plus `extra` (a transform's `item` and `acc`).
-    pub(crate) fn with_vars<R>(&self, extra: &[(&'static str, VarRef<'_>)], f: impl FnOnce(&Vars<'_>) -> R) -> R {
+    pub(crate) fn with_vars<R>(
+        &self,
+        extra: &[(&'static str, VarRef<'_>)],
+        f: impl FnOnce(&Vars<'_>) -> R,
+    ) -> R {
         let st = &*self.st;
         let base = [
             ("params", VarRef::whole(&st.params)),
             ("user", VarRef::whole(&st.ctx.user)),
             ("workflow", VarRef::whole(&st.ctx.workflow)),
             ("agents", VarRef::whole(&st.ctx.agents)),
-            ("agent", VarRef { value: &st.ctx.agents, key: Some(st.ctx.active_agent()) }),
+            (
+                "agent",
+                VarRef {
+                    value: &st.ctx.agents,
+                    key: Some(st.ctx.active_agent()),
+                },
+            ),
             ("flags", VarRef::whole(&st.ctx.flags)),
             ("call", VarRef::whole(&st.ctx.call)),
             ("config", VarRef::whole(&st.input.config)),
@@ -436,49 +522,74 @@ impl Exec<'_> {
     /// Renders a JSON value with templates.
     pub(crate) fn eval(&self, t: &ValueTemplate) -> Result<Value, ToolError> {
         let limit = self.limit();
-        self.with_vars(&[], |v| t.eval(v, limit)).map_err(|e| self.eval_error(e))
+        self.with_vars(&[], |v| t.eval(v, limit))
+            .map_err(|e| self.eval_error(e))
     }
 
     /// Evaluates a template string; a whole-string hole keeps its type.
     pub(crate) fn value(&self, t: &StrTemplate) -> Result<Value, ToolError> {
         let limit = self.limit();
-        self.with_vars(&[], |v| t.eval(v, limit)).map_err(|e| self.eval_error(e))
+        self.with_vars(&[], |v| t.eval(v, limit))
+            .map_err(|e| self.eval_error(e))
     }
 
     /// Renders a template string to text.
     pub(crate) fn render(&self, t: &StrTemplate) -> Result<String, ToolError> {
         let limit = self.limit();
-        self.with_vars(&[], |v| t.render(v, limit)).map_err(|e| self.eval_error(e))
+        self.with_vars(&[], |v| t.render(v, limit))
+            .map_err(|e| self.eval_error(e))
     }
 
     /// Evaluates a condition.
     pub(crate) fn truth(&self, e: &Expr) -> Result<bool, ToolError> {
-        self.with_vars(&[], |v| e.eval_bool(v)).map_err(|err| self.eval_error(err))
+        self.with_vars(&[], |v| e.eval_bool(v))
+            .map_err(|err| self.eval_error(err))
     }
 
     /// A template failure: a defect of the tool, reported with its place.
     pub(crate) fn eval_error(&self, e: EvalError) -> ToolError {
-        ToolError::new(ErrorCode::ToolExecutionFailed, format!("{} failed at {} ({}): {e}", self.tool.name(), self.at.ptr, self.at.kind.type_name()))
+        ToolError::new(
+            ErrorCode::ToolExecutionFailed,
+            format!(
+                "{} failed at {} ({}): {e}",
+                self.tool.name(),
+                self.at.ptr,
+                self.at.kind.type_name()
+            ),
+        )
     }
 
     /// An internal inconsistency (a resumed run that does not match its tool).
     pub(crate) fn internal(&self, message: String) -> ToolError {
-        ToolError::new(ErrorCode::ToolExecutionFailed, format!("{} failed at {}: {message}", self.tool.name(), self.at.ptr))
+        ToolError::new(
+            ErrorCode::ToolExecutionFailed,
+            format!("{} failed at {}: {message}", self.tool.name(), self.at.ptr),
+        )
     }
 
     /// Writes a value to a path: `result.*` goes to the model, the rest to the call's context.
     pub(crate) fn write(&mut self, path: &WritePath, value: Value) -> Result<(), ToolError> {
         let scope = match &path.target {
             Target::Result => {
-                return set_in(Arc::make_mut(&mut self.st.result), "result", &path.keys, value, path.append)
-                    .map_err(|e| self.internal(e.to_string()));
+                return set_in(
+                    Arc::make_mut(&mut self.st.result),
+                    "result",
+                    &path.keys,
+                    value,
+                    path.append,
+                )
+                .map_err(|e| self.internal(e.to_string()));
             }
             Target::Workflow => Scope::Workflow,
             Target::ActiveAgent => Scope::Agent(self.st.ctx.active_agent().to_owned()),
             Target::Agent(a) => Scope::Agent(a.clone()),
         };
         let keys = path.keys.clone();
-        let w = if path.append { Write::Append { scope, keys, value } } else { Write::Set { scope, keys, value } };
+        let w = if path.append {
+            Write::Append { scope, keys, value }
+        } else {
+            Write::Set { scope, keys, value }
+        };
         self.record(w)
     }
 
@@ -486,10 +597,16 @@ impl Exec<'_> {
     /// applied to the run's copy only when something reads the context (see `materialize`), so
     /// a tool that writes without reading back never copies the call's state.
     fn record(&mut self, w: Write) -> Result<(), ToolError> {
-        if self.st.writes[self.st.pending..].iter().any(|p| p.overlaps(&w)) {
+        if self.st.writes[self.st.pending..]
+            .iter()
+            .any(|p| p.overlaps(&w))
+        {
             self.st.materialize();
         }
-        self.st.ctx.check(&w).map_err(|e| self.internal(e.to_string()))?;
+        self.st
+            .ctx
+            .check(&w)
+            .map_err(|e| self.internal(e.to_string()))?;
         self.st.writes.push(w);
         Ok(())
     }
@@ -506,7 +623,10 @@ impl Exec<'_> {
             Target::Agent(a) => Scope::Agent(a.clone()),
         };
         // Deleting cannot fail; the write is kept so the live context drops the value too.
-        let _ = self.record(Write::Delete { scope, keys: path.keys.clone() });
+        let _ = self.record(Write::Delete {
+            scope,
+            keys: path.keys.clone(),
+        });
     }
 
     /// Applies pending writes to the run's copy if this action reads the context.
@@ -518,7 +638,15 @@ impl Exec<'_> {
 
     /// Records a flag change.
     pub(crate) fn flag(&mut self, name: &str, set: bool) {
-        let w = if set { Write::SetFlag { name: name.to_owned() } } else { Write::ClearFlag { name: name.to_owned() } };
+        let w = if set {
+            Write::SetFlag {
+                name: name.to_owned(),
+            }
+        } else {
+            Write::ClearFlag {
+                name: name.to_owned(),
+            }
+        };
         let _ = self.record(w);
     }
 
@@ -534,12 +662,25 @@ impl Exec<'_> {
     }
 
     pub(crate) fn log(&mut self, level: LogLevel, message: String) {
-        self.st.logs.push(LogEntry { level, message, action: self.at.ptr.clone() });
+        self.st.logs.push(LogEntry {
+            level,
+            message,
+            action: self.at.ptr.clone(),
+        });
     }
 
     /// The idempotency key of this action's effect: `{call_id}-{function_call_id}-{action index}`.
     pub(crate) fn idempotency_key(&self) -> String {
-        let call_id = self.st.ctx.call.get("id").and_then(Value::as_str).unwrap_or_default();
-        format!("{call_id}-{}-{}", self.st.input.function_call_id, self.at.id)
+        let call_id = self
+            .st
+            .ctx
+            .call
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        format!(
+            "{call_id}-{}-{}",
+            self.st.input.function_call_id, self.at.id
+        )
     }
 }

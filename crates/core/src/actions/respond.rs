@@ -12,7 +12,9 @@ pub(crate) struct Respond {
 }
 
 pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Option<Respond> {
-    Some(Respond { message: cx.template(obj, "message", true)? })
+    Some(Respond {
+        message: cx.template(obj, "message", true)?,
+    })
 }
 
 impl Respond {

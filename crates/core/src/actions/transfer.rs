@@ -7,12 +7,15 @@ use crate::effect::{EffectOutcome, EffectRequest, TransferRequest};
 use crate::error::{ErrorCode, ToolError};
 use crate::reader::Obj;
 use crate::template::StrTemplate;
-use crate::transfer::{Resolution, normalize_target_uri, resolve_destination, transfer_idempotency_key};
+use crate::transfer::{
+    Resolution, normalize_target_uri, resolve_destination, transfer_idempotency_key,
+};
 
 pub(crate) const FIELDS: &[&str] = &["type", "destination", "target_uri", "reason"];
 
 /// What the model is told when the REFER fails (seed 001).
-pub(crate) const TRANSFER_FAILED: &str = "Failed to transfer the call. Please handle the call without transfer.";
+pub(crate) const TRANSFER_FAILED: &str =
+    "Failed to transfer the call. Please handle the call without transfer.";
 
 #[derive(Debug)]
 enum Target {
@@ -34,12 +37,20 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
         (Some(d), None) => Target::Destination(d),
         (None, Some(u)) => Target::Uri(u),
         (Some(_), Some(_)) => {
-            cx.sink.error_fix(&obj.ptr, "`transfer` has both `destination` and `target_uri`", "keep one of them");
+            cx.sink.error_fix(
+                &obj.ptr,
+                "`transfer` has both `destination` and `target_uri`",
+                "keep one of them",
+            );
             return None;
         }
         (None, None) => {
             if obj.get("destination").is_none() && obj.get("target_uri").is_none() {
-                cx.sink.error_fix(&obj.ptr, "`transfer` has neither `destination` nor `target_uri`", "add `\"destination\": \"{{params.destination_id}}\"` or a `target_uri`");
+                cx.sink.error_fix(
+                    &obj.ptr,
+                    "`transfer` has neither `destination` nor `target_uri`",
+                    "add `\"destination\": \"{{params.destination_id}}\"` or a `target_uri`",
+                );
             }
             return None;
         }
@@ -48,7 +59,9 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
 }
 
 fn is_uri(s: &str) -> bool {
-    ["sip:", "sips:", "tel:"].iter().any(|p| s.starts_with(p) && s.len() > p.len())
+    ["sip:", "sips:", "tel:"]
+        .iter()
+        .any(|p| s.starts_with(p) && s.len() > p.len())
 }
 
 impl Transfer {
@@ -60,7 +73,12 @@ impl Transfer {
     }
 
     fn request(&self, x: &Exec<'_>) -> Result<TransferRequest, ToolError> {
-        let reason = self.reason.as_ref().map(|t| x.render(t)).transpose()?.filter(|r| !r.is_empty());
+        let reason = self
+            .reason
+            .as_ref()
+            .map(|t| x.render(t))
+            .transpose()?
+            .filter(|r| !r.is_empty());
         let (target_uri, destination_id) = match &self.target {
             Target::Destination(t) => {
                 let id = x.render(t)?;
@@ -71,12 +89,18 @@ impl Transfer {
                 match resolution {
                     Resolution::Target(uri) => (uri, Some(id)),
                     Resolution::Disabled => {
-                        return Err(ToolError::new(ErrorCode::CallTransferFailed, "Call transfer is not available. Please handle the call without transfer."));
+                        return Err(ToolError::new(
+                            ErrorCode::CallTransferFailed,
+                            "Call transfer is not available. Please handle the call without transfer.",
+                        ));
                     }
                     Resolution::Unknown { valid_ids } => {
                         return Err(ToolError::new(
                             ErrorCode::CallTransferFailed,
-                            format!("'{id}' is not a transfer destination. Valid destinations: {}.", valid_ids.join(", ")),
+                            format!(
+                                "'{id}' is not a transfer destination. Valid destinations: {}.",
+                                valid_ids.join(", ")
+                            ),
                         )
                         .with_details(json!({"valid_destination_ids": valid_ids})));
                     }
@@ -85,14 +109,26 @@ impl Transfer {
             Target::Uri(t) => {
                 let uri = normalize_target_uri(x.render(t)?.trim());
                 if !is_uri(&uri) {
-                    return Err(x.internal(format!("`{uri}` is not a sip:, sips: or tel: URI, nor an E.164 number")));
+                    return Err(x.internal(format!(
+                        "`{uri}` is not a sip:, sips: or tel: URI, nor an E.164 number"
+                    )));
                 }
                 (uri, None)
             }
         };
-        let call_id = x.st.ctx.call.get("id").and_then(Value::as_str).unwrap_or_default();
+        let call_id =
+            x.st.ctx
+                .call
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
         let idempotency_key = transfer_idempotency_key(call_id, &target_uri);
-        Ok(TransferRequest { target_uri, destination_id, reason, idempotency_key })
+        Ok(TransferRequest {
+            target_uri,
+            destination_id,
+            reason,
+            idempotency_key,
+        })
     }
 
     pub(crate) fn resume(&self, x: &mut Exec<'_>, outcome: EffectOutcome) -> Flow {
@@ -116,7 +152,10 @@ impl Transfer {
                 Flow::Next
             }
             EffectOutcome::Failed(e) if e.code == ErrorCode::Cancelled => Flow::Fail(e),
-            EffectOutcome::Failed(_) | EffectOutcome::Http(_) => Flow::Fail(ToolError::new(ErrorCode::CallTransferFailed, TRANSFER_FAILED)),
+            EffectOutcome::Failed(_) | EffectOutcome::Http(_) => Flow::Fail(ToolError::new(
+                ErrorCode::CallTransferFailed,
+                TRANSFER_FAILED,
+            )),
         }
     }
 }

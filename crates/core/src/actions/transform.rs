@@ -38,7 +38,8 @@ pub(crate) struct Transform {
 pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Option<Transform> {
     let input = obj.req_str("input", cx.sink).and_then(|src| {
         if src.contains("{{") {
-            cx.compile_template(src, &obj.at("input")).map(Input::Template)
+            cx.compile_template(src, &obj.at("input"))
+                .map(Input::Template)
         } else {
             cx.expr(src, &obj.at("input"), &[]).map(Input::Expr)
         }
@@ -48,18 +49,42 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
         "filter" => Some(Op::Filter),
         "reduce" => Some(Op::Reduce),
         other => {
-            cx.sink.error_fix(&obj.at("op"), format!("unknown transform op `{other}`"), "use `map`, `filter` or `reduce`");
+            cx.sink.error_fix(
+                &obj.at("op"),
+                format!("unknown transform op `{other}`"),
+                "use `map`, `filter` or `reduce`",
+            );
             None
         }
     });
-    let scopes: &[&str] = if op == Some(Op::Reduce) { &["item", "acc"] } else { &["item"] };
-    let expr = obj.req_str("expr", cx.sink).and_then(|s| cx.expr(s, &obj.at("expr"), scopes));
-    let initial = obj.get("initial").map(|v| cx.value_template(v, &obj.at("initial")));
+    let scopes: &[&str] = if op == Some(Op::Reduce) {
+        &["item", "acc"]
+    } else {
+        &["item"]
+    };
+    let expr = obj
+        .req_str("expr", cx.sink)
+        .and_then(|s| cx.expr(s, &obj.at("expr"), scopes));
+    let initial = obj
+        .get("initial")
+        .map(|v| cx.value_template(v, &obj.at("initial")));
     if op == Some(Op::Reduce) && initial.is_none() {
-        cx.sink.error_fix(&obj.ptr, "a `reduce` transform has no `initial`", "add `\"initial\"`, e.g. 0 for a sum");
+        cx.sink.error_fix(
+            &obj.ptr,
+            "a `reduce` transform has no `initial`",
+            "add `\"initial\"`, e.g. 0 for a sum",
+        );
     }
-    let into = obj.req_str("into", cx.sink).and_then(|s| cx.write_path(s, &obj.at("into")));
-    Some(Transform { input: input?, op: op?, expr: expr?, initial, into: into? })
+    let into = obj
+        .req_str("into", cx.sink)
+        .and_then(|s| cx.write_path(s, &obj.at("into")));
+    Some(Transform {
+        input: input?,
+        op: op?,
+        expr: expr?,
+        initial,
+        into: into?,
+    })
 }
 
 impl Transform {
@@ -76,14 +101,27 @@ impl Transform {
     fn compute(&self, x: &Exec<'_>) -> Result<Value, ToolError> {
         let input = match &self.input {
             Input::Template(t) => x.value(t)?,
-            Input::Expr(e) => x.with_vars(&[], |v| e.eval(v)).map_err(|e| x.eval_error(e))?,
+            Input::Expr(e) => x
+                .with_vars(&[], |v| e.eval(v))
+                .map_err(|e| x.eval_error(e))?,
         };
         let Value::Array(items) = input else {
-            return Err(x.internal(format!("the transform input must be a list, found {}", type_name(&input))));
+            return Err(x.internal(format!(
+                "the transform input must be a list, found {}",
+                type_name(&input)
+            )));
         };
         let max = x.tool.limits.max_transform_items;
         if items.len() > max {
-            return Err(ToolError::new(ErrorCode::ToolExecutionFailed, format!("{} failed at {}: the transform input has {} items, over the limit of {max}", x.tool.name(), x.at.ptr, items.len())));
+            return Err(ToolError::new(
+                ErrorCode::ToolExecutionFailed,
+                format!(
+                    "{} failed at {}: the transform input has {} items, over the limit of {max}",
+                    x.tool.name(),
+                    x.at.ptr,
+                    items.len()
+                ),
+            ));
         }
         let eval = |item: &Value, acc: Option<&Value>| -> Result<Value, ToolError> {
             let item = Arc::new(item.clone());
@@ -92,10 +130,15 @@ impl Transform {
             if let Some(a) = &acc {
                 extra.push(("acc", VarRef::whole(a)));
             }
-            x.with_vars(&extra, |v| self.expr.eval(v)).map_err(|e| x.eval_error(e))
+            x.with_vars(&extra, |v| self.expr.eval(v))
+                .map_err(|e| x.eval_error(e))
         };
         match self.op {
-            Op::Map => items.iter().map(|i| eval(i, None)).collect::<Result<Vec<_>, _>>().map(Value::Array),
+            Op::Map => items
+                .iter()
+                .map(|i| eval(i, None))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
             Op::Filter => {
                 let mut kept = Vec::new();
                 for item in items {

@@ -20,8 +20,12 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
     let mut rules = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let ptr = child(&obj.at("rules"), i);
-        let Some(rule) = Obj::new(item, &ptr, "a rule", RULE_FIELDS, cx.sink) else { continue };
-        let check = rule.req_str("check", cx.sink).and_then(|s| cx.expr(s, &rule.at("check"), &[]));
+        let Some(rule) = Obj::new(item, &ptr, "a rule", RULE_FIELDS, cx.sink) else {
+            continue;
+        };
+        let check = rule
+            .req_str("check", cx.sink)
+            .and_then(|s| cx.expr(s, &rule.at("check"), &[]));
         let message = cx.template(&rule, "message", true);
         rule.finish(cx.sink);
         if let (Some(c), Some(m)) = (check, message) {
@@ -29,7 +33,11 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
         }
     }
     if items.is_empty() {
-        cx.sink.error_fix(&obj.at("rules"), "`rules` is empty", "add `{\"check\": \"params.x > 0\", \"message\": \"…\"}`");
+        cx.sink.error_fix(
+            &obj.at("rules"),
+            "`rules` is empty",
+            "add `{\"check\": \"params.x > 0\", \"message\": \"…\"}`",
+        );
     }
     Some(Validate { rules })
 }
