@@ -6,8 +6,16 @@ use std::sync::Arc;
 
 use clap::Args;
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 use switchboard_core::effect::HttpResponse;
-use switchboard_core::{CallInfo, Context, EffectOutcome, EffectRequest, RunInput, run_to_end};
+
+use switchboard_core::{
+    CallInfo, Context, EffectOutcome, EffectRequest, RunInput, Tool, run_to_end,
+};
+use switchboard_runtime::effects::{CallAction, TransferLedger};
+use switchboard_runtime::executor::OpenGate;
+use switchboard_runtime::http::{HttpConfig, HttpEffects};
+use switchboard_runtime::{CallConfig, Effects, Executor, Invocation, ToolEntry};
 
 use crate::files::{self, FileContent};
 
@@ -27,6 +35,9 @@ pub struct RunArgs {
     /// A tenant config, for `transfer` actions naming a destination.
     #[arg(long)]
     tenant: Option<PathBuf>,
+    /// Let `api_call` reach loopback and private addresses (refused by default, as in `serve`).
+    #[arg(long)]
+    allow_private_network: bool,
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
@@ -64,15 +75,22 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
             input.refer = Some(Arc::new(refer));
         }
     }
-    if !args.dry_run {
-        return Err("performing effects needs the runtime, which this build does not include yet; use --dry-run".to_owned());
-    }
-    let mut n = 0;
-    let outcome = run_to_end(&tool, input, &args.params, &context, |req| {
-        n += 1;
-        eprintln!("effect {n} (dry run): {}", describe(req));
-        stub(req)
-    });
+    let outcome = if args.dry_run {
+        let mut n = 0;
+        run_to_end(&tool, input, &args.params, &context, |req| {
+            n += 1;
+            eprintln!("effect {n} (dry run): {}", describe(req));
+            stub(req)
+        })
+    } else {
+        perform(
+            &tool,
+            input,
+            &args.params,
+            &context,
+            args.allow_private_network,
+        )?
+    };
     for w in &outcome.writes {
         eprintln!("write: {}", serde_json::to_string(w).unwrap_or_default());
     }
@@ -90,6 +108,72 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    })
+}
+
+/// Runs the tool with real effects: HTTP requests are sent; transfers and hang-ups are printed,
+/// as there is no live call to move.
+fn perform(
+    tool: &Arc<Tool>,
+    input: RunInput,
+    params: &str,
+    context: &Context,
+    allow_private: bool,
+) -> Result<switchboard_core::Outcome, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let http = HttpEffects::new(HttpConfig {
+            allow_private_networks: allow_private,
+            ..HttpConfig::default()
+        })
+        .map_err(|e| e.to_string())?;
+        let executor = Executor::new(Arc::new(Effects::http_only(Arc::new(http))));
+        let agent = context.active_agent().to_owned();
+        let mut config = CallConfig {
+            tenant_id: "cli".into(),
+            refer: input.refer.clone(),
+            ..CallConfig::default()
+        };
+        config.agents.insert(
+            agent,
+            HashMap::from([(tool.name().to_owned(), ToolEntry::new(Arc::clone(tool)))]),
+        );
+        let invocation = Invocation {
+            call_id: "call_cli".into(),
+            function_call_id: input.function_call_id.clone(),
+            name: tool.name().to_owned(),
+            arguments_json: params.to_owned(),
+            response_id: None,
+            item_id: None,
+        };
+        let exec = executor
+            .execute(
+                &config,
+                context,
+                &invocation,
+                &OpenGate,
+                &TransferLedger::default(),
+            )
+            .await;
+        for action in &exec.call_actions {
+            match action {
+                CallAction::Transfer { target_uri } => {
+                    eprintln!("call action: transfer the call to {target_uri}")
+                }
+                CallAction::Hangup { message } => eprintln!(
+                    "call action: hang up{}",
+                    message
+                        .as_ref()
+                        .map(|m| format!(" after saying {m:?}"))
+                        .unwrap_or_default()
+                ),
+            }
+        }
+        eprintln!("took {:.1} ms", exec.elapsed.as_secs_f64() * 1000.0);
+        Ok(exec.outcome)
     })
 }
 

@@ -118,3 +118,55 @@ fn dry_run_prints_effects_and_the_answer() {
             .contains("/actions/2 (api_call): `user.id` is undefined")
     );
 }
+
+#[tokio::test]
+async fn run_performs_api_calls_for_real() {
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/meals"))
+        .and(header("idempotency-key", "call_cli-call_cli-2"))
+        .respond_with(ResponseTemplate::new(201))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut def: Value =
+        serde_json::from_str(include_str!("../../../examples/save_meal.json")).unwrap();
+    def["actions"][2]["url"] = Value::String(format!("{}/meals", server.uri()));
+    let dir = std::env::temp_dir().join(format!("sb-cli-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("save_meal.json");
+    std::fs::write(&file, def.to_string()).unwrap();
+    let f = file.to_str().unwrap().to_owned();
+    let args = [
+        "run",
+        &f,
+        "--params",
+        r#"{"meal_type":"lunch","dishes":["soup"]}"#,
+        "--context",
+        r#"{"user": {"id": "u1"}}"#,
+    ];
+    // The outbound guard refuses loopback unless told otherwise.
+    let refused = tokio::task::spawn_blocking({
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        move || switchboard(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await
+    .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let allowed = tokio::task::spawn_blocking({
+        let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        args.push("--allow-private-network".into());
+        move || switchboard(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await
+    .unwrap();
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    let v: Value = serde_json::from_slice(&allowed.stdout).unwrap();
+    assert_eq!(v["message"], "I've logged your lunch!");
+}

@@ -595,6 +595,28 @@ pub fn transfer_idempotency_key(call_id: &str, target_uri: &str) -> String {
     format!("{call_id}-transfer-{target_uri}")
 }
 
+/// The `request_transfer` tool as a declarative tool: seed 001's function definition, and one
+/// `transfer` action resolving the destination, so it runs through the same interpreter, call
+/// session and interruption policy as every other tool. `None` when transfer is off.
+pub fn request_transfer_tool(
+    config: &ReferConfig,
+    limits: &crate::limits::Limits,
+) -> Option<crate::tool::Tool> {
+    let function = build_refer_function(config)?;
+    let definition = serde_json::json!({
+        "name": function.name,
+        "description": function.description,
+        "parameters": function.parameters,
+        "side_effect": "terminal",
+        "actions": [{
+            "type": "transfer",
+            "destination": "{{ params.destination_id }}",
+            "reason": "{{ params.reason | default('') }}"
+        }]
+    });
+    crate::tool::Tool::parse(&definition, limits).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -491,3 +491,62 @@ fn idempotency_key_is_per_call_and_target() {
         "rtc_479a-transfer-tel:+14155552000"
     );
 }
+
+#[test]
+fn request_transfer_runs_as_a_declarative_tool() {
+    use std::sync::Arc;
+    use switchboard_core::{
+        CallInfo, Context, EffectOutcome, EffectRequest, Limits, RunInput, run_to_end,
+    };
+    let cfg = Arc::new(ReferConfig::parse(&acme()).unwrap());
+    let tool = Arc::new(
+        switchboard_core::transfer::request_transfer_tool(&cfg, &Limits::default()).unwrap(),
+    );
+    assert_eq!(
+        tool.function_def(false).parameters,
+        build_refer_function(&cfg).unwrap().parameters
+    );
+    assert_eq!(tool.side_effect(), switchboard_core::SideEffect::Terminal);
+    let call = CallInfo {
+        id: "rtc_9".into(),
+        tenant_id: "acme-corp".into(),
+        agent: "a".into(),
+        from: None,
+        to: None,
+        started_at: "2026-01-01T00:00:00Z".into(),
+    };
+    let ctx = Context::new(&call, json!({}));
+    let input = RunInput {
+        refer: Some(cfg),
+        ..RunInput::new("fc")
+    };
+    let mut refers = Vec::new();
+    let out = run_to_end(
+        &tool,
+        input,
+        r#"{"destination_id": "sales"}"#,
+        &ctx,
+        |req| {
+            if let EffectRequest::Transfer(t) = req {
+                refers.push((t.target_uri.clone(), t.idempotency_key.clone()));
+            }
+            EffectOutcome::Done { value: Value::Null }
+        },
+    );
+    assert!(out.ok(), "{:?}", out.output());
+    assert_eq!(
+        refers,
+        [(
+            "sip:sales@example.com".to_owned(),
+            "rtc_9-transfer-sip:sales@example.com".to_owned()
+        )]
+    );
+    let wrong = run_to_end(
+        &tool,
+        RunInput::new("fc2"),
+        r#"{"destination_id": "legal"}"#,
+        &ctx,
+        |_| EffectOutcome::Done { value: Value::Null },
+    );
+    assert_eq!(wrong.output()["error"], "invalid_arguments");
+}

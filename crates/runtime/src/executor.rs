@@ -1,0 +1,294 @@
+//! The executor: one invocation of one tool, run to its end. It always answers.
+//!
+//! It resolves the tool on the active agent, drives the core's step machine, performs each
+//! effect (after asking the caller's [`Gate`], which checkpoints the run and may hold or drop a
+//! terminal effect), and bounds the whole run by the tool's deadline. Every failure becomes an
+//! [`Outcome`] with the matching error code; nothing is returned as an error.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+use switchboard_core::transfer::ReferConfig;
+use switchboard_core::{
+    Context, EffectOutcome, EffectRequest, ErrorCode, Outcome, RunInput, Step, Suspended, Tool,
+    ToolError,
+};
+
+use crate::BoxFuture;
+use crate::effects::{CallAction, EffectScope, Effects, TransferLedger};
+use crate::invocation::Invocation;
+
+/// One tool as an agent has it: the pinned version, whether it is on, and its config.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    pub tool: Arc<Tool>,
+    pub enabled: bool,
+    /// The agent tool's `config` (the `config` scope).
+    pub config: Arc<Value>,
+    /// The agent tool's `sensitive_config` (the `secrets` scope); never shown.
+    pub secrets: Arc<Value>,
+}
+
+impl ToolEntry {
+    /// An enabled tool with empty config.
+    pub fn new(tool: Arc<Tool>) -> Self {
+        let empty = Arc::new(Value::Object(serde_json::Map::new()));
+        ToolEntry {
+            tool,
+            enabled: true,
+            config: Arc::clone(&empty),
+            secrets: empty,
+        }
+    }
+}
+
+/// Everything a call's tools may use, pinned when the call starts: later changes to tools or
+/// config reach the next call, not this one.
+#[derive(Debug, Clone, Default)]
+pub struct CallConfig {
+    pub tenant_id: String,
+    /// Each agent's tools by name.
+    pub agents: HashMap<String, HashMap<String, ToolEntry>>,
+    pub refer: Option<Arc<ReferConfig>>,
+    /// Standard Webhooks secret for `api_call` with `sign: true`.
+    pub signing_secret: Option<SecretString>,
+}
+
+impl CallConfig {
+    /// The tools of one agent.
+    pub fn tools(&self, agent: &str) -> Option<&HashMap<String, ToolEntry>> {
+        self.agents.get(agent)
+    }
+
+    /// Finds a tool by name on an agent.
+    pub fn resolve(&self, agent: &str, name: &str) -> Result<&ToolEntry, ToolError> {
+        let tools = self.agents.get(agent);
+        match tools.and_then(|t| t.get(name)) {
+            Some(e) if e.enabled => Ok(e),
+            Some(_) => Err(ToolError::new(
+                ErrorCode::ToolDisabled,
+                "This tool is turned off for now. Help the caller without it.",
+            )),
+            None => {
+                let mut available: Vec<&String> = tools
+                    .map(|t| {
+                        t.iter()
+                            .filter(|(_, e)| e.enabled)
+                            .map(|(n, _)| n)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                available.sort();
+                Err(
+                    ToolError::new(ErrorCode::ToolNotFound, "Requested tool is not available.")
+                        .with_details(json!({"available_tools": available})),
+                )
+            }
+        }
+    }
+}
+
+/// The caller's say over each effect: it checkpoints the run and may drop a terminal effect
+/// (the caller interrupted the response that asked for it).
+pub trait Gate: Send + Sync {
+    /// Called before each effect; `false` means: do not perform it.
+    fn before_effect<'a>(
+        &'a self,
+        request: &'a EffectRequest,
+        suspended: &'a Suspended,
+    ) -> BoxFuture<'a, bool>;
+}
+
+/// A gate that lets every effect through and keeps no checkpoint.
+#[derive(Debug, Default)]
+pub struct OpenGate;
+
+impl Gate for OpenGate {
+    fn before_effect<'a>(&'a self, _: &'a EffectRequest, _: &'a Suspended) -> BoxFuture<'a, bool> {
+        Box::pin(async { true })
+    }
+}
+
+/// How one invocation ended.
+#[derive(Debug)]
+pub struct Execution {
+    pub outcome: Outcome,
+    /// The tool that ran, when it was found.
+    pub tool: Option<Arc<Tool>>,
+    /// Transfers and hang-ups for the client to carry out.
+    pub call_actions: Vec<CallAction>,
+    pub elapsed: Duration,
+}
+
+/// Runs invocations against a deployment's effect handlers.
+#[derive(Debug, Clone)]
+pub struct Executor {
+    effects: Arc<Effects>,
+}
+
+impl Executor {
+    pub fn new(effects: Arc<Effects>) -> Self {
+        Executor { effects }
+    }
+
+    /// Runs one invocation to its end on the context `ctx` (a snapshot of the call's).
+    pub async fn execute(
+        &self,
+        call: &CallConfig,
+        ctx: &Context,
+        invocation: &Invocation,
+        gate: &dyn Gate,
+        transfers: &TransferLedger,
+    ) -> Execution {
+        let started = Instant::now();
+        tracing::info!(
+            name: "tool_executor_execute_started",
+            tool_name = %invocation.name,
+            function_call_id = %invocation.function_call_id,
+            response_id = invocation.response_id.as_deref().unwrap_or_default(),
+            "tool_executor_execute_started"
+        );
+        let entry = match call.resolve(ctx.active_agent(), &invocation.name) {
+            Ok(e) => e,
+            Err(e) => {
+                if e.code == ErrorCode::ToolNotFound {
+                    tracing::info!(name: "tool_not_found", tool_name = %invocation.name, agent = %ctx.active_agent(), "tool_not_found");
+                }
+                return Execution {
+                    outcome: Outcome::failed(&invocation.name, e),
+                    tool: None,
+                    call_actions: Vec::new(),
+                    elapsed: started.elapsed(),
+                };
+            }
+        };
+        let input = RunInput {
+            function_call_id: invocation.function_call_id.clone(),
+            config: Arc::clone(&entry.config),
+            secrets: Arc::clone(&entry.secrets),
+            agents: Some(call.agents.keys().cloned().collect()),
+            refer: call.refer.clone(),
+            now: Arc::new(Value::String(crate::now_rfc3339())),
+        };
+        let step = switchboard_core::start(&entry.tool, input, &invocation.arguments_json, ctx);
+        self.drive(
+            call,
+            &entry.tool,
+            invocation,
+            step,
+            gate,
+            transfers,
+            started,
+        )
+        .await
+    }
+
+    /// Continues a checkpointed run: performs the effect it stopped at, then runs on.
+    pub async fn resume(
+        &self,
+        call: &CallConfig,
+        invocation: &Invocation,
+        request: EffectRequest,
+        suspended: Suspended,
+        gate: &dyn Gate,
+        transfers: &TransferLedger,
+    ) -> Execution {
+        let tool = Arc::clone(suspended.tool());
+        self.drive(
+            call,
+            &tool,
+            invocation,
+            Step::Effect(request, suspended),
+            gate,
+            transfers,
+            Instant::now(),
+        )
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn drive(
+        &self,
+        call: &CallConfig,
+        tool: &Arc<Tool>,
+        invocation: &Invocation,
+        mut step: Step,
+        gate: &dyn Gate,
+        transfers: &TransferLedger,
+        started: Instant,
+    ) -> Execution {
+        let deadline = Duration::from_millis(tool.timeout_ms());
+        let mut actions = Vec::new();
+        let secret = call
+            .signing_secret
+            .as_ref()
+            .map(|s| s.expose_secret().to_owned());
+        let run = async {
+            loop {
+                match step {
+                    Step::Done(outcome) => return outcome,
+                    Step::Effect(request, suspended) => {
+                        let outcome = if gate.before_effect(&request, &suspended).await {
+                            let scope = EffectScope {
+                                tenant_id: &call.tenant_id,
+                                call_id: &invocation.call_id,
+                                signing_secret: secret.as_deref(),
+                                transfers,
+                                remaining: deadline.saturating_sub(started.elapsed()),
+                            };
+                            self.effects.perform(&scope, &request, &mut actions).await
+                        } else {
+                            EffectOutcome::Failed(interrupted(&request))
+                        };
+                        step = suspended.resume(outcome);
+                    }
+                }
+            }
+        };
+        let outcome = match tokio::time::timeout(deadline.saturating_sub(started.elapsed()), run)
+            .await
+        {
+            Ok(o) => o,
+            Err(_) => Outcome::failed(
+                tool.name(),
+                ToolError::new(
+                    ErrorCode::Timeout,
+                    format!(
+                        "{} did not finish within {} s. Tell the caller it is taking too long and offer to try again.",
+                        tool.name(),
+                        deadline.as_secs_f64()
+                    ),
+                ),
+            ),
+        };
+        let elapsed = started.elapsed();
+        tracing::info!(
+            name: "tool_executor_execute_finished",
+            tool_name = %tool.name(),
+            function_call_id = %invocation.function_call_id,
+            ok = outcome.ok(),
+            error = outcome.code().map(|c| c.as_str()).unwrap_or_default(),
+            elapsed_ms = elapsed.as_secs_f64() * 1000.0,
+            "tool_executor_execute_finished"
+        );
+        Execution {
+            outcome,
+            tool: Some(Arc::clone(tool)),
+            call_actions: actions,
+            elapsed,
+        }
+    }
+}
+
+/// The answer for a terminal effect the caller's interruption stopped.
+fn interrupted(request: &EffectRequest) -> ToolError {
+    let what = match request {
+        EffectRequest::Transfer(_) => "The caller interrupted; the call was not transferred.",
+        EffectRequest::EndCall(_) => "The caller interrupted; the call was not ended.",
+        _ => "The caller interrupted; this was not done.",
+    };
+    ToolError::new(ErrorCode::Cancelled, what)
+}

@@ -1,0 +1,38 @@
+//! Switchboard's runtime: the imperative shell around the pure core.
+//!
+//! # Layout
+//! - [`session`]: a [`CallSession`] is one task per call that owns its context: it deduplicates
+//!   function calls, runs tools concurrently, applies the interruption policy, commits writes,
+//!   and sends exactly one answer per function call to an [`OutputSink`].
+//! - [`executor`]: runs one invocation of one tool to its end: resolves the tool, drives the
+//!   core's step machine, performs effects, enforces the deadline. It never fails outward.
+//! - [`effects`]: where effect requests go: [`http`] for `api_call`, and the traits later doors
+//!   fill in (call control for REFER and hangup, MCP calls).
+//! - [`journal`]: what a call records so it survives a restart ([`CallJournal`]).
+//! - [`invocation`]: the function call, its delivery, and its record.
+//! - [`redact`]: keeps secrets and tokens out of outputs, records and logs.
+//!
+//! This crate knows no HTTP server and no database: doors and stores plug in through traits.
+#![forbid(unsafe_code)]
+
+pub mod effects;
+pub mod executor;
+pub mod http;
+pub mod invocation;
+pub mod journal;
+pub mod redact;
+pub mod session;
+
+pub use effects::{CallControl, Effects, McpCalls};
+pub use executor::{CallConfig, Executor, ToolEntry};
+pub use invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
+pub use journal::{CallJournal, MemoryJournal};
+pub use session::{CallSession, SessionOptions};
+
+/// A boxed future, for traits whose implementations are chosen at run time.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// The current time as RFC 3339 with milliseconds, e.g. `2026-11-23T10:00:05.123Z`.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}

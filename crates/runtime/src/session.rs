@@ -1,0 +1,938 @@
+//! The call session: one task per call that owns the call's context.
+//!
+//! Every door (the Realtime WebSocket, HTTP, MCP) hands function calls to a [`CallSession`]. It
+//! ignores a `function_call_id` it has seen, runs tools concurrently in background tasks
+//! (bounded per call), commits each finished tool's writes to the context atomically, and sends
+//! exactly one answer per function call to the [`OutputSink`], whatever happens: bad arguments,
+//! an unknown tool, a timeout, a panic, an interruption, or the end of the call.
+//!
+//! **Interruptions** follow the side-effect class of each tool: when the response that asked
+//! for a tool is cancelled, a `read` tool is aborted and answered `cancelled`; a `write` tool
+//! runs to its end and its real result is delivered; a `terminal` effect (transfer, hang-up)
+//! waits for its response to complete and is dropped if it was interrupted.
+//!
+//! **Exactly-once writes**: a write tool called again with the same arguments within its
+//! `dedupe_window_s` is not run again; the model gets the first result with `duplicate_of`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use switchboard_core::{
+    CallInfo, Context, EffectRequest, ErrorCode, Outcome, SideEffect, Suspended, ToolError,
+    ToolResult,
+};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinError};
+use tracing::Instrument;
+
+use crate::BoxFuture;
+use crate::effects::{CallAction, TransferLedger};
+use crate::executor::{CallConfig, Execution, Executor, Gate};
+use crate::invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
+use crate::journal::{CallJournal, Checkpoint, JournalEntry, JournalError};
+use crate::redact::Redactor;
+
+/// How a session behaves; the door decides.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// Tools of one call running at once; more wait their turn.
+    pub max_concurrent_tools: usize,
+    /// Hold transfers and hang-ups until the response that asked for them completes (the
+    /// Realtime door, which sees responses complete); otherwise perform them at once.
+    pub hold_terminal_effects: bool,
+    /// Handoffs in one call before a loop is assumed.
+    pub max_handoffs: u32,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            max_concurrent_tools: 16,
+            hold_terminal_effects: false,
+            max_handoffs: 10,
+        }
+    }
+}
+
+/// The state of a call as a snapshot: its context, what ran, what is running.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSnapshot {
+    pub call_id: String,
+    pub context: Context,
+    pub records: Vec<InvocationRecord>,
+    pub pending: Vec<String>,
+    pub ended: bool,
+}
+
+/// A handle to a call's session task. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct CallSession {
+    call_id: String,
+    tx: mpsc::UnboundedSender<Cmd>,
+}
+
+enum Cmd {
+    Submit(Invocation),
+    Resume(Box<Checkpoint>),
+    CancelResponse(String),
+    ResponseDone(String),
+    HoldTerminal {
+        response_id: String,
+        reply: oneshot::Sender<bool>,
+    },
+    Finished {
+        function_call_id: String,
+        result: Box<Result<Execution, JoinError>>,
+    },
+    Snapshot(oneshot::Sender<SessionSnapshot>),
+    End(oneshot::Sender<SessionSnapshot>),
+}
+
+/// Everything a session needs from its deployment.
+#[derive(Clone)]
+pub struct SessionDeps {
+    pub config: Arc<CallConfig>,
+    pub executor: Executor,
+    pub sink: Arc<dyn OutputSink>,
+    pub journal: Arc<dyn CallJournal>,
+    pub options: SessionOptions,
+}
+
+impl std::fmt::Debug for SessionDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionDeps")
+            .field("tenant", &self.config.tenant_id)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallSession {
+    /// Starts the session of a new call.
+    pub async fn start(
+        call: CallInfo,
+        user: Value,
+        deps: SessionDeps,
+    ) -> Result<CallSession, JournalError> {
+        let ctx = Context::new(&call, user);
+        deps.journal
+            .append(
+                &call.id,
+                JournalEntry::Started {
+                    call: call.clone(),
+                    context: ctx.clone(),
+                },
+            )
+            .await?;
+        Ok(Self::spawn(call.id.clone(), ctx, Vec::new(), 0, deps))
+    }
+
+    /// Rebuilds a call from its journal (after a restart) and resumes every run that was waiting
+    /// at an effect. `None` when the journal has no such call, or it has ended.
+    pub async fn restore(
+        call_id: &str,
+        deps: SessionDeps,
+    ) -> Result<Option<CallSession>, JournalError> {
+        let Some(state) = deps.journal.load(call_id).await? else {
+            return Ok(None);
+        };
+        let (Some(ctx), false) = (state.context, state.ended) else {
+            return Ok(None);
+        };
+        let session = Self::spawn(call_id.to_owned(), ctx, state.records, state.handoffs, deps);
+        for (_, checkpoint) in state.checkpoints {
+            let _ = session.tx.send(Cmd::Resume(Box::new(checkpoint)));
+        }
+        Ok(Some(session))
+    }
+
+    fn spawn(
+        call_id: String,
+        ctx: Context,
+        records: Vec<InvocationRecord>,
+        handoffs: u32,
+        deps: SessionDeps,
+    ) -> CallSession {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let redactor = call_redactor(&deps.config, &ctx);
+        let executed = records.iter().map(|r| r.function_call_id.clone()).collect();
+        let actor = Actor {
+            call_id: call_id.clone(),
+            tx: tx.clone(),
+            semaphore: Arc::new(Semaphore::new(deps.options.max_concurrent_tools.max(1))),
+            deps,
+            ctx,
+            redactor,
+            pending: HashMap::new(),
+            executed,
+            responses: HashMap::new(),
+            dedupe: HashMap::new(),
+            records,
+            handoffs,
+            transfers: Arc::new(TransferLedger::default()),
+        };
+        let span = tracing::info_span!("call", call_id = %call_id, tenant_id = %actor.deps.config.tenant_id);
+        metrics::gauge!("switchboard_active_calls").increment(1.0);
+        tokio::spawn(actor.run(rx).instrument(span));
+        CallSession { call_id, tx }
+    }
+
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// Hands a function call to the session; its answer goes to the sink.
+    pub fn submit(&self, invocation: Invocation) {
+        let _ = self.tx.send(Cmd::Submit(invocation));
+    }
+
+    /// The caller interrupted this response: apply the interruption policy to its tools.
+    pub fn cancel_response(&self, response_id: &str) {
+        let _ = self.tx.send(Cmd::CancelResponse(response_id.to_owned()));
+    }
+
+    /// This response completed: terminal effects it asked for may go ahead.
+    pub fn response_done(&self, response_id: &str) {
+        let _ = self.tx.send(Cmd::ResponseDone(response_id.to_owned()));
+    }
+
+    /// The call's context and invocation records now; `None` once the session has ended.
+    pub async fn snapshot(&self) -> Option<SessionSnapshot> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(Cmd::Snapshot(reply)).ok()?;
+        rx.await.ok()
+    }
+
+    /// Ends the call: cancels what is still running (each gets its answer), records the end,
+    /// and returns the final state. `None` if it had ended already.
+    pub async fn end(&self) -> Option<SessionSnapshot> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(Cmd::End(reply)).ok()?;
+        rx.await.ok()
+    }
+}
+
+struct Pending {
+    invocation: Invocation,
+    tool: String,
+    side_effect: SideEffect,
+    is_async: bool,
+    abort: AbortHandle,
+    /// Finishes once the run's task has stopped, whether it ended or was aborted.
+    monitor: tokio::task::JoinHandle<()>,
+    started: Instant,
+    started_at: String,
+    dedupe_key: Option<String>,
+    /// Identical write calls waiting for this one's result.
+    followers: Vec<(Invocation, Instant, String)>,
+}
+
+#[derive(Default)]
+struct ResponseState {
+    cancelled: bool,
+    done: bool,
+    held: Vec<oneshot::Sender<bool>>,
+}
+
+/// A successful write's answer, kept for its dedupe window.
+struct Answered {
+    function_call_id: String,
+    output: String,
+    at: Instant,
+}
+
+struct Actor {
+    call_id: String,
+    tx: mpsc::UnboundedSender<Cmd>,
+    semaphore: Arc<Semaphore>,
+    deps: SessionDeps,
+    ctx: Context,
+    redactor: Redactor,
+    pending: HashMap<String, Pending>,
+    executed: HashSet<String>,
+    responses: HashMap<String, ResponseState>,
+    dedupe: HashMap<String, Answered>,
+    records: Vec<InvocationRecord>,
+    handoffs: u32,
+    transfers: Arc<TransferLedger>,
+}
+
+/// The secrets of every tool the call may use, and the user's tokens.
+fn call_redactor(config: &CallConfig, ctx: &Context) -> Redactor {
+    use secrecy::ExposeSecret;
+    let signing = config
+        .signing_secret
+        .as_ref()
+        .map(|s| Value::String(s.expose_secret().to_owned()));
+    let secrets = config
+        .agents
+        .values()
+        .flat_map(|tools| tools.values().map(|e| &*e.secrets))
+        .chain(signing.as_ref());
+    Redactor::new(secrets, &ctx.user)
+}
+
+impl Actor {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
+        while let Some(cmd) = rx.recv().await {
+            match cmd {
+                Cmd::Submit(inv) => self.submit(inv).await,
+                Cmd::Resume(cp) => self.resume(*cp).await,
+                Cmd::CancelResponse(id) => self.cancel_response(&id).await,
+                Cmd::ResponseDone(id) => self.response_done(&id),
+                Cmd::HoldTerminal { response_id, reply } => self.hold_terminal(&response_id, reply),
+                Cmd::Finished {
+                    function_call_id,
+                    result,
+                } => self.finished(&function_call_id, *result).await,
+                Cmd::Snapshot(reply) => {
+                    let _ = reply.send(self.snapshot(false));
+                }
+                Cmd::End(reply) => {
+                    self.end().await;
+                    let _ = reply.send(self.snapshot(true));
+                    break;
+                }
+            }
+        }
+        metrics::gauge!("switchboard_active_calls").decrement(1.0);
+    }
+
+    async fn submit(&mut self, inv: Invocation) {
+        let fc = inv.function_call_id.clone();
+        if self.pending.contains_key(&fc) {
+            tracing::info!(name: "tool_invocation_ignored_already_pending", function_call_id = %fc, tool_name = %inv.name, "tool_invocation_ignored_already_pending");
+            return;
+        }
+        if self.executed.contains(&fc) {
+            tracing::info!(name: "tool_invocation_ignored_already_executed", function_call_id = %fc, tool_name = %inv.name, "tool_invocation_ignored_already_executed");
+            return;
+        }
+        let (started, started_at) = (Instant::now(), crate::now_rfc3339());
+        let agent = self.ctx.active_agent().to_owned();
+        let tool = match self.deps.config.resolve(&agent, &inv.name) {
+            Ok(entry) => Arc::clone(&entry.tool),
+            Err(e) => {
+                if e.code == ErrorCode::ToolNotFound {
+                    tracing::info!(name: "tool_not_found", tool_name = %inv.name, agent = %agent, "tool_not_found");
+                }
+                let outcome = Outcome::failed(&inv.name, e);
+                let name = inv.name.clone();
+                self.conclude(Conclusion::new(inv, name, outcome, started, started_at))
+                    .await;
+                return;
+            }
+        };
+        let window = Duration::from_secs(tool.dedupe_window_s());
+        let dedupe_key = (tool.side_effect() == SideEffect::Write && !window.is_zero())
+            .then(|| dedupe_key(&agent, &inv))
+            .flatten();
+        if let Some(key) = &dedupe_key {
+            if let Some(first) = self.dedupe.get(key).filter(|a| a.at.elapsed() < window) {
+                let (first_id, output) = (first.function_call_id.clone(), first.output.clone());
+                tracing::info!(name: "tool_invocation_answered_as_duplicate", function_call_id = %fc, duplicate_of = %first_id, tool_name = %inv.name, "tool_invocation_answered_as_duplicate");
+                self.conclude_duplicate(
+                    inv,
+                    tool.name().to_owned(),
+                    &first_id,
+                    &output,
+                    None,
+                    started,
+                    started_at,
+                )
+                .await;
+                return;
+            }
+            if let Some(first) = self
+                .pending
+                .values_mut()
+                .find(|p| p.dedupe_key.as_deref() == Some(key.as_str()))
+            {
+                tracing::info!(name: "tool_invocation_joined_identical_write", function_call_id = %fc, duplicate_of = %first.invocation.function_call_id, "tool_invocation_joined_identical_write");
+                first.followers.push((inv, started, started_at));
+                return;
+            }
+        }
+        self.schedule(inv, tool, dedupe_key, None, started, started_at)
+            .await;
+    }
+
+    async fn resume(&mut self, cp: Checkpoint) {
+        let (started, started_at) = (Instant::now(), crate::now_rfc3339());
+        let inv = cp.invocation.clone();
+        match serde_json::from_value::<Suspended>(cp.suspended) {
+            Ok(suspended) => {
+                tracing::info!(name: "tool_run_resumed_from_checkpoint", function_call_id = %inv.function_call_id, tool_name = %inv.name, "tool_run_resumed_from_checkpoint");
+                let tool = Arc::clone(suspended.tool());
+                self.schedule(
+                    inv,
+                    tool,
+                    None,
+                    Some((cp.request, suspended)),
+                    started,
+                    started_at,
+                )
+                .await;
+            }
+            Err(e) => {
+                let err = ToolError::new(
+                    ErrorCode::ToolExecutionFailed,
+                    format!("The tool could not be resumed after a restart ({e})."),
+                );
+                let name = inv.name.clone();
+                let outcome = Outcome::failed(&name, err);
+                self.conclude(Conclusion::new(inv, name, outcome, started, started_at))
+                    .await;
+            }
+        }
+    }
+
+    /// Starts a tool's run in its own task, with a monitor that reports how it ended.
+    async fn schedule(
+        &mut self,
+        inv: Invocation,
+        tool: Arc<switchboard_core::Tool>,
+        dedupe_key: Option<String>,
+        resume_from: Option<(EffectRequest, Suspended)>,
+        started: Instant,
+        started_at: String,
+    ) {
+        let fc = inv.function_call_id.clone();
+        let gate = SessionGate {
+            call_id: self.call_id.clone(),
+            invocation: inv.clone(),
+            hold: self.deps.options.hold_terminal_effects && inv.response_id.is_some(),
+            tx: self.tx.clone(),
+            journal: Arc::clone(&self.deps.journal),
+        };
+        let (config, executor, transfers, semaphore) = (
+            Arc::clone(&self.deps.config),
+            self.deps.executor.clone(),
+            Arc::clone(&self.transfers),
+            Arc::clone(&self.semaphore),
+        );
+        let ctx = self.ctx.clone();
+        let run_inv = inv.clone();
+        let span = tracing::info_span!("invocation", function_call_id = %fc, tool = %tool.name());
+        let task = tokio::spawn(
+            async move {
+                // The semaphore is never closed, so acquiring only waits for a free slot.
+                let _permit = semaphore.acquire_owned().await;
+                match resume_from {
+                    None => {
+                        executor
+                            .execute(&config, &ctx, &run_inv, &gate, &transfers)
+                            .await
+                    }
+                    Some((request, suspended)) => {
+                        executor
+                            .resume(&config, &run_inv, request, suspended, &gate, &transfers)
+                            .await
+                    }
+                }
+            }
+            .instrument(span),
+        );
+        let abort = task.abort_handle();
+        let tx = self.tx.clone();
+        let id = fc.clone();
+        let monitor = tokio::spawn(async move {
+            let result = task.await;
+            let _ = tx.send(Cmd::Finished {
+                function_call_id: id,
+                result: Box::new(result),
+            });
+        });
+        let is_async = tool.is_async();
+        self.pending.insert(
+            fc.clone(),
+            Pending {
+                invocation: inv.clone(),
+                tool: tool.name().to_owned(),
+                side_effect: tool.side_effect(),
+                is_async,
+                abort,
+                monitor,
+                started,
+                started_at,
+                dedupe_key,
+                followers: Vec::new(),
+            },
+        );
+        metrics::gauge!("switchboard_pending_tools").increment(1.0);
+        tracing::info!(
+            name: "tool_invocation_scheduled",
+            function_call_id = %fc,
+            tool_name = %tool.name(),
+            response_id = inv.response_id.as_deref().unwrap_or_default(),
+            side_effect = ?tool.side_effect(),
+            pending_tool_calls = self.pending.len(),
+            "tool_invocation_scheduled"
+        );
+        if is_async {
+            // Answered at once; the outcome follows as news when the run ends.
+            let result = ToolResult {
+                function_call_id: fc,
+                ok: true,
+                error: None,
+                output: json!({"ok": true, "message": "started"}).to_string(),
+            };
+            let delivery = Delivery {
+                result,
+                tool: tool.name().to_owned(),
+                response_id: inv.response_id,
+                interrupted: false,
+                async_completion: false,
+                handoff: None,
+                duplicate_of: None,
+                actions: Vec::new(),
+            };
+            self.deps.sink.deliver(delivery).await;
+        }
+    }
+
+    async fn finished(&mut self, fc: &str, result: Result<Execution, JoinError>) {
+        // Absent when it was answered already: aborted by an interruption or by the call's end.
+        let Some(p) = self.pending.remove(fc) else {
+            return;
+        };
+        metrics::gauge!("switchboard_pending_tools").decrement(1.0);
+        let (mut outcome, actions) = match result {
+            Ok(exec) => (exec.outcome, exec.call_actions),
+            Err(e) => {
+                tracing::error!(name: "tool_run_panicked", function_call_id = %fc, tool_name = %p.tool, panicked = e.is_panic(), "tool_run_panicked");
+                let err = ToolError::new(
+                    ErrorCode::ToolExecutionFailed,
+                    "The tool failed unexpectedly. Tell the caller it cannot be done right now.",
+                );
+                (Outcome::failed(&p.tool, err), Vec::new())
+            }
+        };
+        if outcome.ok()
+            && outcome.handoff.is_some()
+            && self.handoffs >= self.deps.options.max_handoffs
+        {
+            tracing::warn!(name: "agent_handoff_refused_loop", handoffs = self.handoffs, "agent_handoff_refused_loop");
+            outcome = Outcome::failed(
+                &p.tool,
+                ToolError::new(
+                    ErrorCode::HandoffFailed,
+                    "This call has been handed over too many times. Go on helping the caller yourself.",
+                ),
+            );
+        }
+        let mut changed = false;
+        for w in &outcome.writes {
+            match self.ctx.apply(w) {
+                Ok(()) => changed = true,
+                Err(e) => {
+                    tracing::warn!(name: "context_write_conflict", function_call_id = %fc, error = %e, "context_write_conflict")
+                }
+            }
+        }
+        if let Some(h) = &outcome.handoff {
+            self.ctx.set_active_agent(&h.agent);
+            self.handoffs += 1;
+            changed = true;
+            tracing::info!(name: "agent_handoff", agent = %h.agent, handoffs = self.handoffs, "agent_handoff");
+        }
+        if changed {
+            tracing::info!(name: "context_committed", function_call_id = %fc, writes = outcome.writes.len(), "context_committed");
+        }
+        let interrupted = self.interrupted(&p.invocation);
+        let mut c = Conclusion::new(
+            p.invocation,
+            p.tool.clone(),
+            outcome,
+            p.started,
+            p.started_at,
+        );
+        c.interrupted = interrupted;
+        c.async_completion = p.is_async;
+        c.context_changed = changed;
+        c.actions = actions;
+        let (first_id, error) = (fc.to_owned(), c.outcome.code());
+        let output = self.conclude(c).await;
+        if let (None, Some(key)) = (error, p.dedupe_key) {
+            let answered = Answered {
+                function_call_id: first_id.clone(),
+                output: output.clone(),
+                at: Instant::now(),
+            };
+            self.dedupe.insert(key, answered);
+        }
+        for (inv, started, started_at) in p.followers {
+            self.conclude_duplicate(
+                inv,
+                p.tool.clone(),
+                &first_id,
+                &output,
+                error,
+                started,
+                started_at,
+            )
+            .await;
+        }
+    }
+
+    fn interrupted(&self, inv: &Invocation) -> bool {
+        inv.response_id
+            .as_ref()
+            .and_then(|r| self.responses.get(r))
+            .is_some_and(|r| r.cancelled)
+    }
+
+    async fn cancel_response(&mut self, response_id: &str) {
+        let state = self.responses.entry(response_id.to_owned()).or_default();
+        state.cancelled = true;
+        state.done = true;
+        for held in state.held.drain(..) {
+            let _ = held.send(false);
+        }
+        let aborted: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| {
+                p.invocation.response_id.as_deref() == Some(response_id)
+                    && p.side_effect == SideEffect::Read
+                    && !p.is_async
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &aborted {
+            let Some(p) = self.pending.remove(id) else {
+                continue;
+            };
+            p.abort.abort();
+            metrics::gauge!("switchboard_pending_tools").decrement(1.0);
+            tracing::info!(name: "tool_cancelled_for_response", response_id = %response_id, function_call_id = %id, tool_name = %p.tool, "tool_cancelled_for_response");
+            let err = ToolError::new(
+                ErrorCode::Cancelled,
+                "The caller interrupted; this request was cancelled.",
+            );
+            let mut c = Conclusion::new(
+                p.invocation,
+                p.tool.clone(),
+                Outcome::failed(&p.tool, err),
+                p.started,
+                p.started_at,
+            );
+            c.interrupted = true;
+            self.conclude(c).await;
+        }
+        tracing::info!(name: "tool_cancel_for_response_finished", response_id = %response_id, cancelled_count = aborted.len(), "tool_cancel_for_response_finished");
+    }
+
+    fn response_done(&mut self, response_id: &str) {
+        let state = self.responses.entry(response_id.to_owned()).or_default();
+        state.done = true;
+        let release = !state.cancelled;
+        for held in state.held.drain(..) {
+            tracing::info!(name: "tool_terminal_released", response_id = %response_id, performed = release, "tool_terminal_released");
+            let _ = held.send(release);
+        }
+    }
+
+    fn hold_terminal(&mut self, response_id: &str, reply: oneshot::Sender<bool>) {
+        let state = self.responses.entry(response_id.to_owned()).or_default();
+        if state.cancelled {
+            let _ = reply.send(false);
+        } else if state.done {
+            let _ = reply.send(true);
+        } else {
+            tracing::info!(name: "tool_terminal_held", response_id = %response_id, "tool_terminal_held");
+            state.held.push(reply);
+        }
+    }
+
+    async fn end(&mut self) {
+        tracing::info!(name: "tool_cancel_all_started", cancellable_tasks = self.pending.len(), "tool_cancel_all_started");
+        for state in self.responses.values_mut() {
+            for held in state.held.drain(..) {
+                let _ = held.send(false);
+            }
+        }
+        let pending: Vec<(String, Pending)> = self.pending.drain().collect();
+        let mut monitors = Vec::with_capacity(pending.len());
+        for (_, p) in pending {
+            p.abort.abort();
+            monitors.push(p.monitor);
+            metrics::gauge!("switchboard_pending_tools").decrement(1.0);
+            let err = ToolError::new(ErrorCode::Cancelled, "The call ended before this finished.");
+            let mut c = Conclusion::new(
+                p.invocation,
+                p.tool.clone(),
+                Outcome::failed(&p.tool, err),
+                p.started,
+                p.started_at,
+            );
+            c.interrupted = true;
+            self.conclude(c).await;
+            for (inv, started, started_at) in p.followers {
+                let err =
+                    ToolError::new(ErrorCode::Cancelled, "The call ended before this finished.");
+                let mut c = Conclusion::new(
+                    inv,
+                    p.tool.clone(),
+                    Outcome::failed(&p.tool, err),
+                    started,
+                    started_at,
+                );
+                c.interrupted = true;
+                self.conclude(c).await;
+            }
+        }
+        // Wait until every run has really stopped, so nothing acts for this call afterwards.
+        for m in monitors {
+            let _ = m.await;
+        }
+        if let Err(e) = self
+            .deps
+            .journal
+            .append(&self.call_id, JournalEntry::Ended)
+            .await
+        {
+            tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+        }
+        tracing::info!(name: "tool_cancel_all_finished", remaining_tasks = self.pending.len(), "tool_cancel_all_finished");
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn conclude_duplicate(
+        &mut self,
+        inv: Invocation,
+        tool: String,
+        first_id: &str,
+        output: &str,
+        error: Option<ErrorCode>,
+        started: Instant,
+        started_at: String,
+    ) {
+        let ok = error.is_none();
+        let mut out: Value = serde_json::from_str(output).unwrap_or_else(|_| json!({"ok": ok}));
+        if let Value::Object(m) = &mut out {
+            m.insert("duplicate_of".into(), json!(first_id));
+        }
+        let fc = inv.function_call_id.clone();
+        let result = ToolResult {
+            function_call_id: fc,
+            ok,
+            error,
+            output: out.to_string(),
+        };
+        // Nothing ran: no writes, no logs, no handoff; the answer is the first call's.
+        let nothing = Outcome {
+            tool: tool.clone(),
+            error: None,
+            message: None,
+            data: Map::new(),
+            writes: Vec::new(),
+            handoff: None,
+            logs: Vec::new(),
+        };
+        let mut c = Conclusion::new(inv, tool, nothing, started, started_at);
+        c.result_override = Some(result);
+        c.duplicate_of = Some(first_id.to_owned());
+        self.conclude(c).await;
+    }
+
+    /// Records an invocation's end, journals it, and delivers its one answer. Returns the output.
+    async fn conclude(&mut self, c: Conclusion) -> String {
+        let fc = c.invocation.function_call_id.clone();
+        let mut result = c
+            .result_override
+            .unwrap_or_else(|| ToolResult::from_outcome(&fc, &c.outcome));
+        result.output = self.redactor.redact(&result.output);
+        let tenant = self.deps.config.tenant_id.clone();
+        let label = result.error.map_or("ok", |e| e.as_str());
+        metrics::counter!("switchboard_invocations_total", "tenant" => tenant.clone(), "tool" => c.tool.clone(), "outcome" => label).increment(1);
+        metrics::histogram!("switchboard_invocation_duration_seconds", "tenant" => tenant.clone(), "tool" => c.tool.clone()).record(c.started.elapsed().as_secs_f64());
+        if let Some(code) = result.error {
+            metrics::counter!("switchboard_tool_errors_total", "tenant" => tenant, "code" => code.as_str()).increment(1);
+        }
+        let logs = c
+            .outcome
+            .logs
+            .iter()
+            .map(|l| switchboard_core::result::LogEntry {
+                message: self.redactor.redact(&l.message),
+                ..l.clone()
+            })
+            .collect();
+        let record = InvocationRecord {
+            function_call_id: fc.clone(),
+            tool: c.tool.clone(),
+            arguments: self.redactor.redact(&c.invocation.arguments_json),
+            ok: result.ok,
+            error: result.error,
+            latency_ms: c.started.elapsed().as_secs_f64() * 1000.0,
+            started_at: c.started_at,
+            finished_at: crate::now_rfc3339(),
+            response_id: c.invocation.response_id.clone(),
+            interrupted: c.interrupted,
+            duplicate_of: c.duplicate_of.clone(),
+            logs,
+        };
+        let entry = JournalEntry::Finished {
+            record: Box::new(record.clone()),
+            context: c.context_changed.then(|| self.ctx.clone()),
+            handoffs: self.handoffs,
+        };
+        if let Err(e) = self.deps.journal.append(&self.call_id, entry).await {
+            tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+        }
+        self.records.push(record);
+        self.executed.insert(fc);
+        let output = result.output.clone();
+        let delivery = Delivery {
+            result,
+            tool: c.tool,
+            response_id: c.invocation.response_id,
+            interrupted: c.interrupted,
+            async_completion: c.async_completion,
+            handoff: c.outcome.handoff.filter(|_| c.outcome.error.is_none()),
+            duplicate_of: c.duplicate_of,
+            actions: c.actions,
+        };
+        self.deps.sink.deliver(delivery).await;
+        output
+    }
+
+    fn snapshot(&self, ended: bool) -> SessionSnapshot {
+        SessionSnapshot {
+            call_id: self.call_id.clone(),
+            context: self.ctx.clone(),
+            records: self.records.clone(),
+            pending: self.pending.keys().cloned().collect(),
+            ended,
+        }
+    }
+}
+
+/// An invocation's end, on its way to the record, the journal and the sink.
+struct Conclusion {
+    invocation: Invocation,
+    tool: String,
+    outcome: Outcome,
+    started: Instant,
+    started_at: String,
+    interrupted: bool,
+    async_completion: bool,
+    context_changed: bool,
+    duplicate_of: Option<String>,
+    actions: Vec<CallAction>,
+    result_override: Option<ToolResult>,
+}
+
+impl Conclusion {
+    fn new(
+        invocation: Invocation,
+        tool: String,
+        outcome: Outcome,
+        started: Instant,
+        started_at: String,
+    ) -> Self {
+        Conclusion {
+            invocation,
+            tool,
+            outcome,
+            started,
+            started_at,
+            interrupted: false,
+            async_completion: false,
+            context_changed: false,
+            duplicate_of: None,
+            actions: Vec::new(),
+            result_override: None,
+        }
+    }
+}
+
+/// The dedupe key of a write call: the agent, the tool, and the arguments in canonical form.
+fn dedupe_key(agent: &str, inv: &Invocation) -> Option<String> {
+    let args: Value = serde_json::from_str(if inv.arguments_json.trim().is_empty() {
+        "{}"
+    } else {
+        &inv.arguments_json
+    })
+    .ok()?;
+    Some(format!("{agent}\u{0}{}\u{0}{}", inv.name, canonical(&args)))
+}
+
+/// JSON with object keys sorted at every level, so equal arguments give equal text.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&m[k])))
+                    .collect::<Map<_, _>>(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The session's gate for a run: checkpoints it at each effect and holds terminal effects until
+/// the response that asked for them completes.
+struct SessionGate {
+    call_id: String,
+    invocation: Invocation,
+    hold: bool,
+    tx: mpsc::UnboundedSender<Cmd>,
+    journal: Arc<dyn CallJournal>,
+}
+
+impl Gate for SessionGate {
+    fn before_effect<'a>(
+        &'a self,
+        request: &'a EffectRequest,
+        suspended: &'a Suspended,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            match serde_json::to_value(suspended) {
+                Ok(run) => {
+                    let checkpoint = Checkpoint {
+                        invocation: self.invocation.clone(),
+                        request: request.clone(),
+                        suspended: run,
+                    };
+                    let entry = JournalEntry::Checkpoint {
+                        function_call_id: self.invocation.function_call_id.clone(),
+                        checkpoint: Box::new(checkpoint),
+                    };
+                    if let Err(e) = self.journal.append(&self.call_id, entry).await {
+                        tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(name: "checkpoint_failed", error = %e, "checkpoint_failed")
+                }
+            }
+            let (true, Some(response_id)) = (
+                self.hold && request.is_terminal(),
+                &self.invocation.response_id,
+            ) else {
+                return true;
+            };
+            let (reply, rx) = oneshot::channel();
+            if self
+                .tx
+                .send(Cmd::HoldTerminal {
+                    response_id: response_id.clone(),
+                    reply,
+                })
+                .is_err()
+            {
+                return false;
+            }
+            rx.await.unwrap_or(false)
+        })
+    }
+}
