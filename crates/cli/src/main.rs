@@ -54,6 +54,20 @@ enum Command {
     Run(run::RunArgs),
 }
 
+/// Prints a line to stdout; a reader that went away (`switchboard validate | head`) ends the
+/// program quietly instead of a panic.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+        }
+    }};
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

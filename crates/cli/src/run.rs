@@ -100,7 +100,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     for l in &outcome.logs {
         eprintln!("log {:?} at {}: {}", l.level, l.action, l.message);
     }
-    println!(
+    crate::say!(
         "{}",
         serde_json::to_string_pretty(&outcome.output()).map_err(|e| e.to_string())?
     );

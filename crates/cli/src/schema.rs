@@ -62,7 +62,7 @@ pub fn schema(
         .transpose()
         .map_err(|e| e.to_string())?;
     let toolset = Toolset::build(functions, choice).map_err(|e| e.to_string())?;
-    println!(
+    crate::say!(
         "{}",
         serde_json::to_string_pretty(&toolset.render(format)).map_err(|e| e.to_string())?
     );

@@ -17,9 +17,9 @@ pub fn validate(paths: &[PathBuf], as_json: bool) -> Result<ExitCode, String> {
         if as_json {
             reports.push(json!({"file": path.display().to_string(), "ok": problems.is_empty(), "items": items, "problems": problems}));
         } else if problems.is_empty() {
-            println!("ok    {}: {}", path.display(), items.join(", "));
+            crate::say!("ok    {}: {}", path.display(), items.join(", "));
         } else {
-            println!(
+            crate::say!(
                 "error {}: {} problem{}",
                 path.display(),
                 problems.len(),
@@ -31,15 +31,15 @@ pub fn validate(paths: &[PathBuf], as_json: bool) -> Result<ExitCode, String> {
                 } else {
                     &p.pointer
                 };
-                println!("  {at}: {}", p.message);
+                crate::say!("  {at}: {}", p.message);
                 if let Some(fix) = &p.fix {
-                    println!("      fix: {fix}");
+                    crate::say!("      fix: {fix}");
                 }
             }
         }
     }
     if as_json {
-        println!(
+        crate::say!(
             "{}",
             serde_json::to_string_pretty(&Value::Array(reports)).map_err(|e| e.to_string())?
         );

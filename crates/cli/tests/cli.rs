@@ -170,3 +170,26 @@ async fn run_performs_api_calls_for_real() {
     let v: Value = serde_json::from_slice(&allowed.stdout).unwrap();
     assert_eq!(v["message"], "I've logged your lunch!");
 }
+
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "validate",
+            "examples/broken_tool.json",
+            "examples/save_meal.json",
+        ])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -19,7 +19,10 @@ use switchboard_runtime::effects::TransferLedger;
 use switchboard_runtime::executor::{CallConfig, OpenGate};
 use switchboard_runtime::http::{HttpConfig, HttpEffects};
 use switchboard_runtime::session::SessionDeps;
-use switchboard_runtime::{BoxFuture, CallSession, Delivery, Effects, Executor, Invocation, MemoryJournal, OutputSink, SessionOptions, ToolEntry};
+use switchboard_runtime::{
+    BoxFuture, CallSession, Delivery, Effects, Executor, Invocation, MemoryJournal, OutputSink,
+    SessionOptions, ToolEntry,
+};
 use tokio::sync::mpsc;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -55,21 +58,53 @@ fn api_tool(url: &str) -> Arc<Tool> {
 }
 
 fn executor() -> Executor {
-    let http = HttpEffects::new(HttpConfig { allow_private_networks: true, ..HttpConfig::default() }).unwrap();
+    let http = HttpEffects::new(HttpConfig {
+        allow_private_networks: true,
+        ..HttpConfig::default()
+    })
+    .unwrap();
     Executor::new(Arc::new(Effects::http_only(Arc::new(http))))
 }
 
 fn config(tool: Arc<Tool>) -> Arc<CallConfig> {
-    let mut config = CallConfig { tenant_id: "bench".into(), ..CallConfig::default() };
-    config.agents.insert("main".into(), HashMap::from([(tool.name().to_owned(), ToolEntry::new(tool))]));
+    let mut config = CallConfig {
+        tenant_id: "bench".into(),
+        ..CallConfig::default()
+    };
+    config.agents.insert(
+        "main".into(),
+        HashMap::from([(tool.name().to_owned(), ToolEntry::new(tool))]),
+    );
     Arc::new(config)
 }
 
-async fn session(id: &str, config: Arc<CallConfig>, executor: Executor) -> (CallSession, mpsc::UnboundedReceiver<Delivery>) {
+async fn session(
+    id: &str,
+    config: Arc<CallConfig>,
+    executor: Executor,
+) -> (CallSession, mpsc::UnboundedReceiver<Delivery>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let deps = SessionDeps { config, executor, sink: Arc::new(ChannelSink(tx)), journal: Arc::new(MemoryJournal::default()), options: SessionOptions::default() };
-    let call = CallInfo { id: id.into(), tenant_id: "bench".into(), agent: "main".into(), from: None, to: None, started_at: "2026-11-23T00:00:00Z".into() };
-    (CallSession::start(call, json!({"id": "u1"}), deps).await.unwrap(), rx)
+    let deps = SessionDeps {
+        config,
+        executor,
+        sink: Arc::new(ChannelSink(tx)),
+        journal: Arc::new(MemoryJournal::default()),
+        options: SessionOptions::default(),
+    };
+    let call = CallInfo {
+        id: id.into(),
+        tenant_id: "bench".into(),
+        agent: "main".into(),
+        from: None,
+        to: None,
+        started_at: "2026-11-23T00:00:00Z".into(),
+    };
+    (
+        CallSession::start(call, json!({"id": "u1"}), deps)
+            .await
+            .unwrap(),
+        rx,
+    )
 }
 
 fn invocation(call: &str, n: usize) -> Invocation {
@@ -160,7 +195,12 @@ async fn throughput(calls: usize, per_call: usize) {
     }
     let elapsed = started.elapsed();
     let total = calls * per_call;
-    println!("{:<44} {total} invocations in {:.2} s = {:.0} invocations/s", format!("throughput: {calls} concurrent calls"), elapsed.as_secs_f64(), total as f64 / elapsed.as_secs_f64());
+    println!(
+        "{:<44} {total} invocations in {:.2} s = {:.0} invocations/s",
+        format!("throughput: {calls} concurrent calls"),
+        elapsed.as_secs_f64(),
+        total as f64 / elapsed.as_secs_f64()
+    );
     Stats(all).line(&format!("  latency under load ({calls} calls)"));
 }
 
@@ -201,14 +241,24 @@ async fn paced(calls: usize, period: Duration, rounds: usize) {
 
 async fn api_call_overhead() {
     let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::any()).respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true}))).mount(&server).await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true})))
+        .mount(&server)
+        .await;
     let url = format!("{}/item", server.uri());
     let client = reqwest::Client::new();
     let tool = api_tool(&url);
     let cfg = config(Arc::clone(&tool));
     let exec = executor();
     let ctx = switchboard_core::Context::new(
-        &CallInfo { id: "c".into(), tenant_id: "bench".into(), agent: "main".into(), from: None, to: None, started_at: "x".into() },
+        &CallInfo {
+            id: "c".into(),
+            tenant_id: "bench".into(),
+            agent: "main".into(),
+            from: None,
+            to: None,
+            started_at: "x".into(),
+        },
         Value::Object(Default::default()),
     );
     let ledger = TransferLedger::default();
@@ -217,10 +267,22 @@ async fn api_call_overhead() {
     // Interleaved, so both see the same machine and server state.
     for n in 0..rounds {
         let t = Instant::now();
-        let r = client.get(&url).header("idempotency-key", format!("k{n}")).send().await.unwrap();
+        let r = client
+            .get(&url)
+            .header("idempotency-key", format!("k{n}"))
+            .send()
+            .await
+            .unwrap();
         let _: Value = r.json().await.unwrap();
         raw.push(t.elapsed());
-        let inv = Invocation { call_id: "c".into(), function_call_id: format!("f{n}"), name: "lookup".into(), arguments_json: "{}".into(), response_id: None, item_id: None };
+        let inv = Invocation {
+            call_id: "c".into(),
+            function_call_id: format!("f{n}"),
+            name: "lookup".into(),
+            arguments_json: "{}".into(),
+            response_id: None,
+            item_id: None,
+        };
         let t = Instant::now();
         let e = exec.execute(&cfg, &ctx, &inv, &OpenGate, &ledger).await;
         ours.push(t.elapsed());
@@ -229,13 +291,25 @@ async fn api_call_overhead() {
     let (raw, ours) = (Stats(raw[500..].to_vec()), Stats(ours[500..].to_vec()));
     raw.line("api_call: raw reqwest GET (loopback)");
     ours.line("api_call: through the executor");
-    println!("{:<44} p50 +{:.1} µs, p90 +{:.1} µs", "  added by Switchboard", ours.pct(0.5) - raw.pct(0.5), ours.pct(0.9) - raw.pct(0.9));
+    println!(
+        "{:<44} p50 +{:.1} µs, p90 +{:.1} µs",
+        "  added by Switchboard",
+        ours.pct(0.5) - raw.pct(0.5),
+        ours.pct(0.9) - raw.pct(0.9)
+    );
 
     // The same call through a whole session: checkpoint at the effect, commit, journal, sink.
     let (s, mut rx) = session("c", cfg, exec).await;
     let mut via = Vec::new();
     for n in 0..rounds {
-        let inv = Invocation { call_id: "c".into(), function_call_id: format!("s{n}"), name: "lookup".into(), arguments_json: "{}".into(), response_id: None, item_id: None };
+        let inv = Invocation {
+            call_id: "c".into(),
+            function_call_id: format!("s{n}"),
+            name: "lookup".into(),
+            arguments_json: "{}".into(),
+            response_id: None,
+            item_id: None,
+        };
         let t = Instant::now();
         s.submit(inv);
         rx.recv().await.unwrap();
@@ -250,7 +324,11 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         one_at_a_time().await;
         throughput(1, 50_000).await;
