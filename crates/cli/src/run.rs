@@ -240,6 +240,11 @@ fn describe(req: &EffectRequest) -> String {
                 .unwrap_or_default()
         ),
         EffectRequest::Mcp(m) => format!("MCP {}/{} {}", m.server, m.tool, m.arguments),
+        EffectRequest::Toolkit(t) => format!(
+            "{} {}",
+            t.action,
+            serde_json::Value::Object(t.fields.clone())
+        ),
     }
 }
 

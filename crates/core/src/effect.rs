@@ -17,6 +17,8 @@ pub enum EffectRequest {
     Transfer(TransferRequest),
     EndCall(EndCallRequest),
     Mcp(McpRequest),
+    /// `email.send`, `calendar.*`, `memory.*`: for the toolkit's handler.
+    Toolkit(ToolkitRequest),
 }
 
 impl EffectRequest {
@@ -25,6 +27,7 @@ impl EffectRequest {
         match self {
             EffectRequest::Http(h) => !matches!(h.method.as_str(), "GET" | "HEAD"),
             EffectRequest::Transfer(_) | EffectRequest::EndCall(_) | EffectRequest::Mcp(_) => true,
+            EffectRequest::Toolkit(t) => crate::actions::toolkit_is_write(&t.action),
         }
     }
 
@@ -86,6 +89,16 @@ pub struct McpRequest {
     pub server: String,
     pub tool: String,
     pub arguments: Value,
+    pub idempotency_key: String,
+}
+
+/// A toolkit action's rendered fields (`to`, `subject`, `body` for `email.send`, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolkitRequest {
+    /// The action type, e.g. `email.send` or `calendar.create_event`.
+    pub action: String,
+    pub fields: Map<String, Value>,
+    /// `{call_id}-{function_call_id}-{action index}`, for handlers that can deduplicate.
     pub idempotency_key: String,
 }
 

@@ -164,6 +164,21 @@ impl Suspended {
     pub fn tool(&self) -> &Arc<Tool> {
         &self.tool.0
     }
+
+    /// The agent that was active when the run started.
+    pub fn active_agent(&self) -> String {
+        self.state.base.active_agent().to_owned()
+    }
+
+    /// The caller's number (`call.from`), if the call has one.
+    pub fn caller(&self) -> Option<String> {
+        self.state
+            .base
+            .call
+            .get("from")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
 }
 
 fn internal_failure(tool: &Tool, message: &str) -> Outcome {

@@ -175,9 +175,26 @@ fn one_problem_per_line() {
             "unknown log level",
         ),
         (
-            base(json!([{"type": "email.send"}])),
+            base(json!([{"type": "sms.send"}])),
             "/actions/0/type",
             "unknown action type",
+        ),
+        (
+            base(json!([{"type": "email.snd"}])),
+            "/actions/0/type",
+            "did you mean `email.send`?",
+        ),
+        (
+            base(json!([{"type": "email.send", "to": "a@b.c", "subject": "s"}])),
+            "/actions/0",
+            "has no `body`",
+        ),
+        (
+            base(
+                json!([{"type": "calendar.create_event", "title": "t", "start_time": "x", "duraton_minutes": 5}]),
+            ),
+            "/actions/0/duraton_minutes",
+            "did you mean `duration_minutes`?",
         ),
     ];
     for (def, ptr, needle) in cases {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use switchboard_core::effect::{EffectOutcome, EffectRequest, McpRequest};
+use switchboard_core::effect::{EffectOutcome, EffectRequest, McpRequest, ToolkitRequest};
 use switchboard_core::{ErrorCode, ToolError};
 
 use crate::BoxFuture;
@@ -40,6 +40,134 @@ pub trait McpCalls: Send + Sync {
         request: &'a McpRequest,
         timeout: Duration,
     ) -> BoxFuture<'a, EffectOutcome>;
+}
+
+/// Sends email (`email.send`); the SMTP toolkit provides one.
+pub trait EmailSender: Send + Sync {
+    fn send<'a>(
+        &'a self,
+        scope: &'a ToolkitScope<'a>,
+        message: &'a EmailMessage,
+    ) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// Reads and writes calendars (`calendar.*`); the Google Calendar and CalDAV toolkits provide one.
+pub trait Calendar: Send + Sync {
+    fn call<'a>(
+        &'a self,
+        scope: &'a ToolkitScope<'a>,
+        op: &'a CalendarOp,
+    ) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// Entities and relations kept per tenant and caller (`memory.*`).
+pub trait Memory: Send + Sync {
+    fn call<'a>(
+        &'a self,
+        scope: &'a ToolkitScope<'a>,
+        op: &'a MemoryOp,
+    ) -> BoxFuture<'a, Result<Value, String>>;
+}
+
+/// What a toolkit handler knows of the call: the tenant, the caller, and the agent tool's config
+/// and secrets (e.g. SMTP host and password, calendar id and OAuth token).
+#[derive(Debug)]
+pub struct ToolkitScope<'a> {
+    pub tenant_id: &'a str,
+    pub caller: Option<&'a str>,
+    pub config: &'a Value,
+    pub secrets: &'a Value,
+    pub idempotency_key: &'a str,
+}
+
+/// One or several addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Addresses {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Addresses {
+    pub fn list(&self) -> Vec<&str> {
+        match self {
+            Addresses::One(a) => vec![a.as_str()],
+            Addresses::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// `email.send`'s fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmailMessage {
+    pub to: Addresses,
+    #[serde(default)]
+    pub cc: Option<Addresses>,
+    pub subject: String,
+    pub body: String,
+    #[serde(default)]
+    pub reply_to: Option<String>,
+}
+
+/// `calendar.*`'s operations (seed 003's three actions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CalendarOp {
+    ListEvents {
+        time_min: String,
+        time_max: Option<String>,
+        max_results: Option<u32>,
+    },
+    CreateEvent {
+        title: String,
+        start_time: String,
+        duration_minutes: Option<u32>,
+        attendees: Option<Vec<String>>,
+        description: Option<String>,
+    },
+    CheckAvailability {
+        date: String,
+        duration_minutes: Option<u32>,
+    },
+}
+
+/// `memory.*`'s operations (seed 002).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum MemoryOp {
+    Search {
+        query: String,
+        limit: Option<u32>,
+    },
+    Create {
+        entity: String,
+        content: String,
+        relations: Option<Value>,
+    },
+    Traverse {
+        from: String,
+        relation: String,
+        depth: Option<u32>,
+    },
+}
+
+/// Reads a toolkit request's fields as the typed operation its handler takes.
+fn typed<T: serde::de::DeserializeOwned>(
+    action: &str,
+    op: Option<&str>,
+    fields: &serde_json::Map<String, Value>,
+) -> Result<T, ToolError> {
+    let mut v = Value::Object(fields.clone());
+    if let (Some(op), Value::Object(m)) = (op, &mut v) {
+        m.insert("op".into(), Value::String(op.to_owned()));
+    }
+    serde_json::from_value(v).map_err(|e| {
+        ToolError::new(
+            ErrorCode::ToolExecutionFailed,
+            format!("{action}: the rendered fields do not fit ({e}); check the tool's templates"),
+        )
+    })
 }
 
 /// Something the client must do for the call because a tool asked (when Switchboard does not
@@ -79,6 +207,9 @@ pub struct Effects {
     pub http: Arc<HttpEffects>,
     pub call_control: Option<Arc<dyn CallControl>>,
     pub mcp: Option<Arc<dyn McpCalls>>,
+    pub email: Option<Arc<dyn EmailSender>>,
+    pub calendar: Option<Arc<dyn Calendar>>,
+    pub memory: Option<Arc<dyn Memory>>,
 }
 
 impl std::fmt::Debug for Effects {
@@ -99,6 +230,11 @@ pub struct EffectScope<'a> {
     pub transfers: &'a TransferLedger,
     /// Time left before the tool's deadline, the ceiling for any one effect.
     pub remaining: Duration,
+    /// The caller's number (`call.from`), for per-caller toolkits such as memory.
+    pub caller: Option<&'a str>,
+    /// The agent tool's config and secrets, for toolkit handlers.
+    pub tool_config: &'a Value,
+    pub tool_secrets: &'a Value,
 }
 
 impl Effects {
@@ -108,6 +244,9 @@ impl Effects {
             http,
             call_control: None,
             mcp: None,
+            email: None,
+            calendar: None,
+            memory: None,
         }
     }
 
@@ -172,6 +311,58 @@ impl Effects {
                 )),
                 Some(mcp) => mcp.call(scope.tenant_id, m, scope.remaining).await,
             },
+            EffectRequest::Toolkit(t) => self.toolkit(scope, t).await,
+        }
+    }
+
+    async fn toolkit(&self, scope: &EffectScope<'_>, request: &ToolkitRequest) -> EffectOutcome {
+        let tk = ToolkitScope {
+            tenant_id: scope.tenant_id,
+            caller: scope.caller,
+            config: scope.tool_config,
+            secrets: scope.tool_secrets,
+            idempotency_key: &request.idempotency_key,
+        };
+        let action = request.action.as_str();
+        let (family, op) = action.split_once('.').unwrap_or((action, ""));
+        let unavailable = || {
+            EffectOutcome::Failed(ToolError::new(
+                ErrorCode::ToolExecutionFailed,
+                format!(
+                    "`{action}` is not available here: no {family} handler is configured. Tell the caller this cannot be done by phone."
+                ),
+            ))
+        };
+        let result = match family {
+            "email" => match &self.email {
+                None => return unavailable(),
+                Some(h) => match typed::<EmailMessage>(action, None, &request.fields) {
+                    Ok(msg) => h.send(&tk, &msg).await,
+                    Err(e) => return EffectOutcome::Failed(e),
+                },
+            },
+            "calendar" => match &self.calendar {
+                None => return unavailable(),
+                Some(h) => match typed::<CalendarOp>(action, Some(op), &request.fields) {
+                    Ok(op) => h.call(&tk, &op).await,
+                    Err(e) => return EffectOutcome::Failed(e),
+                },
+            },
+            "memory" => match &self.memory {
+                None => return unavailable(),
+                Some(h) => match typed::<MemoryOp>(action, Some(op), &request.fields) {
+                    Ok(op) => h.call(&tk, &op).await,
+                    Err(e) => return EffectOutcome::Failed(e),
+                },
+            },
+            _ => return unavailable(),
+        };
+        match result {
+            Ok(value) => EffectOutcome::Done { value },
+            Err(message) => EffectOutcome::Failed(ToolError::new(
+                ErrorCode::ToolExecutionFailed,
+                format!("{action} failed: {message}"),
+            )),
         }
     }
 }

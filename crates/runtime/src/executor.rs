@@ -174,16 +174,9 @@ impl Executor {
             now: Arc::new(Value::String(crate::now_rfc3339())),
         };
         let step = switchboard_core::start(&entry.tool, input, &invocation.arguments_json, ctx);
-        self.drive(
-            call,
-            &entry.tool,
-            invocation,
-            step,
-            gate,
-            transfers,
-            started,
-        )
-        .await
+        let entry = entry.clone();
+        self.drive(call, &entry, invocation, step, gate, transfers, started)
+            .await
     }
 
     /// Continues a checkpointed run: performs the effect it stopped at, then runs on.
@@ -197,9 +190,17 @@ impl Executor {
         transfers: &TransferLedger,
     ) -> Execution {
         let tool = Arc::clone(suspended.tool());
+        // The agent tool's config as pinned for the call; the tool itself as checkpointed.
+        let entry = match call
+            .tools(&suspended.active_agent())
+            .and_then(|t| t.get(tool.name()))
+        {
+            Some(e) => ToolEntry { tool, ..e.clone() },
+            None => ToolEntry::new(tool),
+        };
         self.drive(
             call,
-            &tool,
+            &entry,
             invocation,
             Step::Effect(request, suspended),
             gate,
@@ -213,13 +214,15 @@ impl Executor {
     async fn drive(
         &self,
         call: &CallConfig,
-        tool: &Arc<Tool>,
+        entry: &ToolEntry,
         invocation: &Invocation,
         mut step: Step,
         gate: &dyn Gate,
         transfers: &TransferLedger,
         started: Instant,
     ) -> Execution {
+        let tool = &entry.tool;
+        let caller = ctx_caller(&step);
         let deadline = Duration::from_millis(tool.timeout_ms());
         let mut actions = Vec::new();
         let secret = call
@@ -238,6 +241,9 @@ impl Executor {
                                 signing_secret: secret.as_deref(),
                                 transfers,
                                 remaining: deadline.saturating_sub(started.elapsed()),
+                                caller: caller.as_deref(),
+                                tool_config: &entry.config,
+                                tool_secrets: &entry.secrets,
                             };
                             self.effects.perform(&scope, &request, &mut actions).await
                         } else {
@@ -280,6 +286,14 @@ impl Executor {
             call_actions: actions,
             elapsed,
         }
+    }
+}
+
+/// The caller's number, for per-caller toolkits: read from the suspended run's context.
+fn ctx_caller(step: &Step) -> Option<String> {
+    match step {
+        Step::Effect(_, s) => s.caller(),
+        Step::Done(_) => None,
     }
 }
 

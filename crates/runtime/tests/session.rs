@@ -81,6 +81,21 @@ impl McpCalls for PanickingMcp {
     }
 }
 
+/// Accepts every message and answers with what it was given, config included.
+#[derive(Default)]
+struct FakeEmail;
+
+impl switchboard_runtime::effects::EmailSender for FakeEmail {
+    fn send<'a>(
+        &'a self,
+        scope: &'a switchboard_runtime::effects::ToolkitScope<'a>,
+        message: &'a switchboard_runtime::effects::EmailMessage,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        let sent = json!({"to": message.to.list(), "subject": message.subject, "from": scope.config["from"], "key": scope.idempotency_key});
+        Box::pin(async move { Ok(sent) })
+    }
+}
+
 struct Harness {
     session: CallSession,
     rx: mpsc::UnboundedReceiver<Delivery>,
@@ -123,6 +138,9 @@ async fn harness(agents: Vec<(&str, Vec<Arc<Tool>>)>, options: SessionOptions) -
         http,
         call_control: Some(control.clone()),
         mcp: Some(Arc::new(PanickingMcp)),
+        email: Some(Arc::new(FakeEmail)),
+        calendar: None,
+        memory: None,
     };
     let mut config = CallConfig {
         tenant_id: "acme-corp".into(),
@@ -959,4 +977,74 @@ async fn the_logs_of_a_call_tell_its_story_without_secrets() {
         "events carry the call's span"
     );
     assert!(!text.contains("tok_secret_123"), "no token in the logs");
+}
+
+#[tokio::test]
+async fn toolkit_effects_reach_their_handler_with_the_tool_config() {
+    let email = tool(
+        json!({"name": "send_receipt", "description": "d", "actions": [
+        {"type": "email.send", "to": ["a@example.com", "b@example.com"], "subject": "Receipt", "body": "Thanks", "into": "result.sent"}]}),
+    );
+    let cal = tool(
+        json!({"name": "book", "description": "d", "actions": [{"type": "calendar.list_events", "time_min": "2026-12-01T00:00:00Z"}]}),
+    );
+    let bad = tool(
+        json!({"name": "bad_mail", "description": "d", "actions": [{"type": "email.send", "to": 42, "subject": "s", "body": "b"}]}),
+    );
+    let mut h = harness(
+        vec![("main", vec![email, cal, bad])],
+        SessionOptions::default(),
+    )
+    .await;
+    // Give send_receipt a config, as an agent tool would have.
+    let mut config = (*h.deps.config).clone();
+    let entry = config
+        .agents
+        .get_mut("main")
+        .unwrap()
+        .get_mut("send_receipt")
+        .unwrap();
+    entry.config = Arc::new(json!({"from": "shop@example.com"}));
+    let deps = SessionDeps {
+        config: Arc::new(config),
+        ..h.deps.clone()
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let deps = SessionDeps {
+        sink: Arc::new(ChannelSink(tx)),
+        ..deps
+    };
+    h.session = CallSession::start(call_info("rtc_tk"), json!({}), deps)
+        .await
+        .unwrap();
+    h.rx = rx;
+    h.session.submit(Invocation {
+        call_id: "rtc_tk".into(),
+        ..inv("fc1", "send_receipt", json!({}), None)
+    });
+    let d = h.next().await;
+    assert_eq!(
+        output(&d)["data"]["sent"],
+        json!({"to": ["a@example.com", "b@example.com"], "subject": "Receipt", "from": "shop@example.com", "key": "rtc_tk-fc1-0"})
+    );
+    h.session.submit(inv("fc2", "book", json!({}), None));
+    let d = h.next().await;
+    assert!(
+        output(&d)["message"]
+            .as_str()
+            .unwrap()
+            .contains("no calendar handler is configured"),
+        "{}",
+        d.result.output
+    );
+    h.session.submit(inv("fc3", "bad_mail", json!({}), None));
+    let d = h.next().await;
+    assert!(
+        output(&d)["message"]
+            .as_str()
+            .unwrap()
+            .contains("do not fit"),
+        "{}",
+        d.result.output
+    );
 }

@@ -27,6 +27,7 @@ mod handoff;
 mod log;
 mod mcp_call;
 mod respond;
+mod toolkit;
 mod transfer;
 mod transform;
 mod validate;
@@ -57,7 +58,19 @@ pub const ACTION_TYPES: &[&str] = &[
     "transfer",
     "end_call",
     "mcp.call",
+    "email.send",
+    "calendar.list_events",
+    "calendar.create_event",
+    "calendar.check_availability",
+    "memory.search",
+    "memory.create",
+    "memory.traverse",
 ];
+
+/// Whether a toolkit action type changes the world (for effect classification).
+pub(crate) fn toolkit_is_write(action: &str) -> bool {
+    toolkit::is_write(action)
+}
 
 /// Scopes a template may read.
 const SCOPES: &[&str] = &[
@@ -99,6 +112,7 @@ pub(crate) enum ActionKind {
     Transfer(transfer::Transfer),
     EndCall(end_call::EndCall),
     McpCall(mcp_call::McpCall),
+    Toolkit(toolkit::ToolkitCall),
 }
 
 impl ActionKind {
@@ -107,6 +121,7 @@ impl ActionKind {
         match self {
             ActionKind::ApiCall(a) => a.is_write(),
             ActionKind::McpCall(_) => true,
+            ActionKind::Toolkit(t) => t.spec.write,
             _ => false,
         }
     }
@@ -128,6 +143,7 @@ impl ActionKind {
             ActionKind::Transfer(_) => "transfer",
             ActionKind::EndCall(_) => "end_call",
             ActionKind::McpCall(_) => "mcp.call",
+            ActionKind::Toolkit(t) => t.spec.action,
         }
     }
 }
@@ -161,6 +177,7 @@ impl Action {
             ActionKind::Transfer(a) => a.run(x),
             ActionKind::EndCall(a) => a.run(x),
             ActionKind::McpCall(a) => a.run(x),
+            ActionKind::Toolkit(a) => a.run(x),
         }
     }
 
@@ -171,6 +188,7 @@ impl Action {
             ActionKind::Transfer(a) => a.resume(x, outcome),
             ActionKind::EndCall(a) => a.resume(x, outcome),
             ActionKind::McpCall(a) => a.resume(x, outcome),
+            ActionKind::Toolkit(a) => a.resume(x, outcome),
             _ => Flow::Fail(x.internal(format!(
                 "{} does not wait for effects",
                 self.kind.type_name()
@@ -332,6 +350,13 @@ impl<'s> ParseCx<'s> {
             "transfer" => parse!(transfer, ActionKind::Transfer),
             "end_call" => parse!(end_call, ActionKind::EndCall),
             "mcp.call" => parse!(mcp_call, ActionKind::McpCall),
+            other if toolkit::spec(other).is_some() => {
+                let spec = toolkit::spec(other)?;
+                let obj = Obj::new(v, ptr, &what, spec.fields, self.sink)?;
+                let parsed = toolkit::parse(self, &obj, spec);
+                obj.finish(self.sink);
+                parsed.map(ActionKind::Toolkit)
+            }
             other => {
                 let fix = match did_you_mean(other, ACTION_TYPES.iter().copied()) {
                     Some(s) => format!("did you mean `{s}`?"),
