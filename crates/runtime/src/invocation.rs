@@ -58,6 +58,9 @@ pub struct InvocationRecord {
     pub arguments: String,
     pub ok: bool,
     pub error: Option<ErrorCode>,
+    /// The answer the model got (secrets redacted), so a repeated request can be answered again.
+    #[serde(default)]
+    pub output: String,
     pub latency_ms: f64,
     pub started_at: String,
     pub finished_at: String,

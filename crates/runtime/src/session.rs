@@ -768,6 +768,7 @@ impl Actor {
             arguments: self.redactor.redact(&c.invocation.arguments_json),
             ok: result.ok,
             error: result.error,
+            output: result.output.clone(),
             latency_ms: c.started.elapsed().as_secs_f64() * 1000.0,
             started_at: c.started_at,
             finished_at: crate::now_rfc3339(),
