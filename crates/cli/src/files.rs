@@ -17,15 +17,7 @@ pub enum FileContent {
 pub fn read_json(path: &Path) -> Result<Result<Value, Diagnostic>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(serde_json::from_str(&text).map_err(|e| Diagnostic {
-        pointer: String::new(),
-        message: format!("not valid JSON: {e}"),
-        fix: Some(format!(
-            "fix the JSON syntax at line {}, column {}",
-            e.line(),
-            e.column()
-        )),
-    }))
+    Ok(serde_json::from_str(&text).map_err(|e| Diagnostic::json_syntax(&e)))
 }
 
 /// Classifies and parses a file's JSON: a tenant config has `features`; otherwise a tool or a list

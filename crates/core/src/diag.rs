@@ -17,6 +17,21 @@ pub struct Diagnostic {
     pub fix: Option<String>,
 }
 
+impl Diagnostic {
+    /// A JSON syntax error, with the line and column to fix.
+    pub fn json_syntax(e: &serde_json::Error) -> Self {
+        Diagnostic {
+            pointer: String::new(),
+            message: format!("not valid JSON: {e}"),
+            fix: Some(format!(
+                "fix the JSON syntax at line {}, column {}",
+                e.line(),
+                e.column()
+            )),
+        }
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at = if self.pointer.is_empty() {

@@ -268,24 +268,11 @@ impl Expr {
                     expr: self.source(),
                     name,
                 }),
-            Expr::Jinja {
-                source,
-                compiled,
-                roots,
-                simple,
-            } => {
+            Expr::Jinja { simple, source, .. } => {
                 if let Some(v) = simple.as_ref().and_then(|s| s.eval(vars)) {
                     return Ok(v);
                 }
-                let out = compiled
-                    .eval(vars.to_minijinja(roots))
-                    .map_err(|e| engine_error(source, &e))?;
-                if out.is_undefined() {
-                    return Err(EvalError::Undefined {
-                        expr: source.clone(),
-                        name: source.clone(),
-                    });
-                }
+                let out = self.engine_eval(vars)?;
                 to_json(&out).map_err(|message| EvalError::Engine {
                     expr: source.clone(),
                     message,
@@ -304,27 +291,37 @@ impl Expr {
                     expr: self.source(),
                     name,
                 }),
-            Expr::Jinja {
-                source,
-                compiled,
-                roots,
-                simple,
-            } => {
-                if let Some(v) = simple.as_ref().and_then(|s| s.eval(vars)) {
-                    return Ok(truthy(&v));
-                }
-                let out = compiled
-                    .eval(vars.to_minijinja(roots))
-                    .map_err(|e| engine_error(source, &e))?;
-                if out.is_undefined() {
-                    return Err(EvalError::Undefined {
-                        expr: source.clone(),
-                        name: source.clone(),
-                    });
-                }
-                Ok(out.is_true())
-            }
+            Expr::Jinja { simple, .. } => match simple.as_ref().and_then(|s| s.eval(vars)) {
+                Some(v) => Ok(truthy(&v)),
+                None => Ok(self.engine_eval(vars)?.is_true()),
+            },
         }
+    }
+
+    /// Runs the template engine; an undefined result is an error (strict undefined).
+    fn engine_eval(&self, vars: &Vars<'_>) -> Result<MjValue, EvalError> {
+        let Expr::Jinja {
+            source,
+            compiled,
+            roots,
+            ..
+        } = self
+        else {
+            return Err(EvalError::Engine {
+                expr: self.source(),
+                message: "not an engine expression".to_owned(),
+            });
+        };
+        let out = compiled
+            .eval(vars.to_minijinja(roots))
+            .map_err(|e| engine_error(source, &e))?;
+        if out.is_undefined() {
+            return Err(EvalError::Undefined {
+                expr: source.clone(),
+                name: source.clone(),
+            });
+        }
+        Ok(out)
     }
 
     /// Appends the value's string form to `out`, as text templates render it.

@@ -134,17 +134,8 @@ pub struct Tool {
 impl Tool {
     /// Parses a definition from JSON text; syntax errors name their line and column.
     pub fn parse_str(text: &str, limits: &Limits) -> Result<Tool, Diagnostics> {
-        let v: Value = serde_json::from_str(text).map_err(|e| {
-            Diagnostics(vec![Diagnostic {
-                pointer: String::new(),
-                message: format!("not valid JSON: {e}"),
-                fix: Some(format!(
-                    "fix the JSON syntax at line {}, column {}",
-                    e.line(),
-                    e.column()
-                )),
-            }])
-        })?;
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| Diagnostics(vec![Diagnostic::json_syntax(&e)]))?;
         Tool::parse(&v, limits)
     }
 

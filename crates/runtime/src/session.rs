@@ -609,18 +609,13 @@ impl Actor {
             p.abort.abort();
             metrics::gauge!("switchboard_pending_tools").decrement(1.0);
             tracing::info!(name: "tool_cancelled_for_response", response_id = %response_id, function_call_id = %id, tool_name = %p.tool, "tool_cancelled_for_response");
-            let err = ToolError::new(
-                ErrorCode::Cancelled,
-                "The caller interrupted; this request was cancelled.",
-            );
-            let mut c = Conclusion::new(
+            let c = Conclusion::cancelled(
                 p.invocation,
-                p.tool.clone(),
-                Outcome::failed(&p.tool, err),
+                &p.tool,
                 p.started,
                 p.started_at,
+                "The caller interrupted; this request was cancelled.",
             );
-            c.interrupted = true;
             self.conclude(c).await;
         }
         tracing::info!(name: "tool_cancel_for_response_finished", response_id = %response_id, cancelled_count = aborted.len(), "tool_cancel_for_response_finished");
@@ -661,28 +656,20 @@ impl Actor {
             p.abort.abort();
             monitors.push(p.monitor);
             metrics::gauge!("switchboard_pending_tools").decrement(1.0);
-            let err = ToolError::new(ErrorCode::Cancelled, "The call ended before this finished.");
-            let mut c = Conclusion::new(
+            const ENDED: &str = "The call ended before this finished.";
+            self.conclude(Conclusion::cancelled(
                 p.invocation,
-                p.tool.clone(),
-                Outcome::failed(&p.tool, err),
+                &p.tool,
                 p.started,
                 p.started_at,
-            );
-            c.interrupted = true;
-            self.conclude(c).await;
+                ENDED,
+            ))
+            .await;
             for (inv, started, started_at) in p.followers {
-                let err =
-                    ToolError::new(ErrorCode::Cancelled, "The call ended before this finished.");
-                let mut c = Conclusion::new(
-                    inv,
-                    p.tool.clone(),
-                    Outcome::failed(&p.tool, err),
-                    started,
-                    started_at,
-                );
-                c.interrupted = true;
-                self.conclude(c).await;
+                self.conclude(Conclusion::cancelled(
+                    inv, &p.tool, started, started_at, ENDED,
+                ))
+                .await;
             }
         }
         // Wait until every run has really stopped, so nothing acts for this call afterwards.
@@ -829,6 +816,20 @@ struct Conclusion {
 }
 
 impl Conclusion {
+    /// An invocation answered `cancelled` without its run finishing (interrupted, or the call ended).
+    fn cancelled(
+        invocation: Invocation,
+        tool: &str,
+        started: Instant,
+        started_at: String,
+        message: &str,
+    ) -> Self {
+        let outcome = Outcome::failed(tool, ToolError::new(ErrorCode::Cancelled, message));
+        let mut c = Conclusion::new(invocation, tool.to_owned(), outcome, started, started_at);
+        c.interrupted = true;
+        c
+    }
+
     fn new(
         invocation: Invocation,
         tool: String,

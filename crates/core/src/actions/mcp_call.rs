@@ -1,7 +1,5 @@
 //! `mcp.call`: call a tool on a registered MCP server (an effect).
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use super::{Exec, Flow, ParseCx};
@@ -61,16 +59,7 @@ impl McpCall {
 
     pub(crate) fn resume(&self, x: &mut Exec<'_>, outcome: EffectOutcome) -> Flow {
         match outcome {
-            EffectOutcome::Done { value } => {
-                x.st.response = Arc::new(value.clone());
-                match &self.into {
-                    Some(path) => match x.write(path, value) {
-                        Ok(()) => Flow::Next,
-                        Err(e) => Flow::Fail(e),
-                    },
-                    None => Flow::Next,
-                }
-            }
+            EffectOutcome::Done { value } => x.keep_result(value, self.into.as_ref()),
             EffectOutcome::Failed(e) => Flow::Fail(e),
             EffectOutcome::Http(_) => {
                 Flow::Fail(x.internal("an mcp.call was resumed with an HTTP outcome".to_owned()))

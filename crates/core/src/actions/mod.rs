@@ -661,6 +661,15 @@ impl Exec<'_> {
         }
     }
 
+    /// An effect's result: kept in `response`, and written to `into` when the action has one.
+    pub(crate) fn keep_result(&mut self, value: Value, into: Option<&WritePath>) -> Flow {
+        self.st.response = Arc::new(value.clone());
+        match into.map(|path| self.write(path, value)) {
+            Some(Err(e)) => Flow::Fail(e),
+            _ => Flow::Next,
+        }
+    }
+
     /// Records a flag change.
     pub(crate) fn flag(&mut self, name: &str, set: bool) {
         let w = if set {

@@ -3,8 +3,6 @@
 //! gets the agent tool's config and secrets; the result lands in `response` and, with `into`,
 //! at a write path. One table describes them all, since they differ only in their fields.
 
-use std::sync::Arc;
-
 use serde_json::Map;
 
 use super::{Exec, Flow, ParseCx};
@@ -136,16 +134,7 @@ impl ToolkitCall {
 
     pub(crate) fn resume(&self, x: &mut Exec<'_>, outcome: EffectOutcome) -> Flow {
         match outcome {
-            EffectOutcome::Done { value } => {
-                x.st.response = Arc::new(value.clone());
-                match &self.into {
-                    Some(path) => match x.write(path, value) {
-                        Ok(()) => Flow::Next,
-                        Err(e) => Flow::Fail(e),
-                    },
-                    None => Flow::Next,
-                }
-            }
+            EffectOutcome::Done { value } => x.keep_result(value, self.into.as_ref()),
             EffectOutcome::Failed(e) => Flow::Fail(e),
             EffectOutcome::Http(_) => Flow::Fail(x.internal(format!(
                 "{} was resumed with an HTTP outcome",
