@@ -629,21 +629,21 @@ async fn every_failure_mode_gets_its_code() {
     }
 }
 
-/// With the guard on (the default), a tool cannot reach the cloud metadata address.
-async fn meta_refused_by_guard() {
+/// A session with HTTP effects only (the outbound guard on) and one tool: the HTTP door's shape.
+async fn http_only_session(
+    call_id: &str,
+    t: Arc<Tool>,
+) -> (CallSession, mpsc::UnboundedReceiver<Delivery>) {
     let http = Arc::new(HttpEffects::new(HttpConfig::default()).unwrap());
-    let meta = tool(
-        json!({"name": "meta", "description": "d", "actions": [{"type": "api_call", "method": "GET", "url": "http://169.254.169.254/latest/meta-data", "retry_count": 0}]}),
-    );
     let mut config = CallConfig {
         tenant_id: "t".into(),
         ..CallConfig::default()
     };
     config.agents.insert(
         "main".into(),
-        HashMap::from([("meta".to_owned(), ToolEntry::new(meta))]),
+        HashMap::from([(t.name().to_owned(), ToolEntry::new(t))]),
     );
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::unbounded_channel();
     let deps = SessionDeps {
         config: Arc::new(config),
         executor: Executor::new(Arc::new(Effects::http_only(http))),
@@ -651,9 +651,20 @@ async fn meta_refused_by_guard() {
         journal: Arc::new(MemoryJournal::default()),
         options: SessionOptions::default(),
     };
-    let session = CallSession::start(call_info("rtc_m"), json!({}), deps)
-        .await
-        .unwrap();
+    (
+        CallSession::start(call_info(call_id), json!({}), deps)
+            .await
+            .unwrap(),
+        rx,
+    )
+}
+
+/// With the guard on (the default), a tool cannot reach the cloud metadata address.
+async fn meta_refused_by_guard() {
+    let meta = tool(
+        json!({"name": "meta", "description": "d", "actions": [{"type": "api_call", "method": "GET", "url": "http://169.254.169.254/latest/meta-data", "retry_count": 0}]}),
+    );
+    let (session, mut rx) = http_only_session("rtc_m", meta).await;
     session.submit(Invocation {
         call_id: "rtc_m".into(),
         ..inv("m1", "meta", json!({}), None)
@@ -723,29 +734,10 @@ async fn an_async_tool_is_answered_at_once_then_reports() {
 
 #[tokio::test]
 async fn without_call_control_terminal_effects_become_client_actions() {
-    let http = Arc::new(HttpEffects::new(HttpConfig::default()).unwrap());
     let bye = tool(
         json!({"name": "hang_up", "description": "d", "actions": [{"type": "end_call", "message": "Goodbye!"}]}),
     );
-    let mut config = CallConfig {
-        tenant_id: "t".into(),
-        ..CallConfig::default()
-    };
-    config.agents.insert(
-        "main".into(),
-        HashMap::from([("hang_up".to_owned(), ToolEntry::new(bye))]),
-    );
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let deps = SessionDeps {
-        config: Arc::new(config),
-        executor: Executor::new(Arc::new(Effects::http_only(http))),
-        sink: Arc::new(ChannelSink(tx)),
-        journal: Arc::new(MemoryJournal::default()),
-        options: SessionOptions::default(),
-    };
-    let session = CallSession::start(call_info("rtc_2"), json!({}), deps)
-        .await
-        .unwrap();
+    let (session, mut rx) = http_only_session("rtc_2", bye).await;
     session.submit(inv("fc1", "hang_up", json!({}), None));
     let d = rx.recv().await.unwrap();
     assert_eq!(
