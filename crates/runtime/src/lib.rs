@@ -27,7 +27,7 @@ pub use effects::{CallControl, Effects, McpCalls};
 pub use executor::{CallConfig, Executor, ToolEntry};
 pub use invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
 pub use journal::{CallJournal, MemoryJournal};
-pub use session::{CallSession, SessionOptions};
+pub use session::{CallSession, Lookup, SessionDeps, SessionOptions, SessionSnapshot};
 
 /// A boxed future, for traits whose implementations are chosen at run time.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

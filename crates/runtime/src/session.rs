@@ -88,7 +88,17 @@ enum Cmd {
         result: Box<Result<Execution, JoinError>>,
     },
     Snapshot(oneshot::Sender<SessionSnapshot>),
+    Lookup(String, oneshot::Sender<Option<Lookup>>),
     End(oneshot::Sender<SessionSnapshot>),
+}
+
+/// Where one function call stands in a session.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// Running (or waiting its turn).
+    Pending,
+    /// Answered; the record holds the answer.
+    Done(Box<InvocationRecord>),
 }
 
 /// Everything a session needs from its deployment.
@@ -206,6 +216,15 @@ impl CallSession {
         rx.await.ok()
     }
 
+    /// Where a function call stands: `None` when the session has not seen it.
+    pub async fn lookup(&self, function_call_id: &str) -> Option<Lookup> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Cmd::Lookup(function_call_id.to_owned(), reply))
+            .ok()?;
+        rx.await.ok().flatten()
+    }
+
     /// Ends the call: cancels what is still running (each gets its answer), records the end,
     /// and returns the final state. `None` if it had ended already.
     pub async fn end(&self) -> Option<SessionSnapshot> {
@@ -290,6 +309,23 @@ impl Actor {
                 } => self.finished(&function_call_id, *result).await,
                 Cmd::Snapshot(reply) => {
                     let _ = reply.send(self.snapshot(false));
+                }
+                Cmd::Lookup(fc, reply) => {
+                    let found = if self.pending.contains_key(&fc)
+                        || self
+                            .pending
+                            .values()
+                            .any(|p| p.followers.iter().any(|(i, _, _)| i.function_call_id == fc))
+                    {
+                        Some(Lookup::Pending)
+                    } else {
+                        self.records
+                            .iter()
+                            .rev()
+                            .find(|r| r.function_call_id == fc)
+                            .map(|r| Lookup::Done(Box::new(r.clone())))
+                    };
+                    let _ = reply.send(found);
                 }
                 Cmd::End(reply) => {
                     self.end().await;

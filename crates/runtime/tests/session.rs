@@ -338,6 +338,11 @@ async fn a_repeated_function_call_id_runs_once_and_is_answered_once() {
     assert_eq!(d.result.function_call_id, "fc1");
     h.session.submit(inv("fc1", "lookup", json!({}), None)); // already executed
     h.nothing_more().await;
+    match h.session.lookup("fc1").await {
+        Some(switchboard_runtime::Lookup::Done(r)) => assert_eq!(r.output, d.result.output),
+        other => panic!("fc1 is done, got {other:?}"),
+    }
+    assert!(h.session.lookup("fc_unknown").await.is_none());
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
 
