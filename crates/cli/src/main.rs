@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod files;
 mod run;
 mod schema;
+mod serve;
 mod validate;
 
 #[derive(Debug, Parser)]
@@ -52,6 +53,16 @@ enum Command {
     },
     /// Run one tool with the given arguments and print what the model receives.
     Run(run::RunArgs),
+    /// Run the server (SQLite by default; PostgreSQL when DATABASE_URL says postgres://).
+    Serve(serve::ServeArgs),
+    /// Apply the database migrations.
+    Migrate(serve::DbArgs),
+    /// Manage tenants.
+    #[command(subcommand)]
+    Tenant(serve::TenantCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Key(serve::KeyCommand),
 }
 
 /// Prints a line to stdout; a reader that went away (`switchboard validate | head`) ends the
@@ -86,6 +97,10 @@ fn main() -> ExitCode {
             tool_choice.as_deref(),
         ),
         Command::Run(args) => run::run(&args),
+        Command::Serve(args) => serve::serve(&args),
+        Command::Migrate(db) => serve::migrate(&db),
+        Command::Tenant(cmd) => serve::tenant(&cmd),
+        Command::Key(cmd) => serve::key(&cmd),
     };
     match result {
         Ok(code) => code,

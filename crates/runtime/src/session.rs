@@ -72,6 +72,7 @@ pub struct SessionSnapshot {
 pub struct CallSession {
     call_id: String,
     tx: mpsc::UnboundedSender<Cmd>,
+    config: Arc<CallConfig>,
 }
 
 enum Cmd {
@@ -167,6 +168,7 @@ impl CallSession {
         deps: SessionDeps,
     ) -> CallSession {
         let (tx, rx) = mpsc::unbounded_channel();
+        let config = Arc::clone(&deps.config);
         let redactor = call_redactor(&deps.config, &ctx);
         let executed = records.iter().map(|r| r.function_call_id.clone()).collect();
         let actor = Actor {
@@ -184,14 +186,24 @@ impl CallSession {
             handoffs,
             transfers: Arc::new(TransferLedger::default()),
         };
-        let span = tracing::info_span!("call", call_id = %call_id, tenant_id = %actor.deps.config.tenant_id);
+        // A root span: the call outlives the request that started it.
+        let span = tracing::info_span!(parent: None, "call", call_id = %call_id, tenant_id = %actor.deps.config.tenant_id);
         metrics::gauge!("switchboard_active_calls").increment(1.0);
         tokio::spawn(actor.run(rx).instrument(span));
-        CallSession { call_id, tx }
+        CallSession {
+            call_id,
+            tx,
+            config,
+        }
     }
 
     pub fn call_id(&self) -> &str {
         &self.call_id
+    }
+
+    /// What the call may use, as pinned when it started.
+    pub fn config(&self) -> Arc<CallConfig> {
+        Arc::clone(&self.config)
     }
 
     /// Hands a function call to the session; its answer goes to the sink.

@@ -1,0 +1,265 @@
+//! `switchboard serve`, `switchboard migrate`, and tenant and key administration.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use secrecy::ExposeSecret;
+use switchboard_runtime::Effects;
+use switchboard_runtime::http::{HttpConfig, HttpEffects};
+use switchboard_server::{AppState, ServerConfig};
+use switchboard_store::{MasterKey, Store};
+
+/// Where the database is and how secrets are sealed: what every database command needs.
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// `sqlite://FILE` (created if missing) or `postgres://…`.
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://switchboard.db")]
+    pub database: String,
+    /// The master key file, used when `SWITCHBOARD_MASTER_KEY` is not set; created on first use.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_KEY_FILE",
+        default_value = ".switchboard/master.key"
+    )]
+    pub key_file: PathBuf,
+}
+
+impl DbArgs {
+    /// Opens the store and applies migrations.
+    async fn open(&self) -> Result<Store, String> {
+        let env_key = std::env::var("SWITCHBOARD_MASTER_KEY").ok();
+        let (key, created) = MasterKey::load_or_create(env_key.as_deref(), &self.key_file)
+            .map_err(|e| e.to_string())?;
+        if let Some(path) = created {
+            eprintln!(
+                "created a master key at {} (readable only by you): keep it, secrets cannot be read without it",
+                path.display()
+            );
+        }
+        let store = Store::connect(&self.database, key)
+            .await
+            .map_err(|e| e.to_string())?;
+        store.migrate().await.map_err(|e| e.to_string())?;
+        Ok(store)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// Address to listen on.
+    #[arg(long, env = "SWITCHBOARD_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Create the `acme-corp` demo tenant (if missing) and print a key and curl commands.
+    #[arg(long)]
+    demo: bool,
+    /// Let `api_call` reach loopback and private addresses (refused by default).
+    #[arg(long, env = "SWITCHBOARD_ALLOW_PRIVATE_NETWORK")]
+    allow_private_network: bool,
+    /// Log format: `json` (one event per line) or `text`.
+    #[arg(long, env = "SWITCHBOARD_LOG_FORMAT", default_value = "json")]
+    log_format: String,
+}
+
+fn init_logs(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if format == "text" {
+        builder.try_init()
+    } else {
+        builder.json().flatten_event(true).try_init()
+    };
+}
+
+pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
+    init_logs(&args.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+            .install_recorder()
+            .ok();
+        let store = args.db.open().await?;
+        let http = HttpEffects::new(HttpConfig {
+            allow_private_networks: args.allow_private_network,
+            ..HttpConfig::default()
+        })
+        .map_err(|e| e.to_string())?;
+        let state = AppState::new(
+            store,
+            Arc::new(Effects::http_only(Arc::new(http))),
+            ServerConfig::default(),
+            metrics,
+        );
+        if state
+            .store
+            .list_api_keys(None)
+            .await
+            .map_err(|e| e.to_string())?
+            .iter()
+            .all(|k| k.revoked_at.is_some())
+        {
+            let (_, key) = state
+                .store
+                .create_api_key(None, "first admin key")
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!(
+                "created the admin key (shown once; it manages tenants): {}",
+                key.expose_secret()
+            );
+        }
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        if args.demo {
+            let key = switchboard_server::demo::seed(&state)
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!(
+                "{}",
+                switchboard_server::demo::instructions(&format!("http://{addr}"), &key)
+            );
+        }
+        eprintln!(
+            "switchboard listening on http://{addr} (database {})",
+            redact_url(&args.db.database)
+        );
+        switchboard_server::serve(listener, state, shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())?;
+        eprintln!("switchboard stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The database URL without its password.
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            let user = creds.split(':').next().unwrap_or_default();
+            format!("{}{user}:***{}", &url[..s + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    eprintln!("shutting down: no new requests; ending live calls");
+}
+
+pub fn migrate(db: &DbArgs) -> Result<ExitCode, String> {
+    block_on(async {
+        db.open().await?;
+        eprintln!("database {} is migrated", redact_url(&db.database));
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Tenant administration.
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant and print its first API key.
+    Create {
+        id: String,
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// API key administration.
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Create an API key for a tenant, or an admin key; print it (once).
+    Create {
+        #[arg(long, conflicts_with = "admin", required_unless_present = "admin")]
+        tenant: Option<String>,
+        #[arg(long)]
+        admin: bool,
+        #[arg(long, default_value = "cli")]
+        label: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+pub fn tenant(cmd: &TenantCommand) -> Result<ExitCode, String> {
+    let TenantCommand::Create { id, name, db } = cmd;
+    block_on(async {
+        let store = db.open().await?;
+        let t = store
+            .create_tenant(id, name.as_deref().unwrap_or(id), &serde_json::json!({}))
+            .await
+            .map_err(|e| e.to_string())?;
+        let (_, key) = store
+            .create_api_key(Some(&t.id), "first key")
+            .await
+            .map_err(|e| e.to_string())?;
+        crate::say!(
+            "tenant {} created; its API key (shown once): {}",
+            t.id,
+            key.expose_secret()
+        );
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+pub fn key(cmd: &KeyCommand) -> Result<ExitCode, String> {
+    let KeyCommand::Create {
+        tenant,
+        admin: _,
+        label,
+        db,
+    } = cmd;
+    block_on(async {
+        let store = db.open().await?;
+        let (_, key) = store
+            .create_api_key(tenant.as_deref(), label)
+            .await
+            .map_err(|e| e.to_string())?;
+        crate::say!("{}", key.expose_secret());
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn block_on<F: std::future::Future<Output = Result<ExitCode, String>>>(
+    f: F,
+) -> Result<ExitCode, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?
+        .block_on(f)
+}

@@ -1,0 +1,130 @@
+//! The HTTP door's live calls: one `CallSession` per call, and a sink that hands each answer to
+//! the HTTP request waiting for it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use switchboard_runtime::{BoxFuture, CallSession, Delivery, OutputSink};
+use tokio::sync::oneshot;
+
+/// Routes a call's answers to the requests waiting for them, by function call id.
+#[derive(Debug, Default)]
+pub struct HttpSink {
+    /// Several requests may wait for one function call (a client retrying while it runs).
+    waiters: Mutex<HashMap<String, Vec<oneshot::Sender<Delivery>>>>,
+}
+
+impl HttpSink {
+    /// Registers interest in one function call's answer, before it is submitted.
+    pub fn wait_for(&self, function_call_id: &str) -> oneshot::Receiver<Delivery> {
+        let (tx, rx) = oneshot::channel();
+        self.waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(function_call_id.to_owned())
+            .or_default()
+            .push(tx);
+        rx
+    }
+
+    /// Drops interest (the request gave up); the answer still lands in the call's record.
+    pub fn forget(&self, function_call_id: &str) {
+        self.waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(function_call_id);
+    }
+}
+
+impl OutputSink for HttpSink {
+    fn deliver(&self, delivery: Delivery) -> BoxFuture<'_, ()> {
+        // An async tool's completion has no waiter (its request got "started"): it is in the
+        // call's record.
+        let waiters = if delivery.async_completion {
+            None
+        } else {
+            self.waiters
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&delivery.result.function_call_id)
+        };
+        match waiters {
+            Some(list) => {
+                for tx in list {
+                    let _ = tx.send(delivery.clone());
+                }
+            }
+            None => {
+                tracing::debug!(name: "delivery_without_waiter", function_call_id = %delivery.result.function_call_id, "delivery_without_waiter")
+            }
+        }
+        Box::pin(async {})
+    }
+}
+
+/// A call this node is serving.
+#[derive(Debug)]
+pub struct LiveCall {
+    pub tenant_id: String,
+    pub session: CallSession,
+    pub sink: Arc<HttpSink>,
+}
+
+/// The calls this node serves, by id.
+#[derive(Debug, Default)]
+pub struct Registry {
+    calls: Mutex<HashMap<String, Arc<LiveCall>>>,
+}
+
+impl Registry {
+    pub fn get(&self, tenant_id: &str, call_id: &str) -> Option<Arc<LiveCall>> {
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        calls
+            .get(call_id)
+            .filter(|c| c.tenant_id == tenant_id)
+            .cloned()
+    }
+
+    pub fn insert(&self, call: Arc<LiveCall>) {
+        let id = call.session.call_id().to_owned();
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, call);
+    }
+
+    pub fn remove(&self, call_id: &str) -> Option<Arc<LiveCall>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(call_id)
+    }
+
+    /// Live calls of one tenant, for the per-tenant cap.
+    pub fn count(&self, tenant_id: &str) -> usize {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|c| c.tenant_id == tenant_id)
+            .count()
+    }
+
+    /// Live calls of all tenants.
+    pub fn total(&self) -> usize {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Every live call, for a graceful shutdown.
+    pub fn drain(&self) -> Vec<Arc<LiveCall>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .map(|(_, c)| c)
+            .collect()
+    }
+}

@@ -1,0 +1,110 @@
+//! The demo tenant that `serve --demo` creates: `acme-corp` with seed 001's transfer
+//! destinations, the `save_meal` tool and an agent using both, so a new server does something
+//! useful at once.
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+use switchboard_store::{AgentDef, AgentToolDef};
+
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+/// The demo tenant's id.
+pub const TENANT: &str = "acme-corp";
+/// The demo agent's name.
+pub const AGENT: &str = "assistant";
+
+/// The demo's `save_meal`: the seed's tool, keeping the meal in the call's context. (The seed's
+/// `api_call` goes to `api.example.com`, which no demo can reach.)
+pub fn save_meal() -> Value {
+    json!({
+        "name": "save_meal",
+        "description": "Log a meal the user consumed",
+        "parameters": [
+            {"name": "meal_type", "type": "string", "enum": ["breakfast", "lunch", "dinner"], "required": true},
+            {"name": "dishes", "type": "array", "items": {"type": "string"}, "required": true, "description": "What was eaten"}
+        ],
+        "actions": [
+            {"type": "validate", "rules": [{"check": "params.dishes | length > 0", "message": "Ask which dishes."}]},
+            {"type": "context.set", "data": {"logged_meals[+]": "{{params}}"}}
+        ],
+        "on_success": [{"type": "respond", "message": "I've logged your {{params.meal_type}}!"}],
+        "on_failure": [{"type": "respond", "message": "Sorry, I couldn't log that meal."}]
+    })
+}
+
+/// Seed 001's transfer configuration (with the sales URI the web page mangled restored).
+pub fn features() -> Value {
+    json!({"refer": {
+        "enabled": true,
+        "require_confirmation": true,
+        "handoff_phrase": "Je vous transfère vers {{label}}",
+        "destinations": [
+            {"destination_id": "sales", "label": "Service Commercial", "description_for_model": "For sales inquiries and new customer questions",
+             "target_uri": "sip:sales@example.com", "enabled": true, "priority": 10},
+            {"destination_id": "support", "label": "Service Technique", "description_for_model": "For technical support and troubleshooting",
+             "target_uri": "+14155552000", "enabled": true, "priority": 5}
+        ]
+    }})
+}
+
+/// Creates what is missing of the demo tenant (an existing one keeps its changes) and a fresh
+/// API key for it, returned once.
+pub async fn seed(state: &AppState) -> ApiResult<SecretString> {
+    if state.store.get_tenant(TENANT).await?.is_none() {
+        state
+            .store
+            .create_tenant(TENANT, "Acme Corp (demo)", &features())
+            .await?;
+    }
+    if state.store.get_tool(TENANT, "save_meal").await?.is_none() {
+        state.store.put_tool(TENANT, &save_meal()).await?;
+    }
+    if state.store.get_agent(TENANT, AGENT).await?.is_none() {
+        let agent = AgentDef {
+            name: AGENT.to_owned(),
+            instructions: "You are Acme's friendly phone assistant. Log the meals callers tell you about with save_meal. \
+                           If they ask for sales or support, offer to transfer them."
+                .to_owned(),
+            model: Some("gpt-realtime".to_owned()),
+            voice: Some("marin".to_owned()),
+            tools: vec![AgentToolDef { tool: "save_meal".to_owned(), enabled: true, config: json!({}), sensitive_config: None }],
+            handoffs: Vec::new(),
+            default: true,
+        };
+        state.store.put_agent(TENANT, &agent).await?;
+    }
+    let (_, key) = state.store.create_api_key(Some(TENANT), "demo").await?;
+    Ok(key)
+}
+
+/// The curl commands `serve --demo` prints: each works as printed.
+pub fn instructions(base: &str, key: &SecretString) -> String {
+    let key = key.expose_secret();
+    let mut changed = save_meal();
+    changed["on_success"] = json!([{"type": "respond", "message": "Noted: {{ params.dishes | join(\", \") }} for your {{params.meal_type}}."}]);
+    let call = format!(
+        "demo-{}",
+        std::iter::repeat_with(fastrand::alphanumeric)
+            .take(8)
+            .collect::<String>()
+    );
+    format!(
+        r#"Demo tenant `{TENANT}` is ready. Try:
+
+  export SB={base} KEY={key}
+
+  # the toolset the model sees (OpenAI Realtime format; also openai-chat, openai-responses, anthropic, mcp)
+  curl -s "$SB/v1/agents/{AGENT}/toolset?format=openai-realtime" -H "Authorization: Bearer $KEY"
+
+  # start a call, then make the tool calls a model would make
+  curl -s -X POST $SB/v1/calls -H "Authorization: Bearer $KEY" -H 'content-type: application/json' -d '{{"call_id": "{call}", "user": {{"id": "u_42"}}}}'
+  curl -s -X POST $SB/v1/calls/{call}/invocations -H "Authorization: Bearer $KEY" -H 'content-type: application/json' -d '{{"function_call_id": "fc_1", "name": "save_meal", "arguments": {{"meal_type": "lunch", "dishes": ["soup"]}}}}'
+  curl -s -X POST $SB/v1/calls/{call}/invocations -H "Authorization: Bearer $KEY" -H 'content-type: application/json' -d '{{"function_call_id": "fc_2", "name": "request_transfer", "arguments": {{"destination_id": "support"}}}}'
+  curl -s $SB/v1/calls/{call} -H "Authorization: Bearer $KEY"
+
+  # change the tool (a new version): the next call uses it, live calls keep theirs
+  curl -s -X PUT $SB/v1/tools/save_meal -H "Authorization: Bearer $KEY" -H 'content-type: application/json' -d '{changed}'
+"#
+    )
+}

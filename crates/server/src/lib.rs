@@ -1,0 +1,83 @@
+//! Switchboard's server: the multi-tenant REST API over the store and the runtime.
+//!
+//! # Layout
+//! - [`routes`]: one module per resource (`tenants`, `settings`, `tools`, `agents`, `calls`,
+//!   `health`), each handler documented for OpenAPI with utoipa.
+//! - [`auth`]: tenant and admin keys; [`error`]: the one error envelope; [`extract`]: extractors
+//!   whose rejections use it.
+//! - [`calls`]: the HTTP door's live calls (a `CallSession` each) and the sink that answers the
+//!   waiting requests; [`toolset`]: from stored config to compiled tools, toolsets and a call's
+//!   pinned config.
+//! - [`demo`]: the `acme-corp` demo tenant.
+//!
+//! [`serve`] takes its listener and its shutdown signal, so tests bind `127.0.0.1:0` and drive a
+//! real server.
+#![forbid(unsafe_code)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderName, Request};
+use tokio::net::TcpListener;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+pub mod auth;
+pub mod calls;
+pub mod demo;
+pub mod error;
+pub mod extract;
+pub mod routes;
+pub mod state;
+pub mod toolset;
+
+pub use state::{AppState, ServerConfig};
+
+static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The application: every route, its OpenAPI document at `/openapi.json`, and the middleware.
+pub fn app(state: AppState) -> Router {
+    let (router, openapi) = routes::router().split_for_parts();
+    let openapi_json = serde_json::to_value(&openapi).unwrap_or_default();
+    let max_body = state.config.max_body_bytes;
+    router
+        .route("/openapi.json", axum::routing::get(move || async move { axum::Json(openapi_json.clone()) }))
+        .route("/metrics", axum::routing::get(routes::health::metrics))
+        .fallback(|| async { error::ApiError::not_found("this path") })
+        .with_state(state)
+        .layer(RequestBodyLimitLayer::new(max_body))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+            let id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or_default();
+            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+        }))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
+        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
+}
+
+/// The OpenAPI 3.1 document of the API.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    routes::router().split_for_parts().1
+}
+
+/// Serves until `shutdown` completes; then stops accepting, ends every live call cleanly (each
+/// running tool is answered), and returns.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = app(state.clone());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    let calls = state.calls.drain();
+    if !calls.is_empty() {
+        tracing::info!(name: "shutdown_ending_calls", calls = calls.len(), "shutdown_ending_calls");
+    }
+    for call in calls {
+        let _ = tokio::time::timeout(Duration::from_secs(10), call.session.end()).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,501 @@
+//! Calls over HTTP, for any voice stack: start a call, invoke tools in it, cancel a response's
+//! tools when the caller barges in, end it, and read its context and invocation record.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use switchboard_core::builder::{Format, Toolset};
+use switchboard_core::{CallInfo, Context};
+use switchboard_runtime::effects::CallAction;
+use switchboard_runtime::redact::Redactor;
+use switchboard_runtime::{
+    CallConfig, CallSession, Delivery, Invocation, InvocationRecord, Lookup, SessionDeps,
+    SessionOptions, ToolEntry,
+};
+use utoipa::ToSchema;
+
+use crate::auth::Tenant;
+use crate::calls::{HttpSink, LiveCall};
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::extract::{Body, Path};
+use crate::state::AppState;
+use crate::toolset::{call_config, compile};
+
+/// A call to start.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewCall {
+    /// The agent to start with; the tenant's default agent when absent.
+    pub agent: Option<String>,
+    /// Your id for the call (unique); one is made when absent.
+    pub call_id: Option<String>,
+    /// Caller and callee numbers (`call.from`, `call.to`).
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// The `user` scope: who is calling, tokens for your APIs (never shown back).
+    #[schema(value_type = Option<Object>)]
+    pub user: Option<Value>,
+}
+
+/// A started call and the toolset its first agent's model should get.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallStarted {
+    pub call_id: String,
+    pub agent: String,
+    /// `{tools, tool_choice}` in OpenAI Realtime format.
+    #[schema(value_type = Object)]
+    pub toolset: Value,
+}
+
+/// A function call from the model.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewInvocation {
+    /// The model's id for this function call; repeats are answered with the first answer.
+    pub function_call_id: String,
+    pub name: String,
+    /// The arguments as an object…
+    #[schema(value_type = Option<Object>)]
+    pub arguments: Option<Value>,
+    /// …or as the JSON text the model produced.
+    pub arguments_json: Option<String>,
+    /// The model response it belongs to (for cancellation on barge-in).
+    pub response_id: Option<String>,
+}
+
+/// The answer to a function call.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvocationResult {
+    pub function_call_id: String,
+    pub ok: bool,
+    pub error: Option<String>,
+    /// The JSON text to give the model as the function call's output.
+    pub output: String,
+    /// `output`, parsed.
+    #[schema(value_type = Object)]
+    pub result: Value,
+    /// Transfers and hang-ups for your stack to carry out.
+    #[schema(value_type = Vec<Object>)]
+    pub actions: Vec<Value>,
+    /// Set when the call moved to another agent: update the model with this toolset and the
+    /// agent's instructions.
+    #[schema(value_type = Option<Object>)]
+    pub handoff: Option<Value>,
+    pub duplicate_of: Option<String>,
+    /// The response was interrupted: do not ask the model for a new response for this answer.
+    pub interrupted: bool,
+    /// This answer was recorded earlier (a repeated request).
+    pub replayed: bool,
+}
+
+/// A call, its context and its invocation record.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallView {
+    pub call_id: String,
+    pub agent: String,
+    pub status: String,
+    /// The call's context; secret-like `user` fields are redacted.
+    #[schema(value_type = Object)]
+    pub context: Value,
+    #[schema(value_type = Vec<Object>)]
+    pub invocations: Vec<Value>,
+    pub live_on_this_node: bool,
+}
+
+fn session_options(state: &AppState) -> SessionOptions {
+    SessionOptions {
+        hold_terminal_effects: false,
+        max_handoffs: state.config.limits.max_handoffs,
+        ..SessionOptions::default()
+    }
+}
+
+fn deps(state: &AppState, config: CallConfig, sink: Arc<HttpSink>) -> SessionDeps {
+    SessionDeps {
+        config: Arc::new(config),
+        executor: state.executor.clone(),
+        sink,
+        journal: Arc::new(state.store.clone()),
+        options: session_options(state),
+    }
+}
+
+/// The toolset of one agent of a live call, in OpenAI Realtime format.
+fn realtime_toolset(config: &CallConfig, agent: &str) -> Value {
+    let mut functions: Vec<_> = config
+        .tools(agent)
+        .map(|t| {
+            t.values()
+                .filter(|e| e.enabled)
+                .map(|e| e.tool.function_def(false))
+                .collect()
+        })
+        .unwrap_or_default();
+    functions.sort_by(|a, b| a.name.cmp(&b.name));
+    Toolset::build(functions, None)
+        .map(|t| t.render(Format::OpenAiRealtime))
+        .unwrap_or_else(|e| json!({"error": e.to_string()}))
+}
+
+#[utoipa::path(post, path = "/v1/calls", tag = "calls", security(("bearer" = [])), request_body = NewCall,
+    responses((status = 201, body = CallStarted), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 429, body = ErrorBody)))]
+pub async fn create_call(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Body(new): Body<NewCall>,
+) -> ApiResult<(StatusCode, Json<CallStarted>)> {
+    if state.calls.count(&tenant.id) >= state.config.max_calls_per_tenant {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!(
+                "this tenant already has {} live calls on this node; end some first",
+                state.config.max_calls_per_tenant
+            ),
+        )
+        .with_details(json!({"retry_after_s": 1})));
+    }
+    let agent = match new.agent {
+        Some(a) => a,
+        None => state
+            .store
+            .default_agent(&tenant.id)
+            .await?
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "name an `agent`, or mark one of the tenant's agents as default",
+                )
+            })?,
+    };
+    state
+        .store
+        .get_agent(&tenant.id, &agent)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("agent `{agent}`")))?;
+    if new.user.as_ref().is_some_and(|u| !u.is_object()) {
+        return Err(ApiError::bad_request("`user` must be an object"));
+    }
+    let (config, pinned) = call_config(&state, &tenant.id).await?;
+    let call_id = new
+        .call_id
+        .unwrap_or_else(|| format!("call_{}", fastrand_id()));
+    let call = CallInfo {
+        id: call_id.clone(),
+        tenant_id: tenant.id.clone(),
+        agent: agent.clone(),
+        from: new.from,
+        to: new.to,
+        started_at: switchboard_runtime::now_rfc3339(),
+    };
+    let user = new.user.unwrap_or_else(|| Value::Object(Map::new()));
+    let ctx = Context::new(&call, user.clone());
+    state
+        .store
+        .create_call(&tenant.id, &call, &pinned, &ctx)
+        .await?;
+    let toolset = realtime_toolset(&config, &agent);
+    let sink = Arc::new(HttpSink::default());
+    let session = CallSession::start(call, user, deps(&state, config, Arc::clone(&sink)))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    state.calls.insert(Arc::new(LiveCall {
+        tenant_id: tenant.id.clone(),
+        session,
+        sink,
+    }));
+    Ok((
+        StatusCode::CREATED,
+        Json(CallStarted {
+            call_id,
+            agent,
+            toolset,
+        }),
+    ))
+}
+
+fn fastrand_id() -> String {
+    std::iter::repeat_with(fastrand::alphanumeric)
+        .take(24)
+        .collect()
+}
+
+/// The call's config as pinned when it started (tool versions), for a node that picks it up.
+async fn pinned_config(state: &AppState, tenant: &str, pinned: &Value) -> ApiResult<CallConfig> {
+    let (mut config, _) = call_config(state, tenant).await?;
+    let Some(agents) = pinned.get("agents").and_then(Value::as_object) else {
+        return Ok(config);
+    };
+    for (agent, tools) in agents {
+        let Some(entries) = config.agents.get_mut(agent) else {
+            continue;
+        };
+        for (name, version) in tools.as_object().into_iter().flatten() {
+            let Some(version) = version.as_i64().filter(|v| *v > 0) else {
+                continue;
+            };
+            if let Some(v) = state.store.get_tool_version(tenant, name, version).await? {
+                let tool = compile(state, tenant, &v)?;
+                let entry = entries
+                    .remove(name)
+                    .map(|e| ToolEntry {
+                        tool: Arc::clone(&tool),
+                        ..e
+                    })
+                    .unwrap_or_else(|| ToolEntry::new(tool));
+                entries.insert(name.clone(), entry);
+            }
+        }
+    }
+    Ok(config)
+}
+
+/// The live call, picking it up from the database when this node does not serve it yet.
+async fn live(state: &AppState, tenant: &str, call_id: &str) -> ApiResult<Arc<LiveCall>> {
+    if let Some(c) = state.calls.get(tenant, call_id) {
+        return Ok(c);
+    }
+    let row = state
+        .store
+        .get_call(tenant, call_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
+    if row.status == switchboard_store::CallStatus::Ended {
+        return Err(ApiError::conflict(format!("call `{call_id}` has ended")));
+    }
+    let config = pinned_config(state, tenant, &row.pinned).await?;
+    let sink = Arc::new(HttpSink::default());
+    let session = CallSession::restore(call_id, deps(state, config, Arc::clone(&sink)))
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .ok_or_else(|| ApiError::conflict(format!("call `{call_id}` has ended")))?;
+    tracing::info!(name: "call_picked_up", call_id = %call_id, "call_picked_up");
+    let live = Arc::new(LiveCall {
+        tenant_id: tenant.to_owned(),
+        session,
+        sink,
+    });
+    state.calls.insert(Arc::clone(&live));
+    Ok(live)
+}
+
+fn result_from_record(r: &InvocationRecord) -> InvocationResult {
+    InvocationResult {
+        function_call_id: r.function_call_id.clone(),
+        ok: r.ok,
+        error: r.error.map(|e| e.as_str().to_owned()),
+        result: serde_json::from_str(&r.output).unwrap_or(Value::Null),
+        output: r.output.clone(),
+        actions: Vec::new(),
+        handoff: None,
+        duplicate_of: r.duplicate_of.clone(),
+        interrupted: r.interrupted,
+        replayed: true,
+    }
+}
+
+fn result_from_delivery(
+    d: Delivery,
+    live: &LiveCall,
+    config: Option<&CallConfig>,
+) -> InvocationResult {
+    let _ = live;
+    let handoff = d.handoff.as_ref().map(|h| {
+        let toolset = config
+            .map(|c| realtime_toolset(c, &h.agent))
+            .unwrap_or(Value::Null);
+        json!({"agent": h.agent, "reason": h.reason, "message": h.message, "toolset": toolset})
+    });
+    InvocationResult {
+        function_call_id: d.result.function_call_id.clone(),
+        ok: d.result.ok,
+        error: d.result.error.map(|e| e.as_str().to_owned()),
+        result: serde_json::from_str(&d.result.output).unwrap_or(Value::Null),
+        output: d.result.output,
+        actions: d
+            .actions
+            .iter()
+            .map(|a: &CallAction| serde_json::to_value(a).unwrap_or(Value::Null))
+            .collect(),
+        handoff,
+        duplicate_of: d.duplicate_of,
+        interrupted: d.interrupted,
+        replayed: false,
+    }
+}
+
+#[utoipa::path(post, path = "/v1/calls/{call_id}/invocations", tag = "calls", security(("bearer" = [])), request_body = NewInvocation,
+    responses((status = 200, body = InvocationResult, description = "Always an answer for the model, also when the tool failed"), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn invoke(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(call_id): Path<String>,
+    Body(new): Body<NewInvocation>,
+) -> ApiResult<Json<InvocationResult>> {
+    if new.function_call_id.is_empty() || new.function_call_id.len() > 200 {
+        return Err(ApiError::bad_request(
+            "function_call_id must be 1-200 characters",
+        ));
+    }
+    let arguments_json = match (new.arguments, new.arguments_json) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "give `arguments` or `arguments_json`, not both",
+            ));
+        }
+        (Some(v), None) => v.to_string(),
+        (None, Some(s)) => s,
+        (None, None) => "{}".to_owned(),
+    };
+    let live = live(&state, &tenant.id, &call_id).await?;
+    let fc = new.function_call_id.clone();
+    let rx = live.sink.wait_for(&fc);
+    match live.session.lookup(&fc).await {
+        Some(Lookup::Done(record)) => {
+            live.sink.forget(&fc);
+            return Ok(Json(result_from_record(&record)));
+        }
+        Some(Lookup::Pending) => {}
+        None => live.session.submit(Invocation {
+            call_id: call_id.clone(),
+            function_call_id: fc.clone(),
+            name: new.name,
+            arguments_json,
+            response_id: new.response_id,
+            item_id: None,
+        }),
+    }
+    let wait = Duration::from_secs_f64(state.config.limits.max_timeout_s + 10.0);
+    match tokio::time::timeout(wait, rx).await {
+        Ok(Ok(delivery)) => {
+            let config = live.session.config();
+            Ok(Json(result_from_delivery(delivery, &live, Some(&config))))
+        }
+        _ => {
+            live.sink.forget(&fc);
+            Err(ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "timeout",
+                "no answer in time; the call's record will have it (GET the call)",
+            ))
+        }
+    }
+}
+
+#[utoipa::path(post, path = "/v1/calls/{call_id}/responses/{response_id}/cancel", tag = "calls", security(("bearer" = [])),
+    responses((status = 202, body = Object, description = "Read tools of that response are cancelled; write tools finish; transfers and hang-ups are dropped"), (status = 404, body = ErrorBody)))]
+pub async fn cancel_response(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path((call_id, response_id)): Path<(String, String)>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let live = live(&state, &tenant.id, &call_id).await?;
+    live.session.cancel_response(&response_id);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"call_id": call_id, "response_id": response_id, "status": "cancelling"})),
+    ))
+}
+
+fn view(
+    call_id: &str,
+    agent: &str,
+    status: &str,
+    context: &Context,
+    records: &[InvocationRecord],
+    live: bool,
+) -> CallView {
+    let redactor = Redactor::new([], &context.user);
+    let mut ctx = serde_json::to_value(context).unwrap_or(Value::Null);
+    if let Some(user) = ctx.get_mut("user") {
+        let text = redactor.redact(&user.to_string());
+        *user = serde_json::from_str(&text).unwrap_or(Value::Null);
+    }
+    CallView {
+        call_id: call_id.to_owned(),
+        agent: agent.to_owned(),
+        status: status.to_owned(),
+        context: ctx,
+        invocations: records
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect(),
+        live_on_this_node: live,
+    }
+}
+
+#[utoipa::path(get, path = "/v1/calls/{call_id}", tag = "calls", security(("bearer" = [])),
+    responses((status = 200, body = CallView), (status = 404, body = ErrorBody)))]
+pub async fn get_call(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(call_id): Path<String>,
+) -> ApiResult<Json<CallView>> {
+    if let Some(live) = state.calls.get(&tenant.id, &call_id)
+        && let Some(s) = live.session.snapshot().await
+    {
+        return Ok(Json(view(
+            &call_id,
+            s.context.active_agent(),
+            "active",
+            &s.context,
+            &s.records,
+            true,
+        )));
+    }
+    let row = state
+        .store
+        .get_call(&tenant.id, &call_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
+    let records = state.store.invocations(&tenant.id, &call_id).await?;
+    Ok(Json(view(
+        &call_id,
+        &row.agent,
+        row.status.as_str(),
+        &row.context,
+        &records,
+        false,
+    )))
+}
+
+#[utoipa::path(delete, path = "/v1/calls/{call_id}", tag = "calls", security(("bearer" = [])),
+    responses((status = 200, body = CallView, description = "Ended: what was still running was cancelled"), (status = 404, body = ErrorBody)))]
+pub async fn end_call(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(call_id): Path<String>,
+) -> ApiResult<Json<CallView>> {
+    let live = live(&state, &tenant.id, &call_id).await;
+    if let Ok(live) = live {
+        state.calls.remove(&call_id);
+        if let Some(s) = live.session.end().await {
+            return Ok(Json(view(
+                &call_id,
+                s.context.active_agent(),
+                "ended",
+                &s.context,
+                &s.records,
+                false,
+            )));
+        }
+    }
+    let row = state
+        .store
+        .get_call(&tenant.id, &call_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
+    let records = state.store.invocations(&tenant.id, &call_id).await?;
+    Ok(Json(view(
+        &call_id,
+        &row.agent,
+        row.status.as_str(),
+        &row.context,
+        &records,
+        false,
+    )))
+}

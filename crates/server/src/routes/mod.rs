@@ -1,0 +1,131 @@
+//! The REST API under `/v1`: one module per resource, each handler documented for OpenAPI.
+
+use serde::Deserialize;
+use switchboard_store::{Page, Paged};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{IntoParams, Modify, OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+pub mod agents;
+pub mod calls;
+pub mod health;
+pub mod settings;
+pub mod tenants;
+pub mod tools;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Switchboard", description = "A tool runtime for voice AI agents: tools as data, function definitions for models, and the calls models make during live phone calls."),
+    paths(tools::test_tool),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "tenants", description = "Tenants and their API keys (admin key)"),
+        (name = "tools", description = "Tools as data, versioned"),
+        (name = "agents", description = "Agents, their tools, and the toolset a model sees"),
+        (name = "settings", description = "Tenant features, secrets and API keys"),
+        (name = "calls", description = "Calls over HTTP: start, invoke tools, cancel, end"),
+        (name = "operations", description = "Health, readiness, metrics"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("API key")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Every route, with its OpenAPI document.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+        .routes(routes!(tenants::create_tenant, tenants::list_tenants))
+        .routes(routes!(tenants::get_tenant, tenants::delete_tenant))
+        .routes(routes!(tenants::create_tenant_key))
+        .routes(routes!(settings::create_key, settings::list_keys))
+        .routes(routes!(settings::revoke_key))
+        .routes(routes!(settings::get_features, settings::put_features))
+        .routes(routes!(settings::list_secrets))
+        .routes(routes!(settings::put_secret, settings::delete_secret))
+        .routes(routes!(tools::create_tool, tools::list_tools))
+        .routes(routes!(tools::validate_tool))
+        .routes(routes!(
+            tools::get_tool,
+            tools::put_tool,
+            tools::delete_tool
+        ))
+        // `{name}:test` is not a path axum can route (one parameter per segment, nothing after it):
+        // the handler takes the whole segment; the document keeps the documented path.
+        .route("/v1/tools/{name}", axum::routing::post(tools::test_tool))
+        .routes(routes!(tools::list_versions))
+        .routes(routes!(tools::get_version))
+        .routes(routes!(agents::list_agents))
+        .routes(routes!(
+            agents::get_agent,
+            agents::put_agent,
+            agents::delete_agent
+        ))
+        .routes(routes!(agents::get_toolset))
+        .routes(routes!(calls::create_call))
+        .routes(routes!(calls::get_call, calls::end_call))
+        .routes(routes!(calls::invoke))
+        .routes(routes!(calls::cancel_response))
+}
+
+/// `?limit=&after=` on list endpoints.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct PageQuery {
+    /// Items per page, 1 to 200 (default 50).
+    pub limit: Option<u32>,
+    /// The `next` cursor of the previous page.
+    pub after: Option<String>,
+}
+
+impl PageQuery {
+    pub fn page(&self) -> ApiResult<Page> {
+        let limit = self.limit.unwrap_or(Page::DEFAULT_LIMIT);
+        if !(1..=Page::MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::bad_request(format!(
+                "limit {limit} is out of range; ask for 1 to {}",
+                Page::MAX_LIMIT
+            )));
+        }
+        Ok(Page {
+            limit,
+            after: self.after.clone(),
+        })
+    }
+}
+
+/// A page of items and the cursor of the next page.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct PageOf<T> {
+    pub items: Vec<T>,
+    /// Pass as `after` for the next page; absent on the last.
+    pub next: Option<String>,
+}
+
+impl<T, U: From<T>> From<Paged<T>> for PageOf<U> {
+    fn from(p: Paged<T>) -> Self {
+        PageOf {
+            items: p.items.into_iter().map(U::from).collect(),
+            next: p.next,
+        }
+    }
+}

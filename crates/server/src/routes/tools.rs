@@ -1,0 +1,417 @@
+//! Tools as data: create, change (a new version), read, list, delete, validate, test.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use switchboard_core::effect::HttpResponse;
+use switchboard_core::{
+    CallInfo, Context, EffectOutcome, EffectRequest, RunInput, Tool, run_to_end,
+};
+use switchboard_runtime::effects::TransferLedger;
+use switchboard_runtime::executor::OpenGate;
+use switchboard_runtime::{CallConfig, Invocation, ToolEntry};
+use switchboard_store::ToolVersion;
+use utoipa::ToSchema;
+
+use super::{PageOf, PageQuery};
+use crate::auth::Tenant;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::extract::{Body, Path, Query};
+use crate::state::AppState;
+use crate::toolset::{compile, refer_config};
+
+/// One version of a tool.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolView {
+    pub name: String,
+    pub version: i64,
+    /// The definition as given.
+    #[schema(value_type = Object)]
+    pub definition: Value,
+    pub created_at: String,
+}
+
+impl From<ToolVersion> for ToolView {
+    fn from(v: ToolVersion) -> Self {
+        ToolView {
+            name: v.name,
+            version: v.version,
+            definition: v.definition,
+            created_at: v.created_at,
+        }
+    }
+}
+
+/// Parses a definition; a bad one is a 400 listing every problem with its JSON Pointer and fix.
+fn parse(state: &AppState, def: &Value) -> ApiResult<Tool> {
+    Tool::parse(def, &state.config.limits).map_err(|d| {
+        let n = d.0.len();
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_tool",
+            format!(
+                "the tool definition has {n} problem{}",
+                if n == 1 { "" } else { "s" }
+            ),
+        )
+        .with_details(json!(d.0))
+    })
+}
+
+#[utoipa::path(post, path = "/v1/tools", tag = "tools", security(("bearer" = [])), request_body = Object,
+    responses((status = 201, body = ToolView), (status = 400, body = ErrorBody, description = "Every problem, each with its JSON Pointer and fix"), (status = 409, body = ErrorBody)))]
+pub async fn create_tool(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Body(def): Body<Value>,
+) -> ApiResult<(StatusCode, Json<ToolView>)> {
+    let tool = parse(&state, &def)?;
+    if state
+        .store
+        .get_tool(&tenant.id, tool.name())
+        .await?
+        .is_some()
+    {
+        return Err(ApiError::conflict(format!(
+            "tool `{}` exists; change it with PUT /v1/tools/{}",
+            tool.name(),
+            tool.name()
+        )));
+    }
+    let v = state.store.put_tool(&tenant.id, &def).await?;
+    Ok((StatusCode::CREATED, Json(v.into())))
+}
+
+#[utoipa::path(get, path = "/v1/tools", tag = "tools", security(("bearer" = [])), params(PageQuery),
+    responses((status = 200, body = PageOf<ToolView>)))]
+pub async fn list_tools(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Query(q): Query<PageQuery>,
+) -> ApiResult<Json<PageOf<ToolView>>> {
+    Ok(Json(
+        state.store.list_tools(&tenant.id, q.page()?).await?.into(),
+    ))
+}
+
+#[utoipa::path(get, path = "/v1/tools/{name}", tag = "tools", security(("bearer" = [])),
+    responses((status = 200, body = ToolView, description = "The current version"), (status = 404, body = ErrorBody)))]
+pub async fn get_tool(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(name): Path<String>,
+) -> ApiResult<Json<ToolView>> {
+    let v = state
+        .store
+        .get_tool(&tenant.id, &name)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("tool `{name}`")))?;
+    Ok(Json(v.into()))
+}
+
+#[utoipa::path(put, path = "/v1/tools/{name}", tag = "tools", security(("bearer" = [])), request_body = Object,
+    responses((status = 200, body = ToolView, description = "A new version, now current; live calls keep theirs"), (status = 400, body = ErrorBody)))]
+pub async fn put_tool(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(name): Path<String>,
+    Body(mut def): Body<Value>,
+) -> ApiResult<Json<ToolView>> {
+    if let Value::Object(m) = &mut def {
+        match m.get("name") {
+            None => {
+                m.insert("name".into(), Value::String(name.clone()));
+            }
+            Some(Value::String(n)) if *n == name => {}
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "the definition's name {other} differs from `{name}` in the URL; rename by creating a new tool"
+                )));
+            }
+        }
+    }
+    parse(&state, &def)?;
+    Ok(Json(state.store.put_tool(&tenant.id, &def).await?.into()))
+}
+
+#[utoipa::path(delete, path = "/v1/tools/{name}", tag = "tools", security(("bearer" = [])),
+    responses((status = 204, description = "Deleted; its versions stay for calls that use them"), (status = 404, body = ErrorBody)))]
+pub async fn delete_tool(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    if state.store.delete_tool(&tenant.id, &name).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!("tool `{name}`")))
+    }
+}
+
+#[utoipa::path(get, path = "/v1/tools/{name}/versions", tag = "tools", security(("bearer" = [])),
+    responses((status = 200, body = Vec<ToolView>), (status = 404, body = ErrorBody)))]
+pub async fn list_versions(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Vec<ToolView>>> {
+    let versions = state.store.list_tool_versions(&tenant.id, &name).await?;
+    if versions.is_empty() {
+        return Err(ApiError::not_found(format!("tool `{name}`")));
+    }
+    Ok(Json(versions.into_iter().map(ToolView::from).collect()))
+}
+
+#[utoipa::path(get, path = "/v1/tools/{name}/versions/{version}", tag = "tools", security(("bearer" = [])),
+    responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
+pub async fn get_version(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path((name, version)): Path<(String, i64)>,
+) -> ApiResult<Json<ToolView>> {
+    let v = state
+        .store
+        .get_tool_version(&tenant.id, &name, version)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("version {version} of tool `{name}`")))?;
+    Ok(Json(v.into()))
+}
+
+/// The result of validating a definition.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Validation {
+    pub ok: bool,
+    /// Every problem: `{pointer, message, fix}`.
+    #[schema(value_type = Vec<Object>)]
+    pub problems: Vec<Value>,
+    /// The function a model would see (when valid).
+    #[schema(value_type = Option<Object>)]
+    pub function: Option<Value>,
+    pub side_effect: Option<String>,
+}
+
+#[utoipa::path(post, path = "/v1/tools:validate", tag = "tools", security(("bearer" = [])), request_body = Object,
+    responses((status = 200, body = Validation)))]
+pub async fn validate_tool(
+    State(state): State<AppState>,
+    _tenant: Tenant,
+    Body(def): Body<Value>,
+) -> ApiResult<Json<Validation>> {
+    Ok(Json(match Tool::parse(&def, &state.config.limits) {
+        Ok(t) => Validation {
+            ok: true,
+            problems: Vec::new(),
+            function: serde_json::to_value(&*t.function_def(false)).ok(),
+            side_effect: Some(format!("{:?}", t.side_effect()).to_lowercase()),
+        },
+        Err(d) => Validation {
+            ok: false,
+            problems: d
+                .0
+                .iter()
+                .filter_map(|p| serde_json::to_value(p).ok())
+                .collect(),
+            function: None,
+            side_effect: None,
+        },
+    }))
+}
+
+/// A test run of a tool.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestRun {
+    /// The arguments, as the model would send them.
+    #[schema(value_type = Object)]
+    #[serde(default)]
+    pub params: Value,
+    /// The call's state: `{"user": {...}, "workflow": {...}, "agents": {...}, "flags": {...}}`.
+    #[schema(value_type = Option<Object>)]
+    pub context: Option<Value>,
+    /// `stub` (default): effects are listed and answered with a stub (HTTP 200 `{}`);
+    /// `perform`: effects are performed for real.
+    pub effects: Option<String>,
+    /// Test a given version instead of the current one.
+    pub version: Option<i64>,
+}
+
+/// What a test run did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TestResult {
+    /// The JSON the model would receive.
+    #[schema(value_type = Object)]
+    pub output: Value,
+    /// The effects the run asked for, in order.
+    #[schema(value_type = Vec<Object>)]
+    pub effects: Vec<Value>,
+    /// The context writes it would commit.
+    #[schema(value_type = Vec<Object>)]
+    pub writes: Vec<Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub logs: Vec<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub handoff: Option<Value>,
+}
+
+#[utoipa::path(post, path = "/v1/tools/{name}:test", tag = "tools", security(("bearer" = [])), request_body = TestRun,
+    responses((status = 200, body = TestResult), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn test_tool(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(segment): Path<String>,
+    Body(run): Body<TestRun>,
+) -> ApiResult<Json<TestResult>> {
+    let Some(name) = segment.strip_suffix(":test").map(str::to_owned) else {
+        return Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!(
+                "POST /v1/tools/{segment} is not an operation: test a tool with POST /v1/tools/{segment}:test, change it with PUT"
+            ),
+        ));
+    };
+    let v = match run.version {
+        Some(n) => state.store.get_tool_version(&tenant.id, &name, n).await?,
+        None => state.store.get_tool(&tenant.id, &name).await?,
+    }
+    .ok_or_else(|| ApiError::not_found(format!("tool `{name}`")))?;
+    let tool = compile(&state, &tenant.id, &v)?;
+    let ctx = test_context(&tenant.id, run.context.as_ref())?;
+    let refer = refer_config(&state, &tenant.id).await?;
+    let args = if run.params.is_null() {
+        "{}".to_owned()
+    } else {
+        run.params.to_string()
+    };
+    let input = RunInput {
+        refer: refer.clone(),
+        now: Arc::new(json!(switchboard_runtime::now_rfc3339())),
+        ..RunInput::new("test")
+    };
+    let (outcome, effects) = match run.effects.as_deref() {
+        None | Some("stub") => {
+            let mut effects = Vec::new();
+            let outcome = run_to_end(&tool, input, &args, &ctx, |req| {
+                effects.push(serde_json::to_value(req).unwrap_or(Value::Null));
+                stub(req)
+            });
+            (outcome, effects)
+        }
+        Some("perform") => {
+            let mut config = CallConfig {
+                tenant_id: tenant.id.clone(),
+                refer,
+                ..CallConfig::default()
+            };
+            config.agents.insert(
+                ctx.active_agent().to_owned(),
+                HashMap::from([(tool.name().to_owned(), ToolEntry::new(Arc::clone(&tool)))]),
+            );
+            let inv = Invocation {
+                call_id: "test".into(),
+                function_call_id: "test".into(),
+                name: name.clone(),
+                arguments_json: args,
+                response_id: None,
+                item_id: None,
+            };
+            let exec = state
+                .executor
+                .execute(&config, &ctx, &inv, &OpenGate, &TransferLedger::default())
+                .await;
+            let effects = exec
+                .call_actions
+                .iter()
+                .filter_map(|a| serde_json::to_value(a).ok())
+                .collect();
+            (exec.outcome, effects)
+        }
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "effects must be `stub` or `perform`, not `{other}`"
+            )));
+        }
+    };
+    Ok(Json(TestResult {
+        output: outcome.output(),
+        effects,
+        writes: outcome
+            .writes
+            .iter()
+            .filter_map(|w| serde_json::to_value(w).ok())
+            .collect(),
+        logs: outcome
+            .logs
+            .iter()
+            .filter_map(|l| serde_json::to_value(l).ok())
+            .collect(),
+        handoff: outcome
+            .handoff
+            .as_ref()
+            .and_then(|h| serde_json::to_value(h).ok()),
+    }))
+}
+
+fn stub(req: &EffectRequest) -> EffectOutcome {
+    match req {
+        EffectRequest::Http(_) => EffectOutcome::Http(HttpResponse {
+            status: 200,
+            headers: Map::new(),
+            body: json!({}),
+        }),
+        _ => EffectOutcome::Done { value: Value::Null },
+    }
+}
+
+fn test_context(tenant: &str, given: Option<&Value>) -> ApiResult<Context> {
+    let given = match given {
+        None => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "context must be an object: {\"user\": {...}, \"workflow\": {...}}",
+            ));
+        }
+    };
+    let agent = given
+        .get("agent")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_owned();
+    let call = CallInfo {
+        id: "test".into(),
+        tenant_id: tenant.to_owned(),
+        agent,
+        from: None,
+        to: None,
+        started_at: switchboard_runtime::now_rfc3339(),
+    };
+    let mut ctx = Context::new(
+        &call,
+        given
+            .get("user")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new())),
+    );
+    for (key, slot) in [
+        ("workflow", &mut ctx.workflow),
+        ("agents", &mut ctx.agents),
+        ("flags", &mut ctx.flags),
+    ] {
+        match given.get(key) {
+            None => {}
+            Some(v @ Value::Object(_)) => *slot = Arc::new(v.clone()),
+            Some(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "context.{key} must be an object"
+                )));
+            }
+        }
+    }
+    Ok(ctx)
+}

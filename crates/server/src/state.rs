@@ -1,0 +1,131 @@
+//! What every request handler shares.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use metrics_exporter_prometheus::PrometheusHandle;
+use switchboard_core::{Limits, Tool};
+use switchboard_runtime::{Effects, Executor};
+use switchboard_store::Store;
+
+use crate::calls::Registry;
+
+/// Server settings; `serve`'s flags and `SWITCHBOARD_*` variables fill them.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Requests per second per tenant (with a burst of twice that).
+    pub tenant_rate_per_s: u32,
+    /// Live calls per tenant on this node.
+    pub max_calls_per_tenant: usize,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
+    pub limits: Limits,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            tenant_rate_per_s: 200,
+            max_calls_per_tenant: 1_000,
+            max_body_bytes: 1024 * 1024,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Per-tenant request rate (in-process: each node limits its own share).
+#[derive(Debug)]
+pub struct TenantLimits {
+    limiter: DefaultKeyedRateLimiter<String>,
+}
+
+impl TenantLimits {
+    pub fn new(per_second: u32) -> Self {
+        let rate = NonZeroU32::new(per_second.max(1)).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(per_second.max(1).saturating_mul(2)).unwrap_or(NonZeroU32::MIN);
+        TenantLimits {
+            limiter: RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst)),
+        }
+    }
+
+    /// `Err(seconds to wait)` when the tenant is over its rate.
+    pub fn check_rate(&self, tenant_id: &str) -> Result<(), u64> {
+        self.limiter
+            .check_key(&tenant_id.to_owned())
+            .map_err(|not_until| {
+                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
+            })
+    }
+}
+
+/// Compiled tools by (tenant, name, version): a version never changes, so it is compiled once.
+#[derive(Debug, Default)]
+pub struct ToolCache {
+    tools: Mutex<HashMap<(String, String, i64), Arc<Tool>>>,
+}
+
+impl ToolCache {
+    pub fn get(&self, tenant: &str, name: &str, version: i64) -> Option<Arc<Tool>> {
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(tenant.to_owned(), name.to_owned(), version))
+            .cloned()
+    }
+
+    pub fn put(&self, tenant: &str, name: &str, version: i64, tool: Arc<Tool>) {
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((tenant.to_owned(), name.to_owned(), version), tool);
+    }
+}
+
+/// The shared state behind every handler.
+#[derive(Debug)]
+pub struct Inner {
+    pub store: Store,
+    pub executor: Executor,
+    pub effects: Arc<Effects>,
+    pub calls: Registry,
+    pub limits: TenantLimits,
+    pub tools: ToolCache,
+    pub config: ServerConfig,
+    pub metrics: Option<PrometheusHandle>,
+}
+
+/// Cheap to clone; handlers take it as axum state.
+#[derive(Debug, Clone)]
+pub struct AppState(pub Arc<Inner>);
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(
+        store: Store,
+        effects: Arc<Effects>,
+        config: ServerConfig,
+        metrics: Option<PrometheusHandle>,
+    ) -> Self {
+        AppState(Arc::new(Inner {
+            store,
+            executor: Executor::new(Arc::clone(&effects)),
+            effects,
+            calls: Registry::default(),
+            limits: TenantLimits::new(config.tenant_rate_per_s),
+            tools: ToolCache::default(),
+            config,
+            metrics,
+        }))
+    }
+}

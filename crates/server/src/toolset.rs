@@ -1,0 +1,157 @@
+//! From stored configuration to what a call and a model need: compiled tools (cached per
+//! immutable version), an agent's toolset, and a call's pinned `CallConfig`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use secrecy::ExposeSecret;
+use serde_json::{Value, json};
+use switchboard_core::builder::{ToolChoice, Toolset};
+use switchboard_core::transfer::{ReferConfig, request_transfer_tool};
+use switchboard_core::{FunctionDef, Tool};
+use switchboard_runtime::{CallConfig, ToolEntry};
+use switchboard_store::ToolVersion;
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// The name of the tenant secret used to sign `api_call`s with `sign: true`.
+pub const SIGNING_SECRET: &str = "signing_secret";
+
+/// Compiles a stored tool version, once.
+pub fn compile(state: &AppState, tenant: &str, v: &ToolVersion) -> ApiResult<Arc<Tool>> {
+    if let Some(t) = state.tools.get(tenant, &v.name, v.version) {
+        return Ok(t);
+    }
+    let tool = Tool::parse(&v.definition, &state.config.limits).map_err(|d| {
+        ApiError::internal(format!(
+            "stored tool `{}` version {} no longer parses: {d}",
+            v.name, v.version
+        ))
+    })?;
+    let tool = Arc::new(tool);
+    state
+        .tools
+        .put(tenant, &v.name, v.version, Arc::clone(&tool));
+    Ok(tool)
+}
+
+/// The tenant's transfer configuration, when transfer is on.
+pub async fn refer_config(state: &AppState, tenant: &str) -> ApiResult<Option<Arc<ReferConfig>>> {
+    let t = state
+        .store
+        .get_tenant(tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("tenant `{tenant}`")))?;
+    match t.features.get("refer") {
+        None | Some(Value::Null) => Ok(None),
+        Some(r) => {
+            let cfg = ReferConfig::parse(r).map_err(|p| {
+                ApiError::internal(format!(
+                    "stored features.refer no longer parses: {}",
+                    p.len()
+                ))
+            })?;
+            Ok(cfg.enabled.then(|| Arc::new(cfg)))
+        }
+    }
+}
+
+/// One agent's tools as a call pins them: current versions, with config and secrets.
+pub async fn agent_tools(
+    state: &AppState,
+    tenant: &str,
+    agent: &str,
+    refer: Option<&ReferConfig>,
+) -> ApiResult<HashMap<String, (i64, ToolEntry)>> {
+    let tools = state
+        .store
+        .agent_tools_with_secrets(tenant, agent)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("agent `{agent}`")))?;
+    let mut out = HashMap::new();
+    for t in tools {
+        let v = state
+            .store
+            .get_tool(tenant, &t.tool)
+            .await?
+            .ok_or_else(|| ApiError::bad_request(format!("agent `{agent}` uses tool `{}`, which does not exist any more; create it or remove it from the agent", t.tool)))?;
+        let entry = ToolEntry {
+            tool: compile(state, tenant, &v)?,
+            enabled: t.enabled,
+            config: Arc::new(t.config),
+            secrets: Arc::new(t.sensitive_config),
+        };
+        out.insert(t.tool, (v.version, entry));
+    }
+    if let Some(cfg) = refer
+        && let Some(tool) = request_transfer_tool(cfg, &state.config.limits)
+    {
+        out.entry(tool.name().to_owned())
+            .or_insert((0, ToolEntry::new(Arc::new(tool))));
+    }
+    Ok(out)
+}
+
+/// The functions a model sees for one agent, checked as a toolset (unique names, valid choice).
+pub async fn agent_toolset(
+    state: &AppState,
+    tenant: &str,
+    agent: &str,
+    strict: bool,
+    choice: Option<ToolChoice>,
+) -> ApiResult<Toolset> {
+    let refer = refer_config(state, tenant).await?;
+    let tools = agent_tools(state, tenant, agent, refer.as_deref()).await?;
+    let mut functions: Vec<Arc<FunctionDef>> = tools
+        .values()
+        .filter(|(_, e)| e.enabled)
+        .map(|(_, e)| e.tool.function_def(strict))
+        .collect();
+    functions.sort_by(|a, b| a.name.cmp(&b.name));
+    Toolset::build(functions, choice).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// Everything a new call may use, pinned now: every agent's tools (for handoffs), the transfer
+/// config and the signing secret. Returns the config and the pinned versions to store.
+pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfig, Value)> {
+    let refer = refer_config(state, tenant).await?;
+    let mut config = CallConfig {
+        tenant_id: tenant.to_owned(),
+        refer: refer.clone(),
+        ..CallConfig::default()
+    };
+    let mut pinned = serde_json::Map::new();
+    let mut page = switchboard_store::Page::first(switchboard_store::Page::MAX_LIMIT);
+    loop {
+        let agents = state.store.list_agents(tenant, page.clone()).await?;
+        for a in &agents.items {
+            let tools = agent_tools(state, tenant, &a.name, refer.as_deref()).await?;
+            pinned.insert(
+                a.name.clone(),
+                json!(
+                    tools
+                        .iter()
+                        .map(|(n, (v, _))| (n.clone(), json!(v)))
+                        .collect::<serde_json::Map<_, _>>()
+                ),
+            );
+            config.agents.insert(
+                a.name.clone(),
+                tools.into_iter().map(|(n, (_, e))| (n, e)).collect(),
+            );
+        }
+        match agents.next {
+            Some(next) => {
+                page = switchboard_store::Page::after(switchboard_store::Page::MAX_LIMIT, next)
+            }
+            None => break,
+        }
+    }
+    config.signing_secret = state
+        .store
+        .get_secret(tenant, SIGNING_SECRET)
+        .await?
+        .map(|s| s.expose_secret().to_owned().into());
+    Ok((config, json!({ "agents": pinned })))
+}

@@ -1,0 +1,522 @@
+//! Agents: instructions, the tools they may call (each with `config` and a sealed
+//! `sensitive_config`), and the agents they may hand off to.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use crate::crypto::{open_with, seal_with};
+use crate::error::is_fk_violation;
+use crate::page::{encode_cursor, paginate};
+use crate::{
+    Page, Paged, Store, StoreError, WritePool, check_name, now, parse_json, to_json, with_pool,
+};
+
+/// An agent as written by its owner (the body of a PUT).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AgentDef {
+    /// Matches `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name: String,
+    /// The system instructions of the model while this agent is active.
+    #[serde(default)]
+    pub instructions: String,
+    /// The model, if the agent needs a particular one.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The voice, if the agent speaks with a particular one.
+    #[serde(default)]
+    pub voice: Option<String>,
+    /// The tools it may call, in the order they are offered to the model.
+    #[serde(default)]
+    pub tools: Vec<AgentToolDef>,
+    /// The agents it may hand the call to.
+    #[serde(default)]
+    pub handoffs: Vec<String>,
+    /// Whether calls start with this agent when none is named (one per tenant).
+    #[serde(default)]
+    pub default: bool,
+}
+
+/// One tool of an agent as written. `sensitive_config`: absent (`None`) keeps the stored
+/// value, `null` clears it, an object replaces it.
+#[derive(Clone, PartialEq, Deserialize)]
+pub struct AgentToolDef {
+    /// The tool's name (a stored tool or one a toolkit provides).
+    pub tool: String,
+    /// Whether the model is offered it (default true).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Settings templates read as `config.*` (default `{}`).
+    #[serde(default = "empty_object")]
+    pub config: Value,
+    /// Credentials read as `secrets.*`; sealed at rest and never shown again.
+    #[serde(default, deserialize_with = "present")]
+    pub sensitive_config: Option<Value>,
+}
+
+impl fmt::Debug for AgentToolDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentToolDef")
+            .field("tool", &self.tool)
+            .field("enabled", &self.enabled)
+            .field("config", &self.config)
+            .field(
+                "sensitive_config",
+                &self
+                    .sensitive_config
+                    .as_ref()
+                    .map(|v| if v.is_null() { "null" } else { "[redacted]" }),
+            )
+            .finish()
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// A field that is present, even as `null`, becomes `Some` (absent stays `None` by `default`).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// An agent as stored: its tools say whether sensitive config is set, never what it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    /// The agent's name.
+    pub name: String,
+    /// The system instructions.
+    pub instructions: String,
+    /// The model, if set.
+    pub model: Option<String>,
+    /// The voice, if set.
+    pub voice: Option<String>,
+    /// Its tools, in order.
+    pub tools: Vec<AgentTool>,
+    /// The agents it may hand off to.
+    pub handoffs: Vec<String>,
+    /// Whether it is the tenant's default agent.
+    pub default: bool,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub updated_at: String,
+}
+
+/// One tool of a stored agent, as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentTool {
+    /// The tool's name.
+    pub tool: String,
+    /// Whether the model is offered it.
+    pub enabled: bool,
+    /// Its settings.
+    pub config: Value,
+    /// Whether sensitive config is stored (its value is write-only).
+    pub sensitive_config_set: bool,
+}
+
+/// One tool of an agent with its sensitive config opened: for the runtime only, never for
+/// an API response (it has no `Serialize`, and `Debug` redacts the secret part).
+#[derive(Clone, PartialEq)]
+pub struct AgentToolSecret {
+    /// The tool's name.
+    pub tool: String,
+    /// Whether the model is offered it.
+    pub enabled: bool,
+    /// Its settings (`config.*`).
+    pub config: Value,
+    /// Its opened sensitive config (`secrets.*`); `{}` when unset.
+    pub sensitive_config: Value,
+}
+
+impl fmt::Debug for AgentToolSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentToolSecret")
+            .field("tool", &self.tool)
+            .field("enabled", &self.enabled)
+            .field("config", &self.config)
+            .field("sensitive_config", &"[redacted]")
+            .finish()
+    }
+}
+
+type AgentRow = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    bool,
+    String,
+    String,
+);
+type AgentToolRow = (String, String, bool, String, Option<Vec<u8>>);
+
+/// Binds a sealed config to its tenant, agent and tool: copied elsewhere, it does not open.
+fn aad(tenant_id: &str, agent: &str, tool: &str) -> Vec<u8> {
+    format!("agent_tool\u{0}{tenant_id}\u{0}{agent}\u{0}{tool}").into_bytes()
+}
+
+fn check_def(def: &AgentDef) -> Result<(), StoreError> {
+    check_name("agent", &def.name)?;
+    let mut seen = HashSet::new();
+    for t in &def.tools {
+        check_name("tool", &t.tool)?;
+        if !seen.insert(t.tool.as_str()) {
+            return Err(StoreError::Invalid(format!(
+                "agent `{}` lists tool `{}` twice; list each tool once",
+                def.name, t.tool
+            )));
+        }
+        if !(t.config.is_object() || t.config.is_null()) {
+            return Err(StoreError::Invalid(format!(
+                "the config of tool `{}` must be a JSON object",
+                t.tool
+            )));
+        }
+        if let Some(s) = &t.sensitive_config
+            && !(s.is_object() || s.is_null())
+        {
+            return Err(StoreError::Invalid(format!(
+                "the sensitive_config of tool `{}` must be a JSON object, or null to clear it",
+                t.tool
+            )));
+        }
+    }
+    for h in &def.handoffs {
+        check_name("handoff agent", h)?;
+    }
+    Ok(())
+}
+
+fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, StoreError> {
+    let (name, instructions, model, voice, handoffs, default, created_at, updated_at) = row;
+    let tools = tools
+        .into_iter()
+        .map(|(_, tool, enabled, config, sealed)| {
+            Ok(AgentTool {
+                config: parse_json("agent tool config", &config)?,
+                tool,
+                enabled,
+                sensitive_config_set: sealed.is_some(),
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    Ok(Agent {
+        handoffs: parse_json("agent handoffs", &handoffs)?,
+        name,
+        instructions,
+        model,
+        voice,
+        tools,
+        default,
+        created_at,
+        updated_at,
+    })
+}
+
+impl Store {
+    /// Creates or replaces an agent. Each tool's `sensitive_config` is sealed; `None` keeps
+    /// the stored value of that tool, `Some(Value::Null)` clears it. Making an agent the
+    /// default makes the previous default an ordinary agent.
+    pub async fn put_agent(&self, tenant_id: &str, def: &AgentDef) -> Result<Agent, StoreError> {
+        check_def(def)?;
+        // Seal before the transaction: it holds the write lock, sealing needs none.
+        let mut sealed_new: HashMap<&str, Option<Vec<u8>>> = HashMap::new();
+        for t in &def.tools {
+            if let Some(v) = &t.sensitive_config {
+                let sealed = if v.is_null() {
+                    None
+                } else {
+                    Some(seal_with(
+                        self.master_key(),
+                        to_json(v)?.as_bytes(),
+                        &aad(tenant_id, &def.name, &t.tool),
+                    )?)
+                };
+                sealed_new.insert(t.tool.as_str(), sealed);
+            }
+        }
+        let handoffs = to_json(&def.handoffs)?;
+        let at = now();
+        let written: Result<(String, Vec<bool>), sqlx::Error> = with_pool!(self, |pool| {
+            async {
+                let mut tx = pool.begin_write().await?;
+                if def.default {
+                    sqlx::query(
+                        "UPDATE agents SET is_default = $3 WHERE tenant_id = $1 AND name <> $2 AND is_default",
+                    )
+                    .bind(tenant_id)
+                    .bind(&def.name)
+                    .bind(false)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                let created_at: String = sqlx::query_scalar(
+                    "INSERT INTO agents (tenant_id, name, instructions, model, voice, handoffs, is_default, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) \
+                     ON CONFLICT (tenant_id, name) DO UPDATE SET \
+                     instructions = excluded.instructions, model = excluded.model, voice = excluded.voice, \
+                     handoffs = excluded.handoffs, is_default = excluded.is_default, updated_at = excluded.updated_at \
+                     RETURNING created_at",
+                )
+                .bind(tenant_id)
+                .bind(&def.name)
+                .bind(&def.instructions)
+                .bind(def.model.as_deref())
+                .bind(def.voice.as_deref())
+                .bind(&handoffs)
+                .bind(def.default)
+                .bind(&at)
+                .fetch_one(&mut *tx)
+                .await?;
+                let stored: Vec<(String, Option<Vec<u8>>)> = sqlx::query_as(
+                    "SELECT tool, sensitive_config FROM agent_tools WHERE tenant_id = $1 AND agent = $2",
+                )
+                .bind(tenant_id)
+                .bind(&def.name)
+                .fetch_all(&mut *tx)
+                .await?;
+                let mut stored: HashMap<String, Option<Vec<u8>>> = stored.into_iter().collect();
+                sqlx::query("DELETE FROM agent_tools WHERE tenant_id = $1 AND agent = $2")
+                    .bind(tenant_id)
+                    .bind(&def.name)
+                    .execute(&mut *tx)
+                    .await?;
+                let mut set = Vec::with_capacity(def.tools.len());
+                for (position, t) in def.tools.iter().enumerate() {
+                    let sealed = match sealed_new.get(t.tool.as_str()) {
+                        Some(new) => new.clone(),
+                        None => stored.remove(&t.tool).flatten(),
+                    };
+                    set.push(sealed.is_some());
+                    let config = if t.config.is_null() {
+                        "{}".to_owned()
+                    } else {
+                        t.config.to_string()
+                    };
+                    sqlx::query(
+                        "INSERT INTO agent_tools (tenant_id, agent, position, tool, enabled, config, sensitive_config) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    )
+                    .bind(tenant_id)
+                    .bind(&def.name)
+                    .bind(i64::try_from(position).unwrap_or(i64::MAX))
+                    .bind(&t.tool)
+                    .bind(t.enabled)
+                    .bind(config)
+                    .bind(sealed)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok((created_at, set))
+            }
+            .await
+        });
+        let (created_at, set) = match written {
+            Ok(w) => w,
+            Err(e) if is_fk_violation(&e) => {
+                return Err(StoreError::NotFound(format!("tenant `{tenant_id}`")));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Agent {
+            name: def.name.clone(),
+            instructions: def.instructions.clone(),
+            model: def.model.clone(),
+            voice: def.voice.clone(),
+            tools: def
+                .tools
+                .iter()
+                .zip(set)
+                .map(|(t, sensitive_config_set)| AgentTool {
+                    tool: t.tool.clone(),
+                    enabled: t.enabled,
+                    config: if t.config.is_null() {
+                        empty_object()
+                    } else {
+                        t.config.clone()
+                    },
+                    sensitive_config_set,
+                })
+                .collect(),
+            handoffs: def.handoffs.clone(),
+            default: def.default,
+            created_at,
+            updated_at: at,
+        })
+    }
+
+    /// An agent as the API shows it (sensitive config only as `sensitive_config_set`).
+    pub async fn get_agent(
+        &self,
+        tenant_id: &str,
+        name: &str,
+    ) -> Result<Option<Agent>, StoreError> {
+        let (row, tools) = with_pool!(self, |pool| {
+            let mut tx = pool.begin_read().await?;
+            let row: Option<AgentRow> = sqlx::query_as(
+                "SELECT name, instructions, model, voice, handoffs, is_default, created_at, updated_at \
+                 FROM agents WHERE tenant_id = $1 AND name = $2",
+            )
+            .bind(tenant_id)
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let tools: Vec<AgentToolRow> = if row.is_some() {
+                sqlx::query_as(
+                    "SELECT agent, tool, enabled, config, sensitive_config FROM agent_tools \
+                     WHERE tenant_id = $1 AND agent = $2 ORDER BY position",
+                )
+                .bind(tenant_id)
+                .bind(name)
+                .fetch_all(&mut *tx)
+                .await?
+            } else {
+                Vec::new()
+            };
+            tx.commit().await?;
+            (row, tools)
+        });
+        row.map(|r| agent_from_rows(r, tools)).transpose()
+    }
+
+    /// An agent's tools with their sensitive config opened, for the runtime; `None` if there
+    /// is no such agent. Never return these through the API.
+    pub async fn agent_tools_with_secrets(
+        &self,
+        tenant_id: &str,
+        name: &str,
+    ) -> Result<Option<Vec<AgentToolSecret>>, StoreError> {
+        let (exists, tools) = with_pool!(self, |pool| {
+            let mut tx = pool.begin_read().await?;
+            let exists: Option<String> =
+                sqlx::query_scalar("SELECT name FROM agents WHERE tenant_id = $1 AND name = $2")
+                    .bind(tenant_id)
+                    .bind(name)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            let tools: Vec<AgentToolRow> = sqlx::query_as(
+                "SELECT agent, tool, enabled, config, sensitive_config FROM agent_tools \
+                 WHERE tenant_id = $1 AND agent = $2 ORDER BY position",
+            )
+            .bind(tenant_id)
+            .bind(name)
+            .fetch_all(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (exists.is_some(), tools)
+        });
+        if !exists {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(tools.len());
+        for (agent, tool, enabled, config, sealed) in tools {
+            let sensitive_config = match sealed {
+                Some(bytes) => {
+                    let plain =
+                        open_with(self.master_key(), &bytes, &aad(tenant_id, &agent, &tool))?;
+                    serde_json::from_slice(&plain).map_err(|_| {
+                        StoreError::Corrupt(format!(
+                            "sealed config of tool `{tool}` of agent `{agent}`"
+                        ))
+                    })?
+                }
+                None => empty_object(),
+            };
+            out.push(AgentToolSecret {
+                config: parse_json("agent tool config", &config)?,
+                tool,
+                enabled,
+                sensitive_config,
+            });
+        }
+        Ok(Some(out))
+    }
+
+    /// Agents in name order, with their tools.
+    pub async fn list_agents(
+        &self,
+        tenant_id: &str,
+        page: Page,
+    ) -> Result<Paged<Agent>, StoreError> {
+        let limit = page.fetch_limit()?;
+        let after = page.cursor(1)?.and_then(|mut k| k.pop());
+        let (rows, tools) = with_pool!(self, |pool| {
+            let mut tx = pool.begin_read().await?;
+            let rows: Vec<AgentRow> = sqlx::query_as(
+                "SELECT name, instructions, model, voice, handoffs, is_default, created_at, updated_at \
+                 FROM agents WHERE tenant_id = $1 AND ($2 IS NULL OR name > $2) ORDER BY name LIMIT $3",
+            )
+            .bind(tenant_id)
+            .bind(after.as_deref())
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
+            // The page is a contiguous range of names: fetch all its tools in one query.
+            let tools: Vec<AgentToolRow> = match (rows.first(), rows.last()) {
+                (Some(first), Some(last)) => {
+                    sqlx::query_as(
+                        "SELECT agent, tool, enabled, config, sensitive_config FROM agent_tools \
+                         WHERE tenant_id = $1 AND agent >= $2 AND agent <= $3 ORDER BY agent, position",
+                    )
+                    .bind(tenant_id)
+                    .bind(&first.0)
+                    .bind(&last.0)
+                    .fetch_all(&mut *tx)
+                    .await?
+                }
+                _ => Vec::new(),
+            };
+            tx.commit().await?;
+            (rows, tools)
+        });
+        let mut by_agent: BTreeMap<String, Vec<AgentToolRow>> = BTreeMap::new();
+        for t in tools {
+            by_agent.entry(t.0.clone()).or_default().push(t);
+        }
+        let items = rows
+            .into_iter()
+            .map(|r| {
+                let tools = by_agent.remove(&r.0).unwrap_or_default();
+                agent_from_rows(r, tools)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(paginate(items, &page, |a| encode_cursor(&[&a.name])))
+    }
+
+    /// Deletes an agent and its tool settings; `false` if there was none.
+    pub async fn delete_agent(&self, tenant_id: &str, name: &str) -> Result<bool, StoreError> {
+        let n = with_pool!(self, |pool| {
+            let mut tx = pool.begin_write().await?;
+            let n = sqlx::query("DELETE FROM agents WHERE tenant_id = $1 AND name = $2")
+                .bind(tenant_id)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
+            n
+        });
+        Ok(n > 0)
+    }
+
+    /// The name of the tenant's default agent, if one is marked default.
+    pub async fn default_agent(&self, tenant_id: &str) -> Result<Option<String>, StoreError> {
+        let name = with_pool!(self, |pool| {
+            sqlx::query_scalar("SELECT name FROM agents WHERE tenant_id = $1 AND is_default")
+                .bind(tenant_id)
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(name)
+    }
+}

@@ -1,0 +1,595 @@
+//! Calls: their context, the tool versions pinned at their start, their invocation records,
+//! and the runtime's call journal ([`CallJournal`]) on top of the same rows.
+//!
+//! Journal appends are idempotent: a `Finished` whose function call id is already recorded is
+//! ignored whole, so a retried append cannot record an invocation twice.
+
+use std::error::Error as StdError;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use switchboard_core::{CallInfo, Context};
+use switchboard_runtime::BoxFuture;
+use switchboard_runtime::InvocationRecord;
+use switchboard_runtime::journal::{
+    CallJournal, CallState, Checkpoint, JournalEntry, JournalError,
+};
+
+use crate::crypto::{open_with, seal_with};
+use crate::error::{is_fk_violation, is_unique_violation};
+use crate::page::{encode_cursor, paginate};
+use crate::{
+    Backend, Page, Paged, Store, StoreError, WritePool, now, parse_json, to_json, truncate,
+    with_pool,
+};
+
+/// Whether a call is going on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// Going on.
+    Active,
+    /// Over; its context no longer changes.
+    Ended,
+}
+
+impl CallStatus {
+    /// `active` or `ended`, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Active => "active",
+            CallStatus::Ended => "ended",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        match s {
+            "active" => Ok(CallStatus::Active),
+            "ended" => Ok(CallStatus::Ended),
+            other => Err(StoreError::Corrupt(format!(
+                "unknown call status `{other}`"
+            ))),
+        }
+    }
+}
+
+/// A call as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRow {
+    /// The call's id (global: it comes from the voice platform).
+    pub id: String,
+    /// The tenant it belongs to.
+    pub tenant_id: String,
+    /// The active agent.
+    pub agent: String,
+    /// Active or ended.
+    pub status: CallStatus,
+    /// The call's context as last committed.
+    pub context: Context,
+    /// The tool versions pinned at the start, as the caller gave them.
+    pub pinned: Value,
+    /// One more for each write of the context (0 at creation).
+    pub version: i64,
+    /// How many handoffs the call has made.
+    pub handoffs: u32,
+    /// RFC 3339, when the row was created.
+    pub created_at: String,
+    /// RFC 3339, when it ended.
+    pub ended_at: Option<String>,
+}
+
+type CallRowTuple = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    String,
+    Option<String>,
+);
+
+fn call_from_row(row: CallRowTuple) -> Result<CallRow, StoreError> {
+    let (id, tenant_id, agent, status, context, pinned, version, handoffs, created_at, ended_at) =
+        row;
+    Ok(CallRow {
+        status: CallStatus::parse(&status)?,
+        context: parse_json("call context", &context)?,
+        pinned: parse_json("call pinned tools", &pinned)?,
+        handoffs: u32::try_from(handoffs).unwrap_or(u32::MAX),
+        id,
+        tenant_id,
+        agent,
+        version,
+        created_at,
+        ended_at,
+    })
+}
+
+/// Binds a sealed checkpoint to its call and function call.
+fn checkpoint_aad(call_id: &str, function_call_id: &str) -> Vec<u8> {
+    format!("checkpoint\u{0}{call_id}\u{0}{function_call_id}").into_bytes()
+}
+
+const MAX_CALL_ID: usize = 200;
+
+fn check_call_id(id: &str) -> Result<(), StoreError> {
+    if id.is_empty() || id.len() > MAX_CALL_ID || id.chars().any(char::is_control) {
+        return Err(StoreError::Invalid(format!(
+            "call id `{}` must be 1-{MAX_CALL_ID} printable characters",
+            truncate(id, 80)
+        )));
+    }
+    Ok(())
+}
+
+const CALL_COLUMNS_WHERE_ID: &str = "SELECT id, tenant_id, agent, status, context, pinned, version, handoffs, created_at, ended_at \
+     FROM calls WHERE tenant_id = $1 AND id = $2";
+
+impl Store {
+    /// Records a new call with its starting context and the tool versions pinned for it.
+    /// Create the call before its session appends `Started` (which then keeps `pinned`).
+    pub async fn create_call(
+        &self,
+        tenant_id: &str,
+        call: &CallInfo,
+        pinned: &Value,
+        context: &Context,
+    ) -> Result<CallRow, StoreError> {
+        check_call_id(&call.id)?;
+        if call.tenant_id != tenant_id {
+            return Err(StoreError::Invalid(format!(
+                "call `{}` names tenant `{}`, not `{tenant_id}`",
+                call.id, call.tenant_id
+            )));
+        }
+        let call_info = to_json(call)?;
+        let context_text = to_json(context)?;
+        let pinned_text = to_json(pinned)?;
+        let at = now();
+        let agent = context.active_agent().to_owned();
+        let inserted = with_pool!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at) \
+                 VALUES ($1, $2, $3, 'active', $4, $5, $6, 0, 0, $7)",
+            )
+            .bind(&call.id)
+            .bind(tenant_id)
+            .bind(&agent)
+            .bind(&call_info)
+            .bind(&context_text)
+            .bind(&pinned_text)
+            .bind(&at)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        });
+        match inserted {
+            Ok(_) => Ok(CallRow {
+                id: call.id.clone(),
+                tenant_id: tenant_id.to_owned(),
+                agent,
+                status: CallStatus::Active,
+                context: context.clone(),
+                pinned: pinned.clone(),
+                version: 0,
+                handoffs: 0,
+                created_at: at,
+                ended_at: None,
+            }),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict(format!(
+                "call `{}` already exists; call ids must be unique",
+                call.id
+            ))),
+            Err(e) if is_fk_violation(&e) => {
+                Err(StoreError::NotFound(format!("tenant `{tenant_id}`")))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A call of the tenant.
+    pub async fn get_call(
+        &self,
+        tenant_id: &str,
+        call_id: &str,
+    ) -> Result<Option<CallRow>, StoreError> {
+        let row: Option<CallRowTuple> = with_pool!(self, |pool| {
+            sqlx::query_as(CALL_COLUMNS_WHERE_ID)
+                .bind(tenant_id)
+                .bind(call_id)
+                .fetch_optional(pool)
+                .await?
+        });
+        row.map(call_from_row).transpose()
+    }
+
+    /// The tenant's calls, newest first.
+    pub async fn list_calls(
+        &self,
+        tenant_id: &str,
+        page: Page,
+    ) -> Result<Paged<CallRow>, StoreError> {
+        let limit = page.fetch_limit()?;
+        let (after_at, after_id) = match page.cursor(2)? {
+            Some(k) => (k.first().cloned(), k.get(1).cloned()),
+            None => (None, None),
+        };
+        let rows: Vec<CallRowTuple> = with_pool!(self, |pool| {
+            sqlx::query_as(
+                "SELECT id, tenant_id, agent, status, context, pinned, version, handoffs, created_at, ended_at \
+                 FROM calls WHERE tenant_id = $1 \
+                 AND ($2 IS NULL OR created_at < $2 OR (created_at = $2 AND id < $3)) \
+                 ORDER BY created_at DESC, id DESC LIMIT $4",
+            )
+            .bind(tenant_id)
+            .bind(after_at.as_deref())
+            .bind(after_id.as_deref())
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+        });
+        let items = rows
+            .into_iter()
+            .map(call_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(paginate(items, &page, |c| {
+            encode_cursor(&[&c.created_at, &c.id])
+        }))
+    }
+
+    /// The invocation records of a call, in the order they finished (empty for an unknown call).
+    pub async fn invocations(
+        &self,
+        tenant_id: &str,
+        call_id: &str,
+    ) -> Result<Vec<InvocationRecord>, StoreError> {
+        let rows: Vec<String> = with_pool!(self, |pool| {
+            sqlx::query_scalar(
+                "SELECT i.record FROM call_invocations i JOIN calls c ON c.id = i.call_id \
+                 WHERE c.tenant_id = $1 AND i.call_id = $2 ORDER BY i.seq",
+            )
+            .bind(tenant_id)
+            .bind(call_id)
+            .fetch_all(pool)
+            .await?
+        });
+        rows.iter()
+            .map(|r| parse_json("invocation record", r))
+            .collect()
+    }
+
+    /// Applies `f` to the call's stored context atomically against concurrent writers on any
+    /// node: the row is locked (PostgreSQL `SELECT … FOR UPDATE`; SQLite's write transaction),
+    /// read, changed, and written back with `version + 1`. Returns the new context.
+    /// An ended call is a [`StoreError::Conflict`]; an error from `f` is
+    /// [`StoreError::Rejected`] and changes nothing.
+    pub async fn update_call_context<F, E>(
+        &self,
+        tenant_id: &str,
+        call_id: &str,
+        f: F,
+    ) -> Result<Context, StoreError>
+    where
+        F: FnOnce(&mut Context) -> Result<(), E> + Send,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        with_pool!(self, |pool| {
+            async {
+                let mut tx = pool.begin_write().await?;
+                let select = match pool.kind() {
+                    Backend::Sqlite => {
+                        "SELECT context, status FROM calls WHERE tenant_id = $1 AND id = $2"
+                    }
+                    Backend::Postgres => {
+                        "SELECT context, status FROM calls WHERE tenant_id = $1 AND id = $2 FOR UPDATE"
+                    }
+                };
+                let row: Option<(String, String)> = sqlx::query_as(select)
+                    .bind(tenant_id)
+                    .bind(call_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some((text, status)) = row else {
+                    return Err(StoreError::NotFound(format!("call `{call_id}`")));
+                };
+                if CallStatus::parse(&status)? == CallStatus::Ended {
+                    return Err(StoreError::Conflict(format!(
+                        "call `{call_id}` has ended; its context can no longer change"
+                    )));
+                }
+                let mut context: Context = parse_json("call context", &text)?;
+                f(&mut context).map_err(|e| StoreError::Rejected(e.into()))?;
+                let new_text = to_json(&context)?;
+                sqlx::query(
+                    "UPDATE calls SET context = $3, agent = $4, version = version + 1 \
+                     WHERE tenant_id = $1 AND id = $2",
+                )
+                .bind(tenant_id)
+                .bind(call_id)
+                .bind(&new_text)
+                .bind(context.active_agent())
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(context)
+            }
+            .await
+        })
+    }
+
+    /// Records one journal entry of a call (see the module docs).
+    pub async fn journal_append(
+        &self,
+        call_id: &str,
+        entry: JournalEntry,
+    ) -> Result<(), StoreError> {
+        match entry {
+            JournalEntry::Started { call, context } => {
+                self.journal_started(call_id, &call, &context).await
+            }
+            JournalEntry::Checkpoint {
+                function_call_id,
+                checkpoint,
+            } => {
+                self.journal_checkpoint(call_id, &function_call_id, &checkpoint)
+                    .await
+            }
+            JournalEntry::Finished {
+                record,
+                context,
+                handoffs,
+            } => {
+                self.journal_finished(call_id, &record, context.as_ref(), handoffs)
+                    .await
+            }
+            JournalEntry::Ended => self.journal_ended(call_id).await,
+        }
+    }
+
+    async fn journal_started(
+        &self,
+        call_id: &str,
+        call: &CallInfo,
+        context: &Context,
+    ) -> Result<(), StoreError> {
+        check_call_id(call_id)?;
+        let call_info = to_json(call)?;
+        let context_text = to_json(context)?;
+        let at = now();
+        // A call made by `create_call` keeps its pinned versions; the context is the session's.
+        let result = with_pool!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at) \
+                 VALUES ($1, $2, $3, 'active', $4, $5, '{}', 0, 0, $6) \
+                 ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, call_info = excluded.call_info, \
+                 context = excluded.context, version = calls.version + 1 \
+                 WHERE calls.tenant_id = excluded.tenant_id",
+            )
+            .bind(call_id)
+            .bind(&call.tenant_id)
+            .bind(context.active_agent())
+            .bind(&call_info)
+            .bind(&context_text)
+            .bind(&at)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        });
+        match result {
+            Ok(0) => Err(StoreError::Conflict(format!(
+                "call `{call_id}` belongs to another tenant"
+            ))),
+            Ok(_) => Ok(()),
+            Err(e) if is_fk_violation(&e) => {
+                Err(StoreError::NotFound(format!("tenant `{}`", call.tenant_id)))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn journal_checkpoint(
+        &self,
+        call_id: &str,
+        function_call_id: &str,
+        checkpoint: &Checkpoint,
+    ) -> Result<(), StoreError> {
+        let sealed = seal_with(
+            self.master_key(),
+            to_json(checkpoint)?.as_bytes(),
+            &checkpoint_aad(call_id, function_call_id),
+        )?;
+        let at = now();
+        let result = with_pool!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO call_checkpoints (call_id, function_call_id, checkpoint, updated_at) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (call_id, function_call_id) DO UPDATE SET \
+                 checkpoint = excluded.checkpoint, updated_at = excluded.updated_at",
+            )
+            .bind(call_id)
+            .bind(function_call_id)
+            .bind(&sealed)
+            .bind(&at)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        });
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if is_fk_violation(&e) => Err(StoreError::NotFound(format!("call `{call_id}`"))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn journal_finished(
+        &self,
+        call_id: &str,
+        record: &InvocationRecord,
+        context: Option<&Context>,
+        handoffs: u32,
+    ) -> Result<(), StoreError> {
+        let record_text = to_json(record)?;
+        let context_text = context.map(to_json).transpose()?;
+        let agent = context.map(|c| c.active_agent().to_owned());
+        let at = now();
+        with_pool!(self, |pool| {
+            async {
+                let mut tx = pool.begin_write().await?;
+                // The call's row first: it locks the call, so its finishes are serialised.
+                let updated = match &context_text {
+                    Some(text) => sqlx::query(
+                        "UPDATE calls SET context = $2, agent = $3, handoffs = $4, version = version + 1 WHERE id = $1",
+                    )
+                    .bind(call_id)
+                    .bind(text)
+                    .bind(agent.as_deref())
+                    .bind(i64::from(handoffs))
+                    .execute(&mut *tx)
+                    .await?,
+                    None => sqlx::query("UPDATE calls SET handoffs = $2 WHERE id = $1")
+                        .bind(call_id)
+                        .bind(i64::from(handoffs))
+                        .execute(&mut *tx)
+                        .await?,
+                };
+                if updated.rows_affected() == 0 {
+                    return Err(StoreError::NotFound(format!("call `{call_id}`")));
+                }
+                let inserted = sqlx::query(
+                    "INSERT INTO call_invocations (call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (call_id, function_call_id) DO NOTHING",
+                )
+                .bind(call_id)
+                .bind(&record.function_call_id)
+                .bind(&record_text)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await?;
+                if inserted.rows_affected() == 0 {
+                    // Recorded already: this append is a retry; keep the first one whole.
+                    tx.rollback().await?;
+                    return Ok(());
+                }
+                sqlx::query("DELETE FROM call_checkpoints WHERE call_id = $1 AND function_call_id = $2")
+                    .bind(call_id)
+                    .bind(&record.function_call_id)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+            .await
+        })
+    }
+
+    async fn journal_ended(&self, call_id: &str) -> Result<(), StoreError> {
+        let at = now();
+        with_pool!(self, |pool| {
+            async {
+                let mut tx = pool.begin_write().await?;
+                let updated = sqlx::query(
+                    "UPDATE calls SET status = 'ended', ended_at = COALESCE(ended_at, $2) WHERE id = $1",
+                )
+                .bind(call_id)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await?;
+                if updated.rows_affected() == 0 {
+                    return Err(StoreError::NotFound(format!("call `{call_id}`")));
+                }
+                sqlx::query("DELETE FROM call_checkpoints WHERE call_id = $1")
+                    .bind(call_id)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+            .await
+        })
+    }
+
+    /// A call's journal state rebuilt from its rows (one snapshot); `None` for an unknown call.
+    pub async fn journal_load(&self, call_id: &str) -> Result<Option<CallState>, StoreError> {
+        type Head = (String, String, i64, String);
+        let (head, records, checkpoints) = with_pool!(self, |pool| {
+            let mut tx = pool.begin_read().await?;
+            let head: Option<Head> = sqlx::query_as(
+                "SELECT call_info, context, handoffs, status FROM calls WHERE id = $1",
+            )
+            .bind(call_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let (records, checkpoints): (Vec<String>, Vec<(String, Vec<u8>)>) = if head.is_some() {
+                let records = sqlx::query_scalar(
+                    "SELECT record FROM call_invocations WHERE call_id = $1 ORDER BY seq",
+                )
+                .bind(call_id)
+                .fetch_all(&mut *tx)
+                .await?;
+                let checkpoints = sqlx::query_as(
+                    "SELECT function_call_id, checkpoint FROM call_checkpoints WHERE call_id = $1",
+                )
+                .bind(call_id)
+                .fetch_all(&mut *tx)
+                .await?;
+                (records, checkpoints)
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            tx.commit().await?;
+            (head, records, checkpoints)
+        });
+        let Some((call_info, context, handoffs, status)) = head else {
+            return Ok(None);
+        };
+        let mut state = CallState {
+            call: Some(parse_json("call info", &call_info)?),
+            context: Some(parse_json("call context", &context)?),
+            handoffs: u32::try_from(handoffs).unwrap_or(u32::MAX),
+            ended: CallStatus::parse(&status)? == CallStatus::Ended,
+            ..CallState::default()
+        };
+        for r in &records {
+            state.records.push(parse_json("invocation record", r)?);
+        }
+        for (function_call_id, sealed) in checkpoints {
+            let plain = open_with(
+                self.master_key(),
+                &sealed,
+                &checkpoint_aad(call_id, &function_call_id),
+            )?;
+            let checkpoint: Checkpoint = serde_json::from_slice(&plain).map_err(|e| {
+                StoreError::Corrupt(format!("checkpoint of `{function_call_id}`: {e}"))
+            })?;
+            state.checkpoints.insert(function_call_id, checkpoint);
+        }
+        Ok(Some(state))
+    }
+}
+
+impl CallJournal for Store {
+    fn append<'a>(
+        &'a self,
+        call_id: &'a str,
+        entry: JournalEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        Box::pin(async move {
+            self.journal_append(call_id, entry)
+                .await
+                .map_err(|e| JournalError(e.to_string()))
+        })
+    }
+
+    fn load<'a>(
+        &'a self,
+        call_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>> {
+        Box::pin(async move {
+            self.journal_load(call_id)
+                .await
+                .map_err(|e| JournalError(e.to_string()))
+        })
+    }
+}

@@ -1,0 +1,1536 @@
+//! The store's behaviour, written once and run on both backends.
+//!
+//! SQLite: a fresh temp file per test. PostgreSQL: a fresh database `sb_test_<random>` made
+//! through `SWITCHBOARD_TEST_DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`),
+//! dropped at the end, also when the test fails. Set `SWITCHBOARD_TEST_SKIP_POSTGRES=1` to run
+//! the SQLite half only.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+use sqlx::{AssertSqlSafe, Connection, Executor, Row};
+use switchboard_core::context::{Scope, Write};
+use switchboard_core::effect::{EffectRequest, EndCallRequest};
+use switchboard_core::{CallInfo, Context, ErrorCode};
+use switchboard_runtime::journal::{CallJournal, CallState, Checkpoint, JournalEntry};
+use switchboard_runtime::{Invocation, InvocationRecord};
+use switchboard_store::{
+    AgentDef, Backend, CallStatus, MasterKey, Page, Store, StoreError, StoreOptions,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------------
+
+/// One test's database and the store on it.
+struct Harness {
+    store: Store,
+    backend: Backend,
+    /// The URL the store connected to (a file path for SQLite).
+    url: String,
+}
+
+fn unique() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{:x}{:x}{:x}",
+        std::process::id(),
+        nanos,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn admin_url() -> String {
+    std::env::var("SWITCHBOARD_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// The admin URL with its database replaced by `db`.
+fn with_database(admin: &str, db: &str) -> String {
+    let (base, query) = match admin.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (admin, None),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[scheme_end..].find('/') {
+        Some(i) => &base[..scheme_end + i],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{db}?{q}"),
+        None => format!("{base}/{db}"),
+    }
+}
+
+async fn setup(backend: Backend) -> (Harness, Cleanup) {
+    match backend {
+        Backend::Sqlite => {
+            let path = std::env::temp_dir().join(format!("sb-store-test-{}.db", unique()));
+            let url = path.to_string_lossy().into_owned();
+            let store = Store::connect(&url, MasterKey::generate()).await.unwrap();
+            store.migrate().await.unwrap();
+            (
+                Harness {
+                    store,
+                    backend,
+                    url,
+                },
+                Cleanup::Sqlite(path),
+            )
+        }
+        Backend::Postgres => {
+            let admin = admin_url();
+            let name = format!("sb_test_{}", unique());
+            let mut conn = sqlx::PgConnection::connect(&admin)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "cannot reach PostgreSQL at SWITCHBOARD_TEST_DATABASE_URL ({e}); start it, \
+                     or set SWITCHBOARD_TEST_SKIP_POSTGRES=1 to run the SQLite half only"
+                    )
+                });
+            conn.execute(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .await
+                .unwrap();
+            conn.close().await.unwrap();
+            let url = with_database(&admin, &name);
+            let store = Store::connect(&url, MasterKey::generate()).await.unwrap();
+            store.migrate().await.unwrap();
+            (
+                Harness {
+                    store,
+                    backend,
+                    url,
+                },
+                Cleanup::Postgres { admin, name },
+            )
+        }
+    }
+}
+
+enum Cleanup {
+    Sqlite(std::path::PathBuf),
+    Postgres { admin: String, name: String },
+}
+
+impl Cleanup {
+    async fn run(self) {
+        match self {
+            Cleanup::Sqlite(path) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut p = path.clone().into_os_string();
+                    p.push(suffix);
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            Cleanup::Postgres { admin, name } => {
+                if let Ok(mut conn) = sqlx::PgConnection::connect(&admin).await {
+                    let _ = conn
+                        .execute(AssertSqlSafe(format!(
+                            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                        )))
+                        .await;
+                    let _ = conn.close().await;
+                }
+            }
+        }
+    }
+}
+
+/// Runs one test body on a fresh database of `backend`, and removes the database afterwards,
+/// also when the body panics (the body runs in its own task so its panic can be caught).
+async fn run<F, Fut>(backend: Backend, body: F)
+where
+    F: FnOnce(Harness) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    if backend == Backend::Postgres
+        && std::env::var("SWITCHBOARD_TEST_SKIP_POSTGRES").is_ok_and(|v| v == "1")
+    {
+        eprintln!("skipped: SWITCHBOARD_TEST_SKIP_POSTGRES=1");
+        return;
+    }
+    let (harness, cleanup) = setup(backend).await;
+    let result = tokio::spawn(body(harness)).await;
+    cleanup.run().await;
+    if let Err(e) = result {
+        match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("test task failed: {e}"),
+        }
+    }
+}
+
+/// Declares each named `async fn(Harness)` as two tests, `<name>::sqlite` and `<name>::postgres`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::run(switchboard_store::Backend::Sqlite, super::$name).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::run(switchboard_store::Backend::Postgres, super::$name).await
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    migrate_twice_is_fine,
+    tenant_crud_and_conflict,
+    deleting_a_tenant_cascades,
+    api_keys_authenticate_until_revoked,
+    tool_versions_and_soft_delete,
+    tool_list_pages_with_a_cursor,
+    agents_keep_sensitive_config_sealed_and_write_only,
+    default_agent_is_unique,
+    secrets_are_sealed_and_listed_by_name,
+    tenants_are_isolated,
+    journal_round_trip_equals_the_in_memory_fold,
+    journal_appends_are_idempotent_and_ended_clears_checkpoints,
+    create_call_then_started_keeps_pinned_versions,
+    concurrent_context_updates_all_land,
+    update_call_context_refusals,
+    calls_list_newest_first_with_a_cursor,
+    a_wrong_master_key_fails_with_crypto,
+);
+
+/// Every cell of every row of `table`, as bytes (text as UTF-8, blobs raw), read around the store.
+async fn raw_cells(h: &Harness, table: &str) -> Vec<Vec<u8>> {
+    macro_rules! cells {
+        ($rows:expr) => {{
+            let mut out: Vec<Vec<u8>> = Vec::new();
+            for row in $rows {
+                for i in 0..row.len() {
+                    if let Ok(v) = row.try_get::<Option<String>, _>(i) {
+                        out.push(v.unwrap_or_default().into_bytes());
+                    } else if let Ok(v) = row.try_get::<Option<Vec<u8>>, _>(i) {
+                        out.push(v.unwrap_or_default());
+                    } else if let Ok(v) = row.try_get::<Option<i64>, _>(i) {
+                        out.push(v.map(|n| n.to_string()).unwrap_or_default().into_bytes());
+                    } else if let Ok(v) = row.try_get::<Option<bool>, _>(i) {
+                        out.push(v.map(|b| b.to_string()).unwrap_or_default().into_bytes());
+                    } else {
+                        panic!("{table}: column {i} has a type this scan does not read");
+                    }
+                }
+            }
+            out
+        }};
+    }
+    let sql = AssertSqlSafe(format!("SELECT * FROM {table}"));
+    match h.backend {
+        Backend::Sqlite => {
+            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
+                .await
+                .unwrap();
+            let rows = sqlx::query(sql).fetch_all(&mut conn).await.unwrap();
+            cells!(rows)
+        }
+        Backend::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&h.url).await.unwrap();
+            let rows = sqlx::query(sql).fetch_all(&mut conn).await.unwrap();
+            cells!(rows)
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Asserts that no cell of `table` contains `needle`, and that the table is not empty.
+async fn assert_absent(h: &Harness, table: &str, needle: &str) {
+    let cells = raw_cells(h, table).await;
+    assert!(
+        !cells.is_empty(),
+        "{table} is empty: the scan proves nothing"
+    );
+    for cell in &cells {
+        assert!(
+            !contains(cell, needle.as_bytes()),
+            "{table} holds the plaintext `{needle}`"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------------------------
+
+fn tool_def(name: &str, description: &str) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "parameters": [{"name": "meal_type", "type": "string", "required": true}],
+        "actions": [{"type": "context.set", "data": {"logged_meals[+]": "{{params}}"}}],
+        "on_success": [{"type": "respond", "message": "Logged."}]
+    })
+}
+
+fn call_info(tenant: &str, id: &str) -> CallInfo {
+    CallInfo {
+        id: id.to_owned(),
+        tenant_id: tenant.to_owned(),
+        agent: "booking".to_owned(),
+        from: Some("+14155550100".to_owned()),
+        to: Some("+14155550199".to_owned()),
+        started_at: "2026-11-23T10:00:00.000Z".to_owned(),
+    }
+}
+
+fn record(fc: &str, ok: bool) -> InvocationRecord {
+    InvocationRecord {
+        function_call_id: fc.to_owned(),
+        tool: "save_meal".to_owned(),
+        arguments: r#"{"meal_type":"lunch"}"#.to_owned(),
+        ok,
+        error: (!ok).then_some(ErrorCode::ValidationFailed),
+        output: format!("{{\"ok\":{ok}}}"),
+        latency_ms: 12.5,
+        started_at: "2026-11-23T10:00:01.000Z".to_owned(),
+        finished_at: "2026-11-23T10:00:01.012Z".to_owned(),
+        response_id: Some("resp_1".to_owned()),
+        interrupted: false,
+        duplicate_of: None,
+        logs: Vec::new(),
+    }
+}
+
+fn checkpoint(call_id: &str, fc: &str) -> Checkpoint {
+    Checkpoint {
+        invocation: Invocation {
+            call_id: call_id.to_owned(),
+            function_call_id: fc.to_owned(),
+            name: "end_call".to_owned(),
+            arguments_json: "{}".to_owned(),
+            response_id: Some("resp_1".to_owned()),
+            item_id: None,
+        },
+        request: EffectRequest::EndCall(EndCallRequest {
+            message: Some("Goodbye!".to_owned()),
+        }),
+        suspended: json!({"pc": 3, "token": "Bearer SENTINEL-CHECKPOINT-TOKEN"}),
+    }
+}
+
+fn append_item(i: usize) -> Write {
+    Write::Append {
+        scope: Scope::Workflow,
+        keys: vec!["items".to_owned()],
+        value: json!(i),
+    }
+}
+
+async fn tenant(store: &Store, id: &str) {
+    store.create_tenant(id, id, &json!({})).await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests run on both backends
+// ---------------------------------------------------------------------------------------------
+
+async fn migrate_twice_is_fine(h: Harness) {
+    // `setup` migrated once already.
+    h.store.migrate().await.unwrap();
+    h.store.migrate().await.unwrap();
+    h.store.ping().await.unwrap();
+    assert_eq!(h.store.backend(), h.backend);
+    // A second store on the same database migrates as a no-op too (another node starting).
+    let other = Store::connect(&h.url, MasterKey::generate()).await.unwrap();
+    other.migrate().await.unwrap();
+    other.close().await;
+}
+
+async fn tenant_crud_and_conflict(h: Harness) {
+    let s = &h.store;
+    let t = s
+        .create_tenant("acme", "Acme Inc.", &json!({"refer": {"enabled": true}}))
+        .await
+        .unwrap();
+    assert_eq!(t.id, "acme");
+    assert_eq!(s.get_tenant("acme").await.unwrap(), Some(t.clone()));
+    assert_eq!(s.get_tenant("nope").await.unwrap(), None);
+
+    let e = s
+        .create_tenant("acme", "Again", &json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+    assert!(e.to_string().contains("acme"), "{e}");
+
+    for bad in ["", "Acme", "-acme", "a_b", "a b", &"a".repeat(64)] {
+        let e = s.create_tenant(bad, "x", &json!({})).await.unwrap_err();
+        assert!(matches!(e, StoreError::Invalid(_)), "{bad}: {e:?}");
+    }
+    assert!(
+        s.create_tenant(&"a".repeat(63), "x", &json!({}))
+            .await
+            .is_ok()
+    );
+    let e = s.create_tenant("list", "x", &json!([1])).await.unwrap_err();
+    assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+
+    let t2 = s
+        .set_features("acme", &json!({"refer": {"enabled": false}}))
+        .await
+        .unwrap();
+    assert_eq!(t2.features, json!({"refer": {"enabled": false}}));
+    assert_eq!(t2.created_at, t.created_at);
+    assert_eq!(s.get_tenant("acme").await.unwrap(), Some(t2));
+    let e = s.set_features("nope", &json!({})).await.unwrap_err();
+    assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+
+    let page = s.list_tenants(Page::default()).await.unwrap();
+    let ids: Vec<_> = page.items.iter().map(|t| t.id.clone()).collect();
+    assert_eq!(ids, vec!["a".repeat(63), "acme".to_owned()]);
+    assert_eq!(page.next, None);
+
+    assert!(s.delete_tenant("acme").await.unwrap());
+    assert!(!s.delete_tenant("acme").await.unwrap());
+    assert_eq!(s.get_tenant("acme").await.unwrap(), None);
+}
+
+async fn deleting_a_tenant_cascades(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    tenant(s, "other").await;
+    let (_, key) = s.create_api_key(Some("acme"), "ci").await.unwrap();
+    s.put_tool("acme", &tool_def("save_meal", "v1"))
+        .await
+        .unwrap();
+    s.put_secret("acme", "openai", &SecretString::from("sk-x"))
+        .await
+        .unwrap();
+    let agent: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "tools": [{"tool": "save_meal", "sensitive_config": {"k": "v"}}], "default": true
+    }))
+    .unwrap();
+    s.put_agent("acme", &agent).await.unwrap();
+    let info = call_info("acme", "call_1");
+    let ctx = Context::new(&info, json!({}));
+    s.create_call("acme", &info, &json!({}), &ctx)
+        .await
+        .unwrap();
+    s.journal_append(
+        "call_1",
+        JournalEntry::Checkpoint {
+            function_call_id: "fc_1".into(),
+            checkpoint: Box::new(checkpoint("call_1", "fc_1")),
+        },
+    )
+    .await
+    .unwrap();
+    s.journal_append(
+        "call_1",
+        JournalEntry::Finished {
+            record: Box::new(record("fc_2", true)),
+            context: None,
+            handoffs: 0,
+        },
+    )
+    .await
+    .unwrap();
+    // Another tenant's rows survive.
+    s.put_tool("other", &tool_def("save_meal", "other"))
+        .await
+        .unwrap();
+
+    assert!(s.delete_tenant("acme").await.unwrap());
+    assert_eq!(s.authenticate(key.expose_secret()).await.unwrap(), None);
+    assert!(
+        s.list_tool_versions("acme", "save_meal")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(s.secret_names("acme").await.unwrap().is_empty());
+    assert_eq!(s.get_agent("acme", "booking").await.unwrap(), None);
+    assert_eq!(s.get_call("acme", "call_1").await.unwrap(), None);
+    assert_eq!(s.journal_load("call_1").await.unwrap(), None);
+    for table in [
+        "api_keys",
+        "tool_versions",
+        "agents",
+        "agent_tools",
+        "secrets",
+        "calls",
+        "call_invocations",
+        "call_checkpoints",
+    ] {
+        let cells = raw_cells(&h, table).await;
+        assert!(
+            !cells.iter().any(|c| c.as_slice() == b"acme"),
+            "{table} still has rows of the deleted tenant"
+        );
+    }
+    assert!(s.get_tool("other", "save_meal").await.unwrap().is_some());
+}
+
+async fn api_keys_authenticate_until_revoked(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let (key, plain) = s.create_api_key(Some("acme"), "ci deploys").await.unwrap();
+    let plain = plain.expose_secret().to_owned();
+    let random = plain.strip_prefix("sb_acme_").expect("tenant key format");
+    assert_eq!(random.len(), 32);
+    assert!(
+        random
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    );
+    assert_eq!(key.prefix.len(), 8);
+    assert!(random.starts_with(&key.prefix));
+    assert_eq!(key.tenant_id.as_deref(), Some("acme"));
+    assert_eq!(key.revoked_at, None);
+
+    let (admin, admin_plain) = s.create_api_key(None, "bootstrap").await.unwrap();
+    let admin_plain = admin_plain.expose_secret().to_owned();
+    assert!(admin_plain.starts_with("sb_admin_"));
+    assert_eq!(admin.tenant_id, None);
+
+    let p = s.authenticate(&plain).await.unwrap().unwrap();
+    assert_eq!(p.key_id, key.id);
+    assert_eq!(p.tenant_id.as_deref(), Some("acme"));
+    let p = s.authenticate(&admin_plain).await.unwrap().unwrap();
+    assert_eq!((p.key_id.as_str(), p.tenant_id), (admin.id.as_str(), None));
+
+    // Near misses and garbage do not authenticate.
+    let mut wrong = plain.clone();
+    let last = wrong.pop().unwrap();
+    wrong.push(if last == 'x' { 'y' } else { 'x' });
+    for bad in [wrong.as_str(), "", "sb_", "Bearer x", &"sb_".repeat(100)] {
+        assert_eq!(s.authenticate(bad).await.unwrap(), None, "{bad}");
+    }
+
+    assert_eq!(
+        s.list_api_keys(Some("acme")).await.unwrap(),
+        vec![key.clone()]
+    );
+    assert_eq!(s.list_api_keys(None).await.unwrap(), vec![admin.clone()]);
+
+    // The plaintext is never stored: only its hash and prefix.
+    assert_absent(&h, "api_keys", &plain).await;
+    assert_absent(&h, "api_keys", random).await;
+    assert_absent(&h, "api_keys", &admin_plain).await;
+
+    // Revoking needs the right owner; a revoked key never authenticates.
+    assert!(!s.revoke_api_key(None, &key.id).await.unwrap());
+    assert!(!s.revoke_api_key(Some("acme"), &admin.id).await.unwrap());
+    assert!(!s.revoke_api_key(Some("acme"), "key_nope").await.unwrap());
+    assert!(s.revoke_api_key(Some("acme"), &key.id).await.unwrap());
+    assert_eq!(s.authenticate(&plain).await.unwrap(), None);
+    let listed = s.list_api_keys(Some("acme")).await.unwrap();
+    let revoked_at = listed[0].revoked_at.clone().expect("revoked");
+    assert!(s.revoke_api_key(Some("acme"), &key.id).await.unwrap());
+    let listed = s.list_api_keys(Some("acme")).await.unwrap();
+    assert_eq!(listed[0].revoked_at.as_ref(), Some(&revoked_at));
+    assert!(s.authenticate(&admin_plain).await.unwrap().is_some());
+
+    let e = s.create_api_key(Some("nope"), "x").await.unwrap_err();
+    assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+}
+
+async fn tool_versions_and_soft_delete(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let v1 = s
+        .put_tool("acme", &tool_def("save_meal", "one"))
+        .await
+        .unwrap();
+    let v2 = s
+        .put_tool("acme", &tool_def("save_meal", "two"))
+        .await
+        .unwrap();
+    let v3 = s
+        .put_tool("acme", &tool_def("save_meal", "three"))
+        .await
+        .unwrap();
+    assert_eq!((v1.version, v2.version, v3.version), (1, 2, 3));
+    assert_eq!(v3.name, "save_meal");
+    assert_eq!(v3.definition, tool_def("save_meal", "three"));
+
+    // The same definition again is not a new version (retried PUTs).
+    let again = s
+        .put_tool("acme", &tool_def("save_meal", "three"))
+        .await
+        .unwrap();
+    assert_eq!(again, v3);
+
+    assert_eq!(
+        s.get_tool("acme", "save_meal").await.unwrap(),
+        Some(v3.clone())
+    );
+    assert_eq!(
+        s.get_tool_version("acme", "save_meal", 1).await.unwrap(),
+        Some(v1.clone())
+    );
+    assert_eq!(
+        s.get_tool_version("acme", "save_meal", 9).await.unwrap(),
+        None
+    );
+    let versions = s.list_tool_versions("acme", "save_meal").await.unwrap();
+    assert_eq!(versions, vec![v1.clone(), v2.clone(), v3.clone()]);
+
+    // Soft delete: no longer current, every version kept for pinned calls.
+    assert!(s.delete_tool("acme", "save_meal").await.unwrap());
+    assert!(!s.delete_tool("acme", "save_meal").await.unwrap());
+    assert_eq!(s.get_tool("acme", "save_meal").await.unwrap(), None);
+    assert!(
+        s.list_tools("acme", Page::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(s.current_tools("acme").await.unwrap().is_empty());
+    assert_eq!(
+        s.get_tool_version("acme", "save_meal", 2).await.unwrap(),
+        Some(v2)
+    );
+    assert_eq!(
+        s.list_tool_versions("acme", "save_meal")
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+
+    // Putting it again continues the numbering.
+    let v4 = s
+        .put_tool("acme", &tool_def("save_meal", "one"))
+        .await
+        .unwrap();
+    assert_eq!(v4.version, 4);
+    assert_eq!(
+        s.get_tool("acme", "save_meal").await.unwrap(),
+        Some(v4.clone())
+    );
+    assert_eq!(s.current_tools("acme").await.unwrap(), vec![v4]);
+
+    for bad in [
+        json!({"description": "no name"}),
+        json!({"name": "has space"}),
+        json!({"name": 5}),
+    ] {
+        let e = s.put_tool("acme", &bad).await.unwrap_err();
+        assert!(matches!(e, StoreError::Invalid(_)), "{bad}: {e:?}");
+    }
+    let e = s.put_tool("nope", &tool_def("x", "y")).await.unwrap_err();
+    assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+}
+
+async fn tool_list_pages_with_a_cursor(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    // Put in a scrambled order; the list comes back in name order.
+    let mut names: Vec<String> = (0..120)
+        .map(|i| format!("tool_{:03}", (i * 7) % 120))
+        .collect();
+    for n in &names {
+        s.put_tool("acme", &tool_def(n, "d")).await.unwrap();
+    }
+    names.sort();
+    let mut seen = Vec::new();
+    let mut page = Page::first(50);
+    let mut sizes = Vec::new();
+    loop {
+        let got = s.list_tools("acme", page.clone()).await.unwrap();
+        sizes.push(got.items.len());
+        seen.extend(got.items.into_iter().map(|t| t.name));
+        match got.next {
+            Some(next) => page = Page::after(50, next),
+            None => break,
+        }
+    }
+    assert_eq!(sizes, vec![50, 50, 20]);
+    assert_eq!(seen, names);
+
+    // An exact multiple of the page size ends without an empty page.
+    let two = s.list_tools("acme", Page::first(60)).await.unwrap();
+    let rest = s
+        .list_tools("acme", Page::after(60, two.next.unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(rest.items.len(), 60);
+    assert_eq!(rest.next, None);
+
+    for bad in [
+        Page::first(0),
+        Page::first(201),
+        Page::after(10, "not a cursor!"),
+    ] {
+        let e = s.list_tools("acme", bad).await.unwrap_err();
+        assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+    }
+    assert_eq!(
+        s.list_tools("acme", Page::first(200))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        120
+    );
+}
+
+async fn agents_keep_sensitive_config_sealed_and_write_only(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    const SENTINEL: &str = "sk-live-SENTINEL-7f3a";
+    let def: AgentDef = serde_json::from_value(json!({
+        "name": "booking",
+        "instructions": "Book tables.",
+        "model": "gpt-realtime",
+        "tools": [
+            {"tool": "crm_lookup", "config": {"region": "eu"}, "sensitive_config": {"api_key": SENTINEL}},
+            {"tool": "end_call", "enabled": false}
+        ],
+        "handoffs": ["billing"],
+        "default": true
+    }))
+    .unwrap();
+    let agent = s.put_agent("acme", &def).await.unwrap();
+    assert_eq!(agent.tools.len(), 2);
+    assert!(agent.tools[0].sensitive_config_set);
+    assert!(!agent.tools[1].sensitive_config_set);
+    assert!(!agent.tools[1].enabled);
+    assert_eq!(agent.tools[1].config, json!({}));
+
+    let got = s.get_agent("acme", "booking").await.unwrap().unwrap();
+    assert_eq!(got, agent);
+    assert_eq!(got.model.as_deref(), Some("gpt-realtime"));
+    assert_eq!(got.voice, None);
+    assert_eq!(got.handoffs, vec!["billing".to_owned()]);
+    assert!(got.default);
+    // Write-only: nothing the API shows carries the value.
+    let shown = serde_json::to_string(&got).unwrap();
+    assert!(!shown.contains(SENTINEL), "{shown}");
+    assert!(!format!("{def:?}").contains(SENTINEL));
+    // Sealed at rest.
+    assert_absent(&h, "agent_tools", SENTINEL).await;
+    assert_absent(&h, "agent_tools", "api_key").await;
+
+    let secrets = s
+        .agent_tools_with_secrets("acme", "booking")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(secrets[0].tool, "crm_lookup");
+    assert_eq!(secrets[0].config, json!({"region": "eu"}));
+    assert_eq!(secrets[0].sensitive_config, json!({"api_key": SENTINEL}));
+    assert_eq!(secrets[1].sensitive_config, json!({}));
+    assert!(!format!("{secrets:?}").contains(SENTINEL));
+
+    // Absent keeps the stored value; the order of tools may change.
+    let keep: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "instructions": "Book tables politely.",
+        "tools": [{"tool": "end_call"}, {"tool": "crm_lookup", "config": {"region": "us"}}]
+    }))
+    .unwrap();
+    assert_eq!(keep.tools[1].sensitive_config, None);
+    let kept = s.put_agent("acme", &keep).await.unwrap();
+    assert_eq!(kept.created_at, agent.created_at);
+    assert_eq!(kept.tools[0].tool, "end_call");
+    assert!(kept.tools[1].sensitive_config_set);
+    let secrets = s
+        .agent_tools_with_secrets("acme", "booking")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(secrets[1].sensitive_config, json!({"api_key": SENTINEL}));
+    assert_eq!(secrets[1].config, json!({"region": "us"}));
+
+    // A new value replaces it.
+    let replace: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "tools": [{"tool": "crm_lookup", "sensitive_config": {"api_key": "sk-new"}}]
+    }))
+    .unwrap();
+    s.put_agent("acme", &replace).await.unwrap();
+    let secrets = s
+        .agent_tools_with_secrets("acme", "booking")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(secrets.len(), 1);
+    assert_eq!(secrets[0].sensitive_config, json!({"api_key": "sk-new"}));
+
+    // `null` clears it.
+    let clear: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "tools": [{"tool": "crm_lookup", "sensitive_config": null}]
+    }))
+    .unwrap();
+    assert_eq!(clear.tools[0].sensitive_config, Some(Value::Null));
+    let cleared = s.put_agent("acme", &clear).await.unwrap();
+    assert!(!cleared.tools[0].sensitive_config_set);
+    let secrets = s
+        .agent_tools_with_secrets("acme", "booking")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(secrets[0].sensitive_config, json!({}));
+
+    // A tool dropped from the agent loses its config; adding it back starts empty.
+    let drop: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "tools": [{"tool": "other", "sensitive_config": {"a": 1}}]
+    }))
+    .unwrap();
+    s.put_agent("acme", &drop).await.unwrap();
+    let back: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "tools": [{"tool": "other"}, {"tool": "crm_lookup"}]
+    }))
+    .unwrap();
+    let back = s.put_agent("acme", &back).await.unwrap();
+    assert!(back.tools[0].sensitive_config_set);
+    assert!(!back.tools[1].sensitive_config_set);
+
+    let dup: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "tools": [{"tool": "a"}, {"tool": "a"}]
+    }))
+    .unwrap();
+    let e = s.put_agent("acme", &dup).await.unwrap_err();
+    assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+    let bad: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "tools": [{"tool": "a", "sensitive_config": "plain string"}]
+    }))
+    .unwrap();
+    let e = s.put_agent("acme", &bad).await.unwrap_err();
+    assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+    let e = s
+        .put_agent(
+            "nope",
+            &serde_json::from_value(json!({"name": "x"})).unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+
+    let listed = s.list_agents("acme", Page::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(listed.items[0].tools.len(), 2);
+
+    assert!(s.delete_agent("acme", "booking").await.unwrap());
+    assert!(!s.delete_agent("acme", "booking").await.unwrap());
+    assert_eq!(s.get_agent("acme", "booking").await.unwrap(), None);
+    assert_eq!(
+        s.agent_tools_with_secrets("acme", "booking").await.unwrap(),
+        None
+    );
+    assert!(raw_cells(&h, "agent_tools").await.is_empty());
+}
+
+async fn default_agent_is_unique(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    assert_eq!(s.default_agent("acme").await.unwrap(), None);
+    let agent = |name: &str, default: bool| -> AgentDef {
+        serde_json::from_value(json!({"name": name, "default": default, "tools": [{"tool": "t"}]}))
+            .unwrap()
+    };
+    s.put_agent("acme", &agent("a", true)).await.unwrap();
+    s.put_agent("acme", &agent("b", false)).await.unwrap();
+    assert_eq!(s.default_agent("acme").await.unwrap().as_deref(), Some("a"));
+    s.put_agent("acme", &agent("b", true)).await.unwrap();
+    assert_eq!(s.default_agent("acme").await.unwrap().as_deref(), Some("b"));
+    assert!(!s.get_agent("acme", "a").await.unwrap().unwrap().default);
+    // Saving the default again keeps it the default.
+    s.put_agent("acme", &agent("b", true)).await.unwrap();
+    assert_eq!(s.default_agent("acme").await.unwrap().as_deref(), Some("b"));
+
+    // Pages of agents carry each agent's own tools.
+    for i in 0..5 {
+        let def: AgentDef = serde_json::from_value(json!({
+            "name": format!("p{i}"), "tools": (0..=i).map(|j| json!({"tool": format!("t{j}")})).collect::<Vec<_>>()
+        }))
+        .unwrap();
+        s.put_agent("acme", &def).await.unwrap();
+    }
+    let mut page = Page::first(2);
+    let mut all = Vec::new();
+    loop {
+        let got = s.list_agents("acme", page).await.unwrap();
+        all.extend(got.items);
+        match got.next {
+            Some(n) => page = Page::after(2, n),
+            None => break,
+        }
+    }
+    let summary: Vec<(String, usize)> = all
+        .iter()
+        .map(|a| (a.name.clone(), a.tools.len()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("a".to_owned(), 1),
+            ("b".to_owned(), 1),
+            ("p0".to_owned(), 1),
+            ("p1".to_owned(), 2),
+            ("p2".to_owned(), 3),
+            ("p3".to_owned(), 4),
+            ("p4".to_owned(), 5)
+        ]
+    );
+    for a in &all {
+        assert_eq!(Some(a.clone()), s.get_agent("acme", &a.name).await.unwrap());
+    }
+}
+
+async fn secrets_are_sealed_and_listed_by_name(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    const SENTINEL: &str = "sk-proj-SENTINEL-secret-value";
+    s.put_secret("acme", "openai_api_key", &SecretString::from(SENTINEL))
+        .await
+        .unwrap();
+    s.put_secret("acme", "webhook.secret", &SecretString::from("whsec_abc"))
+        .await
+        .unwrap();
+    let names = s.secret_names("acme").await.unwrap();
+    assert_eq!(
+        names.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
+        vec!["openai_api_key", "webhook.secret"]
+    );
+    assert!(!serde_json::to_string(&names).unwrap().contains(SENTINEL));
+    assert_absent(&h, "secrets", SENTINEL).await;
+    assert_absent(&h, "secrets", "whsec_abc").await;
+
+    let got = s
+        .get_secret("acme", "openai_api_key")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.expose_secret(), SENTINEL);
+    assert!(!format!("{got:?}").contains(SENTINEL));
+
+    // Replacing keeps one row with the new value.
+    s.put_secret("acme", "openai_api_key", &SecretString::from("sk-second"))
+        .await
+        .unwrap();
+    let got = s
+        .get_secret("acme", "openai_api_key")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.expose_secret(), "sk-second");
+    assert_eq!(s.secret_names("acme").await.unwrap().len(), 2);
+
+    assert!(s.delete_secret("acme", "openai_api_key").await.unwrap());
+    assert!(!s.delete_secret("acme", "openai_api_key").await.unwrap());
+    assert!(
+        s.get_secret("acme", "openai_api_key")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let e = s
+        .put_secret("acme", "bad name", &SecretString::from("x"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+    let e = s
+        .put_secret("nope", "k", &SecretString::from("value-in-error?"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+    assert!(!e.to_string().contains("value-in-error?"), "{e}");
+}
+
+async fn tenants_are_isolated(h: Harness) {
+    let s = &h.store;
+    tenant(s, "a").await;
+    tenant(s, "b").await;
+    let (key, _) = s.create_api_key(Some("a"), "k").await.unwrap();
+    s.put_tool("a", &tool_def("save_meal", "a's"))
+        .await
+        .unwrap();
+    s.put_secret("a", "openai", &SecretString::from("sk-a"))
+        .await
+        .unwrap();
+    let def: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "default": true, "tools": [{"tool": "save_meal", "sensitive_config": {"k": 1}}]
+    }))
+    .unwrap();
+    s.put_agent("a", &def).await.unwrap();
+    let info = call_info("a", "call_a");
+    let ctx = Context::new(&info, json!({}));
+    s.create_call("a", &info, &json!({"save_meal": 1}), &ctx)
+        .await
+        .unwrap();
+    s.journal_append(
+        "call_a",
+        JournalEntry::Finished {
+            record: Box::new(record("fc_1", true)),
+            context: None,
+            handoffs: 0,
+        },
+    )
+    .await
+    .unwrap();
+
+    // Every getter with the other tenant's id finds nothing.
+    let b = "b";
+    assert_eq!(s.get_tool(b, "save_meal").await.unwrap(), None);
+    assert_eq!(s.get_tool_version(b, "save_meal", 1).await.unwrap(), None);
+    assert!(
+        s.list_tools(b, Page::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(s.current_tools(b).await.unwrap().is_empty());
+    assert!(
+        s.list_tool_versions(b, "save_meal")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(!s.delete_tool(b, "save_meal").await.unwrap());
+    assert_eq!(s.get_agent(b, "booking").await.unwrap(), None);
+    assert_eq!(
+        s.agent_tools_with_secrets(b, "booking").await.unwrap(),
+        None
+    );
+    assert!(
+        s.list_agents(b, Page::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(s.default_agent(b).await.unwrap(), None);
+    assert!(!s.delete_agent(b, "booking").await.unwrap());
+    assert!(s.get_secret(b, "openai").await.unwrap().is_none());
+    assert!(s.secret_names(b).await.unwrap().is_empty());
+    assert!(!s.delete_secret(b, "openai").await.unwrap());
+    assert!(s.list_api_keys(Some(b)).await.unwrap().is_empty());
+    assert!(!s.revoke_api_key(Some(b), &key.id).await.unwrap());
+    assert_eq!(s.get_call(b, "call_a").await.unwrap(), None);
+    assert!(
+        s.list_calls(b, Page::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(s.invocations(b, "call_a").await.unwrap().is_empty());
+    let e = s
+        .update_call_context(b, "call_a", |_c| Ok::<(), std::io::Error>(()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+    // A call of `b` cannot take over `a`'s call id.
+    let stolen = call_info("b", "call_a");
+    let e = s
+        .create_call("b", &stolen, &json!({}), &Context::new(&stolen, json!({})))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+    let e = s
+        .journal_append(
+            "call_a",
+            JournalEntry::Started {
+                call: stolen.clone(),
+                context: Context::new(&stolen, json!({})),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+    let e = s
+        .create_call("b", &info, &json!({}), &ctx)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, StoreError::Invalid(_)),
+        "a call naming tenant a, created for b: {e:?}"
+    );
+
+    // And `a` still has everything.
+    assert!(s.get_tool("a", "save_meal").await.unwrap().is_some());
+    assert!(s.get_agent("a", "booking").await.unwrap().is_some());
+    assert!(s.get_secret("a", "openai").await.unwrap().is_some());
+    assert_eq!(
+        s.list_api_keys(Some("a")).await.unwrap()[0].revoked_at,
+        None
+    );
+    let call = s.get_call("a", "call_a").await.unwrap().unwrap();
+    assert_eq!(call.tenant_id, "a");
+    assert_eq!(call.pinned, json!({"save_meal": 1}));
+    assert_eq!(s.invocations("a", "call_a").await.unwrap().len(), 1);
+}
+
+async fn journal_round_trip_equals_the_in_memory_fold(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_1");
+    let start = Context::new(&info, json!({"auth_token": "tok"}));
+    let mut changed = start.clone();
+    changed.apply(&append_item(1)).unwrap();
+    changed.set_active_agent("billing");
+    let entries = vec![
+        JournalEntry::Started {
+            call: info.clone(),
+            context: start.clone(),
+        },
+        JournalEntry::Checkpoint {
+            function_call_id: "fc_1".into(),
+            checkpoint: Box::new(checkpoint("rtc_1", "fc_1")),
+        },
+        JournalEntry::Checkpoint {
+            function_call_id: "fc_2".into(),
+            checkpoint: Box::new(checkpoint("rtc_1", "fc_2")),
+        },
+        JournalEntry::Finished {
+            record: Box::new(record("fc_1", true)),
+            context: Some(changed.clone()),
+            handoffs: 1,
+        },
+        JournalEntry::Finished {
+            record: Box::new(record("fc_3", false)),
+            context: None,
+            handoffs: 1,
+        },
+    ];
+    let journal: Arc<dyn CallJournal> = Arc::new(s.clone());
+    let mut folded = CallState::default();
+    for e in entries {
+        folded.apply(e.clone());
+        journal.append("rtc_1", e).await.unwrap();
+    }
+    let loaded = journal.load("rtc_1").await.unwrap().unwrap();
+    assert_eq!(loaded, folded);
+    assert_eq!(
+        loaded.checkpoints.len(),
+        1,
+        "fc_2 still waits at its effect"
+    );
+    assert_eq!(loaded.context.as_ref(), Some(&changed));
+    assert_eq!(journal.load("rtc_unknown").await.unwrap(), None);
+
+    // The checkpoint's run may hold credentials: it is sealed at rest.
+    assert_absent(&h, "call_checkpoints", "SENTINEL-CHECKPOINT-TOKEN").await;
+
+    let row = s.get_call("acme", "rtc_1").await.unwrap().unwrap();
+    assert_eq!(row.status, CallStatus::Active);
+    assert_eq!(row.agent, "billing");
+    assert_eq!(row.context, changed);
+    assert_eq!(row.handoffs, 1);
+    assert_eq!(row.version, 1, "one context write after Started");
+    assert_eq!(
+        s.invocations("acme", "rtc_1").await.unwrap(),
+        loaded.records
+    );
+
+    folded.apply(JournalEntry::Ended);
+    journal.append("rtc_1", JournalEntry::Ended).await.unwrap();
+    let loaded = journal.load("rtc_1").await.unwrap().unwrap();
+    assert_eq!(loaded, folded);
+    assert!(loaded.ended && loaded.checkpoints.is_empty());
+    let row = s.get_call("acme", "rtc_1").await.unwrap().unwrap();
+    assert_eq!(row.status, CallStatus::Ended);
+    assert!(row.ended_at.is_some());
+
+    // Entries for a call that never started are errors, not silently dropped.
+    let e = journal
+        .append(
+            "rtc_nope",
+            JournalEntry::Finished {
+                record: Box::new(record("fc_1", true)),
+                context: None,
+                handoffs: 0,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("rtc_nope"), "{e}");
+    assert!(
+        journal
+            .append("rtc_nope", JournalEntry::Ended)
+            .await
+            .is_err()
+    );
+}
+
+async fn journal_appends_are_idempotent_and_ended_clears_checkpoints(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_2");
+    let ctx = Context::new(&info, json!({}));
+    s.journal_append(
+        "rtc_2",
+        JournalEntry::Started {
+            call: info.clone(),
+            context: ctx.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let mut first = ctx.clone();
+    first.apply(&append_item(1)).unwrap();
+    let finished = |c: Option<Context>| JournalEntry::Finished {
+        record: Box::new(record("fc_1", true)),
+        context: c,
+        handoffs: 0,
+    };
+    s.journal_append("rtc_2", finished(Some(first.clone())))
+        .await
+        .unwrap();
+    // A retried append of the same function call changes nothing, not even the context.
+    let mut other = ctx.clone();
+    other.apply(&append_item(99)).unwrap();
+    s.journal_append("rtc_2", finished(Some(other)))
+        .await
+        .unwrap();
+    let state = s.journal_load("rtc_2").await.unwrap().unwrap();
+    assert_eq!(state.records.len(), 1);
+    assert_eq!(state.context, Some(first));
+    assert_eq!(
+        s.get_call("acme", "rtc_2").await.unwrap().unwrap().version,
+        1
+    );
+
+    // A checkpoint is replaced by a later one of the same function call.
+    let mut cp = checkpoint("rtc_2", "fc_9");
+    s.journal_append(
+        "rtc_2",
+        JournalEntry::Checkpoint {
+            function_call_id: "fc_9".into(),
+            checkpoint: Box::new(cp.clone()),
+        },
+    )
+    .await
+    .unwrap();
+    cp.suspended = json!({"pc": 4});
+    s.journal_append(
+        "rtc_2",
+        JournalEntry::Checkpoint {
+            function_call_id: "fc_9".into(),
+            checkpoint: Box::new(cp.clone()),
+        },
+    )
+    .await
+    .unwrap();
+    let state = s.journal_load("rtc_2").await.unwrap().unwrap();
+    assert_eq!(state.checkpoints.get("fc_9"), Some(&cp));
+
+    s.journal_append("rtc_2", JournalEntry::Ended)
+        .await
+        .unwrap();
+    let ended_at = s.get_call("acme", "rtc_2").await.unwrap().unwrap().ended_at;
+    s.journal_append("rtc_2", JournalEntry::Ended)
+        .await
+        .unwrap();
+    let state = s.journal_load("rtc_2").await.unwrap().unwrap();
+    assert!(state.ended);
+    assert!(state.checkpoints.is_empty());
+    assert!(raw_cells(&h, "call_checkpoints").await.is_empty());
+    assert_eq!(
+        s.get_call("acme", "rtc_2").await.unwrap().unwrap().ended_at,
+        ended_at,
+        "the first end time stays"
+    );
+}
+
+async fn create_call_then_started_keeps_pinned_versions(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_3");
+    let ctx = Context::new(&info, json!({"auth_token": "t"}));
+    let pinned = json!({"save_meal": 3, "request_transfer": 1});
+    let row = s.create_call("acme", &info, &pinned, &ctx).await.unwrap();
+    assert_eq!(row.version, 0);
+    assert_eq!(row.status, CallStatus::Active);
+    assert_eq!(
+        s.get_call("acme", "rtc_3").await.unwrap(),
+        Some(row.clone())
+    );
+    let e = s
+        .create_call("acme", &info, &pinned, &ctx)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+
+    s.journal_append(
+        "rtc_3",
+        JournalEntry::Started {
+            call: info.clone(),
+            context: ctx.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let after = s.get_call("acme", "rtc_3").await.unwrap().unwrap();
+    assert_eq!(after.pinned, pinned);
+    assert_eq!(after.context, ctx);
+    let state = s.journal_load("rtc_3").await.unwrap().unwrap();
+    assert_eq!(state.call, Some(info));
+}
+
+async fn concurrent_context_updates_all_land(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_busy");
+    s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    // Two stores on one database stand for two nodes; 50 tasks, each on its own connection.
+    let options = StoreOptions {
+        max_connections: 25,
+        ..StoreOptions::default()
+    };
+    let mut nodes = Vec::new();
+    for _ in 0..2 {
+        nodes.push(
+            Store::connect_with(&h.url, MasterKey::generate(), options.clone())
+                .await
+                .unwrap(),
+        );
+    }
+    let gate = Arc::new(tokio::sync::Barrier::new(50));
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let node = nodes[i % 2].clone();
+        let gate = gate.clone();
+        tasks.push(tokio::spawn(async move {
+            gate.wait().await;
+            node.update_call_context("acme", "rtc_busy", |c| c.apply(&append_item(i)))
+                .await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let row = s.get_call("acme", "rtc_busy").await.unwrap().unwrap();
+    let items: BTreeSet<u64> = row.context.workflow["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(items, (0..50).collect::<BTreeSet<u64>>());
+    assert_eq!(row.context.workflow["items"].as_array().unwrap().len(), 50);
+    assert_eq!(row.version, 50);
+    for n in nodes {
+        n.close().await;
+    }
+}
+
+async fn update_call_context_refusals(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_4");
+    s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    let ctx = s
+        .update_call_context("acme", "rtc_4", |c| {
+            c.apply(&Write::Set {
+                scope: Scope::Workflow,
+                keys: vec!["x".into()],
+                value: json!("text"),
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(ctx.workflow["x"], json!("text"));
+
+    // A write the context refuses changes nothing.
+    let e = s
+        .update_call_context("acme", "rtc_4", |c| {
+            c.apply(&Write::Set {
+                scope: Scope::Workflow,
+                keys: vec!["y".into()],
+                value: json!(1),
+            })?;
+            c.apply(&Write::Append {
+                scope: Scope::Workflow,
+                keys: vec!["x".into()],
+                value: json!(1),
+            })
+        })
+        .await
+        .unwrap_err();
+    let StoreError::Rejected(inner) = &e else {
+        panic!("expected Rejected, got {e:?}");
+    };
+    assert!(inner.to_string().contains("not a list"), "{inner}");
+    let row = s.get_call("acme", "rtc_4").await.unwrap().unwrap();
+    assert_eq!(row.version, 1);
+    assert_eq!(row.context.workflow.get("y"), None);
+
+    let e = s
+        .update_call_context("acme", "rtc_nope", |_c| Ok::<(), std::io::Error>(()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+
+    s.journal_append("rtc_4", JournalEntry::Ended)
+        .await
+        .unwrap();
+    let e = s
+        .update_call_context("acme", "rtc_4", |_c| Ok::<(), std::io::Error>(()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+}
+
+async fn calls_list_newest_first_with_a_cursor(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let info = call_info("acme", &format!("call_{i}"));
+        s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+            .await
+            .unwrap();
+        ids.push(info.id);
+    }
+    let mut page = Page::first(3);
+    let mut seen = Vec::new();
+    loop {
+        let got = s.list_calls("acme", page).await.unwrap();
+        seen.extend(got.items.into_iter().map(|c| (c.created_at, c.id)));
+        match got.next {
+            Some(n) => page = Page::after(3, n),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 7);
+    let mut expected = seen.clone();
+    expected.sort_by(|a, b| b.cmp(a));
+    assert_eq!(seen, expected, "newest first, ties by id");
+    let got: BTreeSet<String> = seen.into_iter().map(|(_, id)| id).collect();
+    assert_eq!(got, ids.into_iter().collect::<BTreeSet<_>>());
+}
+
+async fn a_wrong_master_key_fails_with_crypto(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    s.put_secret("acme", "openai", &SecretString::from("sk-1"))
+        .await
+        .unwrap();
+    let def: AgentDef = serde_json::from_value(json!({
+        "name": "booking", "tools": [{"tool": "t", "sensitive_config": {"k": "v"}}]
+    }))
+    .unwrap();
+    s.put_agent("acme", &def).await.unwrap();
+    let wrong = Store::connect(&h.url, MasterKey::generate()).await.unwrap();
+    let e = wrong.get_secret("acme", "openai").await.unwrap_err();
+    assert!(matches!(e, StoreError::Crypto), "{e:?}");
+    assert!(e.to_string().contains("SWITCHBOARD_MASTER_KEY"), "{e}");
+    let e = wrong
+        .agent_tools_with_secrets("acme", "booking")
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Crypto), "{e:?}");
+    // What does not need the key still works.
+    assert_eq!(wrong.secret_names("acme").await.unwrap().len(), 1);
+    assert!(wrong.get_agent("acme", "booking").await.unwrap().is_some());
+    wrong.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backend-independent tests
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn master_key_load_or_create_makes_a_private_file_and_reuses_it() {
+    let dir = std::env::temp_dir().join(format!("sb-key-test-{}", unique()));
+    let path = dir.join("nested").join("master.key");
+    let (key, created) = MasterKey::load_or_create(None, &path).unwrap();
+    assert_eq!(created.as_deref(), Some(path.as_path()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let (again, created) = MasterKey::load_or_create(None, &path).unwrap();
+    assert_eq!(created, None);
+    let sealed = switchboard_store::seal(&key, b"x").unwrap();
+    assert_eq!(switchboard_store::open(&again, &sealed).unwrap(), b"x");
+
+    // The environment wins over the file, and an empty variable counts as unset.
+    let env_key = MasterKey::generate();
+    let env_text = env_key.to_base64();
+    let (from_env, created) =
+        MasterKey::load_or_create(Some(env_text.expose_secret()), &path).unwrap();
+    assert_eq!(created, None);
+    let sealed = switchboard_store::seal(&env_key, b"y").unwrap();
+    assert_eq!(switchboard_store::open(&from_env, &sealed).unwrap(), b"y");
+    assert!(matches!(
+        switchboard_store::open(&key, &sealed),
+        Err(StoreError::Crypto)
+    ));
+    let (blank, _) = MasterKey::load_or_create(Some("  "), &path).unwrap();
+    let sealed = switchboard_store::seal(&key, b"z").unwrap();
+    assert_eq!(switchboard_store::open(&blank, &sealed).unwrap(), b"z");
+
+    // A bad key is an error naming the fix, not a new key.
+    let e = MasterKey::load_or_create(Some("dG9vIHNob3J0"), &path).unwrap_err();
+    assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+    std::fs::write(&path, "garbage\n").unwrap();
+    assert!(MasterKey::load_or_create(None, &path).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn open_with_a_wrong_key_is_a_crypto_error() {
+    let sealed = switchboard_store::seal(&MasterKey::generate(), b"secret").unwrap();
+    let e = switchboard_store::open(&MasterKey::generate(), &sealed).unwrap_err();
+    assert!(matches!(e, StoreError::Crypto), "{e:?}");
+}
+
+#[test]
+fn agent_def_tells_absent_from_null_sensitive_config() {
+    let def: AgentDef = serde_json::from_value(json!({
+        "name": "a",
+        "tools": [
+            {"tool": "absent"},
+            {"tool": "null", "sensitive_config": null},
+            {"tool": "set", "sensitive_config": {"k": "v"}, "enabled": false}
+        ]
+    }))
+    .unwrap();
+    assert_eq!(def.tools[0].sensitive_config, None);
+    assert!(def.tools[0].enabled);
+    assert_eq!(def.tools[0].config, json!({}));
+    assert_eq!(def.tools[1].sensitive_config, Some(Value::Null));
+    assert_eq!(def.tools[2].sensitive_config, Some(json!({"k": "v"})));
+    assert!(!def.tools[2].enabled);
+    assert!(def.handoffs.is_empty() && !def.default && def.instructions.is_empty());
+}
+
+#[tokio::test]
+async fn sqlite_urls_and_paths_create_the_file() {
+    let dir = std::env::temp_dir().join(format!("sb-url-test-{}", unique()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = dir.join("plain.db");
+    let s = Store::connect(plain.to_str().unwrap(), MasterKey::generate())
+        .await
+        .unwrap();
+    s.migrate().await.unwrap();
+    assert!(plain.exists());
+    s.close().await;
+    let url = format!("sqlite://{}", dir.join("url.db").display());
+    let s = Store::connect(&url, MasterKey::generate()).await.unwrap();
+    s.migrate().await.unwrap();
+    assert_eq!(s.backend(), Backend::Sqlite);
+    s.close().await;
+    assert!(dir.join("url.db").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
