@@ -11,6 +11,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use switchboard_core::context::Write;
 use switchboard_core::{CallInfo, Context, EffectRequest};
 
 use crate::BoxFuture;
@@ -58,7 +59,39 @@ pub struct CallState {
     pub ended: bool,
 }
 
+/// A finished invocation, committed to a shared journal: its writes are applied to the stored
+/// context (which other nodes may have changed since this node read it) under a lock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Commit {
+    pub record: InvocationRecord,
+    pub writes: Vec<Write>,
+    /// The agent to make active.
+    pub handoff: Option<String>,
+}
+
 impl CallState {
+    /// Applies a commit to the state's context; `false` when the invocation was recorded
+    /// already (a retry), which changes nothing.
+    pub fn apply_commit(&mut self, commit: Commit) -> bool {
+        if self
+            .records
+            .iter()
+            .any(|r| r.function_call_id == commit.record.function_call_id)
+        {
+            return false;
+        }
+        if let Some(ctx) = &mut self.context {
+            apply_writes(ctx, &commit.writes);
+            if let Some(agent) = &commit.handoff {
+                ctx.set_active_agent(agent);
+                self.handoffs += 1;
+            }
+        }
+        self.checkpoints.remove(&commit.record.function_call_id);
+        self.records.push(commit.record);
+        true
+    }
+
     /// Folds one entry into the state.
     pub fn apply(&mut self, entry: JournalEntry) {
         match entry {
@@ -92,6 +125,21 @@ impl CallState {
     }
 }
 
+/// Applies writes in order; a write that no longer fits (another tool changed the type there)
+/// is skipped and logged, the rest still land.
+pub fn apply_writes(ctx: &mut Context, writes: &[Write]) -> bool {
+    let mut changed = false;
+    for w in writes {
+        match ctx.apply(w) {
+            Ok(()) => changed = true,
+            Err(e) => {
+                tracing::warn!(name: "context_write_conflict", error = %e, "context_write_conflict")
+            }
+        }
+    }
+    changed
+}
+
 /// Why the journal could not record or load.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("call journal: {0}")]
@@ -108,12 +156,54 @@ pub trait CallJournal: Send + Sync {
         &'a self,
         call_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>>;
+
+    /// Whether the journal is the authority on the call's context (a database that several
+    /// nodes share): a session then reads the context before each tool runs, and commits each
+    /// tool's writes through [`CallJournal::commit`] instead of its own copy.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// The stored context and handoff count now (shared journals).
+    fn current<'a>(
+        &'a self,
+        call_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(Context, u32)>, JournalError>> {
+        Box::pin(async move {
+            Ok(self
+                .load(call_id)
+                .await?
+                .and_then(|s| s.context.map(|c| (c, s.handoffs))))
+        })
+    }
+
+    /// Commits a finished invocation atomically (shared journals): its writes and handoff are
+    /// applied to the stored context under a lock and its record is kept; returns the context
+    /// and handoff count after. A record already present (a retry) changes nothing.
+    fn commit<'a>(
+        &'a self,
+        call_id: &'a str,
+        commit: Commit,
+    ) -> BoxFuture<'a, Result<(Context, u32), JournalError>>;
 }
 
 /// A journal in memory: for tests, the CLI and single-process deployments without a database.
+/// [`MemoryJournal::new_shared`] makes one that several sessions of one call share, as the
+/// database is shared by several nodes.
 #[derive(Debug, Default)]
 pub struct MemoryJournal {
     calls: Mutex<HashMap<String, CallState>>,
+    shared: bool,
+}
+
+impl MemoryJournal {
+    /// A journal that is the authority on each call's context.
+    pub fn new_shared() -> Self {
+        MemoryJournal {
+            calls: Mutex::default(),
+            shared: true,
+        }
+    }
 }
 
 impl CallJournal for MemoryJournal {
@@ -138,5 +228,31 @@ impl CallJournal for MemoryJournal {
             .get(call_id)
             .cloned();
         Box::pin(async { Ok(state) })
+    }
+
+    fn shared(&self) -> bool {
+        self.shared
+    }
+
+    fn commit<'a>(
+        &'a self,
+        call_id: &'a str,
+        commit: Commit,
+    ) -> BoxFuture<'a, Result<(Context, u32), JournalError>> {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let result = match calls.get_mut(call_id) {
+            Some(state) => {
+                state.apply_commit(commit);
+                state
+                    .context
+                    .clone()
+                    .map(|c| (c, state.handoffs))
+                    .ok_or_else(|| JournalError(format!("call `{call_id}` has no context")))
+            }
+            None => Err(JournalError(format!(
+                "call `{call_id}` is not in the journal"
+            ))),
+        };
+        Box::pin(async { result })
     }
 }

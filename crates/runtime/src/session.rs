@@ -32,7 +32,7 @@ use crate::BoxFuture;
 use crate::effects::{CallAction, TransferLedger};
 use crate::executor::{CallConfig, Execution, Executor, Gate};
 use crate::invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
-use crate::journal::{CallJournal, Checkpoint, JournalEntry, JournalError};
+use crate::journal::{CallJournal, Checkpoint, Commit, JournalEntry, JournalError, apply_writes};
 use crate::redact::Redactor;
 
 /// How a session behaves; the door decides.
@@ -320,6 +320,7 @@ impl Actor {
                     result,
                 } => self.finished(&function_call_id, *result).await,
                 Cmd::Snapshot(reply) => {
+                    self.refresh().await;
                     let _ = reply.send(self.snapshot(false));
                 }
                 Cmd::Lookup(fc, reply) => {
@@ -360,6 +361,7 @@ impl Actor {
             return;
         }
         let (started, started_at) = (Instant::now(), crate::now_rfc3339());
+        self.refresh().await;
         let agent = self.ctx.active_agent().to_owned();
         let tool = match self.deps.config.resolve(&agent, &inv.name) {
             Ok(entry) => Arc::clone(&entry.tool),
@@ -572,24 +574,6 @@ impl Actor {
                 ),
             );
         }
-        let mut changed = false;
-        for w in &outcome.writes {
-            match self.ctx.apply(w) {
-                Ok(()) => changed = true,
-                Err(e) => {
-                    tracing::warn!(name: "context_write_conflict", function_call_id = %fc, error = %e, "context_write_conflict")
-                }
-            }
-        }
-        if let Some(h) = &outcome.handoff {
-            self.ctx.set_active_agent(&h.agent);
-            self.handoffs += 1;
-            changed = true;
-            tracing::info!(name: "agent_handoff", agent = %h.agent, handoffs = self.handoffs, "agent_handoff");
-        }
-        if changed {
-            tracing::info!(name: "context_committed", function_call_id = %fc, writes = outcome.writes.len(), "context_committed");
-        }
         let interrupted = self.interrupted(&p.invocation);
         let mut c = Conclusion::new(
             p.invocation,
@@ -600,7 +584,6 @@ impl Actor {
         );
         c.interrupted = interrupted;
         c.async_completion = p.is_async;
-        c.context_changed = changed;
         c.actions = actions;
         let (first_id, error) = (fc.to_owned(), c.outcome.code());
         let output = self.conclude(c).await;
@@ -812,14 +795,7 @@ impl Actor {
             duplicate_of: c.duplicate_of.clone(),
             logs,
         };
-        let entry = JournalEntry::Finished {
-            record: Box::new(record.clone()),
-            context: c.context_changed.then(|| self.ctx.clone()),
-            handoffs: self.handoffs,
-        };
-        if let Err(e) = self.deps.journal.append(&self.call_id, entry).await {
-            tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
-        }
+        self.commit(&record, &c.outcome).await;
         self.records.push(record);
         self.executed.insert(fc);
         let output = result.output.clone();
@@ -829,12 +805,86 @@ impl Actor {
             response_id: c.invocation.response_id,
             interrupted: c.interrupted,
             async_completion: c.async_completion,
-            handoff: c.outcome.handoff.filter(|_| c.outcome.error.is_none()),
+            handoff: c.outcome.handoff,
             duplicate_of: c.duplicate_of,
             actions: c.actions,
         };
         self.deps.sink.deliver(delivery).await;
         output
+    }
+
+    /// Commits an invocation's writes and handoff, and journals its record: to the shared
+    /// journal when there is one (the authority, other nodes may have written since this node
+    /// read), else to this session's context, then the journal.
+    async fn commit(&mut self, record: &InvocationRecord, outcome: &Outcome) {
+        let handoff = outcome.handoff.as_ref().map(|h| h.agent.clone());
+        if self.deps.journal.shared() {
+            let commit = Commit {
+                record: record.clone(),
+                writes: outcome.writes.clone(),
+                handoff: handoff.clone(),
+            };
+            match self.deps.journal.commit(&self.call_id, commit).await {
+                Ok((ctx, handoffs)) => {
+                    self.ctx = ctx;
+                    self.handoffs = handoffs;
+                    if let Some(agent) = &handoff {
+                        tracing::info!(name: "agent_handoff", agent = %agent, handoffs = self.handoffs, "agent_handoff");
+                    }
+                    return;
+                }
+                // The answer still goes to the model; this node keeps what it knows.
+                Err(e) => {
+                    tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed")
+                }
+            }
+            self.apply_locally(&outcome.writes, handoff.as_deref());
+            return;
+        }
+        let changed = self.apply_locally(&outcome.writes, handoff.as_deref());
+        let entry = JournalEntry::Finished {
+            record: Box::new(record.clone()),
+            context: changed.then(|| self.ctx.clone()),
+            handoffs: self.handoffs,
+        };
+        if let Err(e) = self.deps.journal.append(&self.call_id, entry).await {
+            tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+        }
+    }
+
+    fn apply_locally(
+        &mut self,
+        writes: &[switchboard_core::context::Write],
+        handoff: Option<&str>,
+    ) -> bool {
+        let mut changed = apply_writes(&mut self.ctx, writes);
+        if let Some(agent) = handoff {
+            self.ctx.set_active_agent(agent);
+            self.handoffs += 1;
+            changed = true;
+            tracing::info!(name: "agent_handoff", agent = %agent, handoffs = self.handoffs, "agent_handoff");
+        }
+        if changed {
+            tracing::info!(name: "context_committed", writes = writes.len(), "context_committed");
+        }
+        changed
+    }
+
+    /// With a shared journal, the context as committed by any node, before a tool starts.
+    async fn refresh(&mut self) {
+        if !self.deps.journal.shared() {
+            return;
+        }
+        match self.deps.journal.current(&self.call_id).await {
+            Ok(Some((ctx, handoffs))) => {
+                self.ctx = ctx;
+                self.handoffs = handoffs;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(name: "journal_read_failed", error = %e, "journal_read_failed")
+            }
+        }
     }
 
     fn snapshot(&self, ended: bool) -> SessionSnapshot {
@@ -857,7 +907,6 @@ struct Conclusion {
     started_at: String,
     interrupted: bool,
     async_completion: bool,
-    context_changed: bool,
     duplicate_of: Option<String>,
     actions: Vec<CallAction>,
     result_override: Option<ToolResult>,
@@ -893,7 +942,6 @@ impl Conclusion {
             started_at,
             interrupted: false,
             async_completion: false,
-            context_changed: false,
             duplicate_of: None,
             actions: Vec::new(),
             result_override: None,

@@ -12,7 +12,7 @@ use switchboard_core::{CallInfo, Context};
 use switchboard_runtime::BoxFuture;
 use switchboard_runtime::InvocationRecord;
 use switchboard_runtime::journal::{
-    CallJournal, CallState, Checkpoint, JournalEntry, JournalError,
+    CallJournal, CallState, Checkpoint, Commit, JournalEntry, JournalError, apply_writes,
 };
 
 use crate::crypto::{open_with, seal_with};
@@ -569,7 +569,115 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The stored context of a call and its handoff count.
+    pub async fn call_context(&self, call_id: &str) -> Result<Option<(Context, u32)>, StoreError> {
+        let row: Option<(String, i64)> = with_pool!(self, |pool| {
+            sqlx::query_as("SELECT context, handoffs FROM calls WHERE id = $1")
+                .bind(call_id)
+                .fetch_optional(pool)
+                .await?
+        });
+        row.map(|(text, handoffs)| {
+            Ok((
+                parse_json("call context", &text)?,
+                u32::try_from(handoffs).unwrap_or(u32::MAX),
+            ))
+        })
+        .transpose()
+    }
+
+    /// Commits a finished invocation as one transaction against concurrent nodes: the call's row
+    /// is locked, its writes and handoff are applied to the context as stored now, the record is
+    /// kept and the checkpoint dropped. A record already present (a retry) changes nothing.
+    pub async fn commit_invocation(
+        &self,
+        call_id: &str,
+        commit: Commit,
+    ) -> Result<(Context, u32), StoreError> {
+        let record_text = to_json(&commit.record)?;
+        let at = now();
+        with_pool!(self, |pool| {
+            async {
+                let mut tx = pool.begin_write().await?;
+                let select = match pool.kind() {
+                    Backend::Sqlite => "SELECT context, handoffs, status FROM calls WHERE id = $1",
+                    Backend::Postgres => "SELECT context, handoffs, status FROM calls WHERE id = $1 FOR UPDATE",
+                };
+                let row: Option<(String, i64, String)> = sqlx::query_as(select).bind(call_id).fetch_optional(&mut *tx).await?;
+                let Some((text, handoffs, status)) = row else {
+                    return Err(StoreError::NotFound(format!("call `{call_id}`")));
+                };
+                let mut context: Context = parse_json("call context", &text)?;
+                let mut handoffs = u32::try_from(handoffs).unwrap_or(u32::MAX);
+                let inserted = sqlx::query(
+                    "INSERT INTO call_invocations (call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (call_id, function_call_id) DO NOTHING",
+                )
+                .bind(call_id)
+                .bind(&commit.record.function_call_id)
+                .bind(&record_text)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await?;
+                // Recorded already (a retry), or the call ended meanwhile: the context stays.
+                if inserted.rows_affected() == 0 || CallStatus::parse(&status)? == CallStatus::Ended {
+                    tx.rollback().await?;
+                    return Ok((context, handoffs));
+                }
+                apply_writes(&mut context, &commit.writes);
+                if let Some(agent) = &commit.handoff {
+                    context.set_active_agent(agent);
+                    handoffs = handoffs.saturating_add(1);
+                }
+                sqlx::query("UPDATE calls SET context = $2, agent = $3, handoffs = $4, version = version + 1 WHERE id = $1")
+                    .bind(call_id)
+                    .bind(to_json(&context)?)
+                    .bind(context.active_agent())
+                    .bind(i64::from(handoffs))
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM call_checkpoints WHERE call_id = $1 AND function_call_id = $2")
+                    .bind(call_id)
+                    .bind(&commit.record.function_call_id)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok((context, handoffs))
+            }
+            .await
+        })
+    }
+}
+
 impl CallJournal for Store {
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn current<'a>(
+        &'a self,
+        call_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(Context, u32)>, JournalError>> {
+        Box::pin(async move {
+            self.call_context(call_id)
+                .await
+                .map_err(|e| JournalError(e.to_string()))
+        })
+    }
+
+    fn commit<'a>(
+        &'a self,
+        call_id: &'a str,
+        commit: Commit,
+    ) -> BoxFuture<'a, Result<(Context, u32), JournalError>> {
+        Box::pin(async move {
+            self.commit_invocation(call_id, commit)
+                .await
+                .map_err(|e| JournalError(e.to_string()))
+        })
+    }
+
     fn append<'a>(
         &'a self,
         call_id: &'a str,

@@ -202,6 +202,7 @@ on_both_backends!(
     journal_appends_are_idempotent_and_ended_clears_checkpoints,
     create_call_then_started_keeps_pinned_versions,
     concurrent_context_updates_all_land,
+    concurrent_commits_from_two_nodes_all_land_once,
     update_call_context_refusals,
     calls_list_newest_first_with_a_cursor,
     a_wrong_master_key_fails_with_crypto,
@@ -1324,6 +1325,63 @@ async fn concurrent_context_updates_all_land(h: Harness) {
     assert_eq!(items, (0..50).collect::<BTreeSet<u64>>());
     assert_eq!(row.context.workflow["items"].as_array().unwrap().len(), 50);
     assert_eq!(row.version, 50);
+    for n in nodes {
+        n.close().await;
+    }
+}
+
+async fn concurrent_commits_from_two_nodes_all_land_once(h: Harness) {
+    use switchboard_runtime::CallJournal;
+    use switchboard_runtime::journal::Commit;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_commit");
+    s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    let options = StoreOptions {
+        max_connections: 20,
+        ..StoreOptions::default()
+    };
+    let mut nodes = Vec::new();
+    for _ in 0..2 {
+        nodes.push(
+            Store::connect_with(&h.url, MasterKey::generate(), options.clone())
+                .await
+                .unwrap(),
+        );
+    }
+    let gate = Arc::new(tokio::sync::Barrier::new(40));
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let node = nodes[i % 2].clone();
+        let gate = gate.clone();
+        // Every commit is sent twice (a retry): the second must change nothing.
+        tasks.push(tokio::spawn(async move {
+            gate.wait().await;
+            let commit = Commit {
+                record: record(&format!("fc{i}"), true),
+                writes: vec![append_item(i)],
+                handoff: (i == 7).then(|| "billing".to_owned()),
+            };
+            node.commit("rtc_commit", commit.clone()).await.unwrap();
+            node.commit("rtc_commit", commit).await.unwrap()
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let (ctx, handoffs) = s.call_context("rtc_commit").await.unwrap().unwrap();
+    let items: BTreeSet<u64> = ctx.workflow["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(items, (0..40).collect::<BTreeSet<u64>>());
+    assert_eq!(ctx.workflow["items"].as_array().unwrap().len(), 40);
+    assert_eq!((ctx.active_agent(), handoffs), ("billing", 1));
+    assert_eq!(s.invocations("acme", "rtc_commit").await.unwrap().len(), 40);
     for n in nodes {
         n.close().await;
     }

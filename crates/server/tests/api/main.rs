@@ -354,7 +354,7 @@ both_backends!(
     }
 );
 
-both_backends!(a_call_goes_on_after_a_restart, |app| {
+both_backends!(a_call_is_served_by_two_nodes_alike, |app| {
     let key = acme(&app, "acme").await;
     app.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
     invoke(
