@@ -39,7 +39,7 @@ static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The application: every route, its OpenAPI document at `/openapi.json`, and the middleware.
 pub fn app(state: AppState) -> Router {
-    let (router, openapi) = routes::router().split_for_parts();
+    let (router, openapi) = split();
     let openapi_json = serde_json::to_value(&openapi).unwrap_or_default();
     let max_body = state.config.max_body_bytes;
     router
@@ -58,7 +58,13 @@ pub fn app(state: AppState) -> Router {
 
 /// The OpenAPI 3.1 document of the API.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    routes::router().split_for_parts().1
+    split().1
+}
+
+fn split() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, mut openapi) = routes::router().split_for_parts();
+    routes::declare_path_parameters(&mut openapi);
+    (router, openapi)
 }
 
 /// Serves until `shutdown` completes; then stops accepting, ends every live call cleanly (each

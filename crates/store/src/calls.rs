@@ -701,3 +701,23 @@ impl CallJournal for Store {
         })
     }
 }
+
+impl Store {
+    /// One invocation's record, if the call has it (any node may have run it).
+    pub async fn invocation(
+        &self,
+        call_id: &str,
+        function_call_id: &str,
+    ) -> Result<Option<InvocationRecord>, StoreError> {
+        let row: Option<String> = with_pool!(self, |pool| {
+            sqlx::query_scalar(
+                "SELECT record FROM call_invocations WHERE call_id = $1 AND function_call_id = $2",
+            )
+            .bind(call_id)
+            .bind(function_call_id)
+            .fetch_optional(pool)
+            .await?
+        });
+        row.map(|r| parse_json("invocation record", &r)).transpose()
+    }
+}

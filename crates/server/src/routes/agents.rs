@@ -227,6 +227,7 @@ pub async fn delete_agent(
 
 /// `?format=&strict=&tool_choice=` of the toolset endpoint.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ToolsetQuery {
     /// openai-realtime (default), openai-chat, openai-responses, anthropic or mcp.
     pub format: Option<String>,

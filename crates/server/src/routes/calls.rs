@@ -360,14 +360,21 @@ pub async fn invoke(
             return Ok(Json(result_from_record(&record)));
         }
         Some(Lookup::Pending) => {}
-        None => live.session.submit(Invocation {
-            call_id: call_id.clone(),
-            function_call_id: fc.clone(),
-            name: new.name,
-            arguments_json,
-            response_id: new.response_id,
-            item_id: None,
-        }),
+        None => {
+            // Another node may have answered it: the database holds every node's records.
+            if let Some(record) = state.store.invocation(&call_id, &fc).await? {
+                live.sink.forget(&fc);
+                return Ok(Json(result_from_record(&record)));
+            }
+            live.session.submit(Invocation {
+                call_id: call_id.clone(),
+                function_call_id: fc.clone(),
+                name: new.name,
+                arguments_json,
+                response_id: new.response_id,
+                item_id: None,
+            });
+        }
     }
     let wait = Duration::from_secs_f64(state.config.limits.max_timeout_s + 10.0);
     match tokio::time::timeout(wait, rx).await {
@@ -435,31 +442,21 @@ pub async fn get_call(
     tenant: Tenant,
     Path(call_id): Path<String>,
 ) -> ApiResult<Json<CallView>> {
-    if let Some(live) = state.calls.get(&tenant.id, &call_id)
-        && let Some(s) = live.session.snapshot().await
-    {
-        return Ok(Json(view(
-            &call_id,
-            s.context.active_agent(),
-            "active",
-            &s.context,
-            &s.records,
-            true,
-        )));
-    }
+    // The database is the authority: every node commits there before it answers.
     let row = state
         .store
         .get_call(&tenant.id, &call_id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
     let records = state.store.invocations(&tenant.id, &call_id).await?;
+    let live = state.calls.get(&tenant.id, &call_id).is_some();
     Ok(Json(view(
         &call_id,
         &row.agent,
         row.status.as_str(),
         &row.context,
         &records,
-        false,
+        live,
     )))
 }
 

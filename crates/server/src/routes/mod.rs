@@ -50,6 +50,47 @@ impl Modify for BearerAuth {
     }
 }
 
+/// Declares every `{name}` of a path template as a required string path parameter (on the path
+/// item, so for all its operations), unless an operation declares it itself: without them the
+/// document names no path parameters, and clients and schema-driven tools cannot fill them in.
+pub fn declare_path_parameters(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::{RefOr, Required};
+
+    let declares = |params: &Option<Vec<RefOr<Parameter>>>, name: &str| {
+        params.iter().flatten().any(
+            |p| matches!(p, RefOr::T(p) if p.name == name && p.parameter_in == ParameterIn::Path),
+        )
+    };
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let names = path
+            .split('{')
+            .skip(1)
+            .filter_map(|s| s.split_once('}').map(|(name, _)| name.to_owned()));
+        for name in names.collect::<Vec<_>>() {
+            let operations = [&item.get, &item.put, &item.post, &item.delete, &item.patch];
+            if declares(&item.parameters, &name)
+                || operations.iter().any(|op| {
+                    op.as_ref()
+                        .is_some_and(|op| declares(&op.parameters, &name))
+                })
+            {
+                continue;
+            }
+            let param = ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Path)
+                .required(Required::True)
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                .build();
+            item.parameters
+                .get_or_insert_with(Vec::new)
+                .push(RefOr::T(param));
+        }
+    }
+}
+
 /// Every route, with its OpenAPI document.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -90,6 +131,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// `?limit=&after=` on list endpoints.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Items per page, 1 to 200 (default 50).
     pub limit: Option<u32>,

@@ -6,58 +6,7 @@ mod support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use support::{Backend, TestApp, spawn_app};
-
-fn save_meal() -> Value {
-    json!({
-        "name": "save_meal",
-        "description": "Log a meal the user consumed",
-        "parameters": [
-            {"name": "meal_type", "type": "string", "enum": ["breakfast", "lunch", "dinner"], "required": true},
-            {"name": "dishes", "type": "array", "items": {"type": "string"}, "required": true}
-        ],
-        "actions": [
-            {"type": "validate", "rules": [{"check": "params.dishes | length > 0", "message": "Ask which dishes."}]},
-            {"type": "context.set", "data": {"logged_meals[+]": "{{params}}"}}
-        ],
-        "on_success": [{"type": "respond", "message": "I've logged your {{params.meal_type}}!"}]
-    })
-}
-
-fn refer() -> Value {
-    json!({"refer": {"enabled": true, "require_confirmation": true, "destinations": [
-        {"destination_id": "sales", "label": "Sales", "target_uri": "sip:sales@example.com", "priority": 10},
-        {"destination_id": "support", "label": "Support", "target_uri": "+14155552000", "priority": 5}]}})
-}
-
-/// A tenant with save_meal, transfer, and a default agent using them; returns its key.
-async fn acme(app: &TestApp, id: &str) -> String {
-    let key = app.tenant(id).await;
-    assert_eq!(
-        app.put("/v1/features", &key, refer()).await.0,
-        StatusCode::OK
-    );
-    assert_eq!(
-        app.post("/v1/tools", &key, save_meal()).await.0,
-        StatusCode::CREATED
-    );
-    let agent = json!({"instructions": "Help.", "tools": [{"tool": "save_meal", "config": {"unit": "g"}, "sensitive_config": {"api_key": "sk-very-secret-1"}}], "default": true});
-    let (s, body) = app.put("/v1/agents/assistant", &key, agent).await;
-    assert_eq!(s, StatusCode::OK, "{body}");
-    key
-}
-
-async fn invoke(app: &TestApp, key: &str, call: &str, fc: &str, name: &str, args: Value) -> Value {
-    let (s, body) = app
-        .post(
-            &format!("/v1/calls/{call}/invocations"),
-            key,
-            json!({"function_call_id": fc, "name": name, "arguments": args}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::OK, "{body}");
-    body
-}
+use support::{Backend, TestApp, acme, invoke, save_meal, spawn_app};
 
 both_backends!(tools_are_versioned_data, |app| {
     let key = app.tenant("acme").await;
@@ -726,70 +675,5 @@ async fn a_tenant_over_its_rate_gets_429_with_retry_after() {
     assert!(r.headers().get("retry-after").is_some());
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "rate_limited");
-    app.stop().await;
-}
-
-/// A writer the JSON log lines of one test go to.
-#[derive(Clone, Default)]
-struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[tokio::test(flavor = "current_thread")]
-async fn secrets_never_reach_the_logs() {
-    let buffer = LogBuffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let app = spawn_app(Backend::Sqlite).await;
-    let key = acme(&app, "acme").await;
-    app.put(
-        "/v1/secrets/signing_secret",
-        &key,
-        json!({"value": "whsec_c2VjcmV0LXNpZ25pbmcta2V5LTEyMw=="}),
-    )
-    .await;
-    app.post(
-        "/v1/calls",
-        &key,
-        json!({"call_id": "c1", "user": {"auth_token": "tok-abcdef-123"}}),
-    )
-    .await;
-    invoke(
-        &app,
-        &key,
-        "c1",
-        "f1",
-        "save_meal",
-        json!({"meal_type": "lunch", "dishes": ["tok-abcdef-123"]}),
-    )
-    .await;
-    app.delete("/v1/calls/c1", &key).await;
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    assert!(
-        text.contains("tool_invocation_scheduled"),
-        "the logs were captured"
-    );
-    for secret in [
-        key.as_str(),
-        app.admin.as_str(),
-        "whsec_c2VjcmV0LXNpZ25pbmcta2V5LTEyMw==",
-        "sk-very-secret-1",
-        "tok-abcdef-123",
-    ] {
-        assert!(!text.contains(secret), "{secret} is in the logs");
-    }
     app.stop().await;
 }

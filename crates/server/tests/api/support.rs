@@ -293,3 +293,61 @@ macro_rules! both_backends {
         }
     };
 }
+
+pub fn save_meal() -> Value {
+    json!({
+        "name": "save_meal",
+        "description": "Log a meal the user consumed",
+        "parameters": [
+            {"name": "meal_type", "type": "string", "enum": ["breakfast", "lunch", "dinner"], "required": true},
+            {"name": "dishes", "type": "array", "items": {"type": "string"}, "required": true}
+        ],
+        "actions": [
+            {"type": "validate", "rules": [{"check": "params.dishes | length > 0", "message": "Ask which dishes."}]},
+            {"type": "context.set", "data": {"logged_meals[+]": "{{params}}"}}
+        ],
+        "on_success": [{"type": "respond", "message": "I've logged your {{params.meal_type}}!"}]
+    })
+}
+
+pub fn refer() -> Value {
+    json!({"refer": {"enabled": true, "require_confirmation": true, "destinations": [
+        {"destination_id": "sales", "label": "Sales", "target_uri": "sip:sales@example.com", "priority": 10},
+        {"destination_id": "support", "label": "Support", "target_uri": "+14155552000", "priority": 5}]}})
+}
+
+/// A tenant with save_meal, transfer, and a default agent using them; returns its key.
+pub async fn acme(app: &TestApp, id: &str) -> String {
+    let key = app.tenant(id).await;
+    assert_eq!(
+        app.put("/v1/features", &key, refer()).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.post("/v1/tools", &key, save_meal()).await.0,
+        StatusCode::CREATED
+    );
+    let agent = json!({"instructions": "Help.", "tools": [{"tool": "save_meal", "config": {"unit": "g"}, "sensitive_config": {"api_key": "sk-very-secret-1"}}], "default": true});
+    let (s, body) = app.put("/v1/agents/assistant", &key, agent).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    key
+}
+
+pub async fn invoke(
+    app: &TestApp,
+    key: &str,
+    call: &str,
+    fc: &str,
+    name: &str,
+    args: Value,
+) -> Value {
+    let (s, body) = app
+        .post(
+            &format!("/v1/calls/{call}/invocations"),
+            key,
+            json!({"function_call_id": fc, "name": name, "arguments": args}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    body
+}

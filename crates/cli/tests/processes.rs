@@ -1,0 +1,595 @@
+//! `switchboard serve` as real processes: killed with SIGKILL mid-call and restarted on the same
+//! database; two nodes on one PostgreSQL database serving one tenant and one call.
+//!
+//! Every process is killed when its guard drops (also when a test fails); every PostgreSQL
+//! database is made for its test and dropped after it, pass or fail.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+/// Bound on a whole test body: past it, the body is dropped (its processes killed) and the test fails.
+const TEST_LIMIT: Duration = Duration::from_secs(240);
+/// Bound on a server's start (migrations included).
+const START_LIMIT: Duration = Duration::from_secs(60);
+
+fn random(n: usize) -> String {
+    std::iter::repeat_with(fastrand::lowercase)
+        .take(n)
+        .collect()
+}
+
+/// A directory of the test's own, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        let dir = std::env::temp_dir().join(format!("sb-proc-{}", random(12)));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running `switchboard serve`; killed (SIGKILL) and reaped when dropped.
+struct Serve {
+    child: Child,
+    base: String,
+    log: PathBuf,
+}
+
+impl Serve {
+    /// Starts `switchboard serve` on `database` with the master key in `dir`, and waits until
+    /// `/readyz` answers 200. Picks a free port, and another one if it was taken meanwhile.
+    async fn start(database: &str, dir: &Path, name: &str) -> Serve {
+        let mut last_log = String::new();
+        for attempt in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let log = dir.join(format!("{name}-{attempt}-{}.log", random(6)));
+            let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+                .args(["serve", "--database", database, "--listen"])
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("--key-file")
+                .arg(dir.join("master.key"))
+                .args(["--log-format", "text", "--allow-private-network"])
+                .env_remove("DATABASE_URL")
+                .env_remove("SWITCHBOARD_MASTER_KEY")
+                .env_remove("SWITCHBOARD_KEY_FILE")
+                .env_remove("SWITCHBOARD_LISTEN")
+                .env("SWITCHBOARD_LOG", "info")
+                .env("NO_COLOR", "1")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap();
+            let mut serve = Serve {
+                child,
+                base: format!("http://127.0.0.1:{port}"),
+                log,
+            };
+            match serve.wait_ready().await {
+                Ok(()) => return serve,
+                Err(exited) => {
+                    last_log = serve.log();
+                    if !(exited && last_log.contains("cannot listen")) {
+                        break;
+                    }
+                }
+            }
+        }
+        panic!("`switchboard serve` ({name}) did not become ready; its log:\n{last_log}");
+    }
+
+    /// `Err(true)` when the process exited, `Err(false)` when it was not ready in time.
+    async fn wait_ready(&mut self) -> Result<(), bool> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        let deadline = Instant::now() + START_LIMIT;
+        while Instant::now() < deadline {
+            if self.child.try_wait().unwrap().is_some() {
+                return Err(true);
+            }
+            if let Ok(r) = client.get(format!("{}/readyz", self.base)).send().await
+                && r.status() == StatusCode::OK
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(false)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The admin key a first start on an empty database prints (once).
+    fn admin_key(&self) -> String {
+        let log = self.log();
+        log.lines()
+            .find_map(|l| l.split_once("created the admin key"))
+            .and_then(|(_, rest)| rest.rsplit(": ").next())
+            .map(|k| k.trim().to_owned())
+            .unwrap_or_else(|| panic!("no admin key in the log:\n{log}"))
+    }
+
+    /// SIGKILL: no shutdown, no flushing, nothing.
+    fn kill9(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP client with a bound on every request.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+async fn send(
+    client: &reqwest::Client,
+    method: Method,
+    url: String,
+    key: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut req = client.request(method, url).bearer_auth(key);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+impl Serve {
+    async fn call(&self, method: Method, path: &str, key: &str, body: Option<Value>) -> Value {
+        let (s, v) = send(
+            &client(),
+            method.clone(),
+            format!("{}{path}", self.base),
+            key,
+            body,
+        )
+        .await;
+        assert!(s.is_success(), "{method} {path} on {}: {s} {v}", self.base);
+        v
+    }
+
+    async fn get(&self, path: &str, key: &str) -> Value {
+        self.call(Method::GET, path, key, None).await
+    }
+
+    async fn post(&self, path: &str, key: &str, body: Value) -> Value {
+        self.call(Method::POST, path, key, Some(body)).await
+    }
+
+    async fn put(&self, path: &str, key: &str, body: Value) -> Value {
+        self.call(Method::PUT, path, key, Some(body)).await
+    }
+
+    /// A tenant and its API key, made with the admin key.
+    async fn tenant(&self, admin: &str, id: &str) -> String {
+        self.post("/v1/tenants", admin, json!({"id": id})).await;
+        let created = self
+            .post(&format!("/v1/tenants/{id}/api-keys"), admin, json!({}))
+            .await;
+        created["key"].as_str().unwrap().to_owned()
+    }
+
+    /// Invokes a tool in a call; the answer must be a success.
+    async fn invoke(&self, key: &str, call: &str, fc: &str, name: &str, args: Value) -> Value {
+        let r = self
+            .post(
+                &format!("/v1/calls/{call}/invocations"),
+                key,
+                json!({"function_call_id": fc, "name": name, "arguments": args}),
+            )
+            .await;
+        assert_eq!(r["ok"], true, "{name} ({fc}) on {}: {r}", self.base);
+        r
+    }
+}
+
+fn save_meal(message: &str) -> Value {
+    json!({
+        "name": "save_meal",
+        "description": "Log a meal the user consumed",
+        "parameters": [
+            {"name": "meal_type", "type": "string", "enum": ["breakfast", "lunch", "dinner"], "required": true},
+            {"name": "dishes", "type": "array", "items": {"type": "string"}, "required": true}
+        ],
+        "actions": [{"type": "context.set", "data": {"logged_meals[+]": "{{params}}"}}],
+        "on_success": [{"type": "respond", "message": message}]
+    })
+}
+
+fn meals(call: &Value) -> Vec<String> {
+    call["context"]["workflow"]["logged_meals"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no logged_meals: {call}"))
+        .iter()
+        .map(|m| m["meal_type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Runs `body` with the URL of a fresh PostgreSQL database, and drops the database after it,
+/// also when the body fails (the failure is raised again afterwards) or runs out of time.
+async fn with_postgres<F, Fut>(body: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let admin = std::env::var("SWITCHBOARD_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let name = format!("sb_proc_{}", random(12));
+    let pool = sqlx::PgPool::connect(&admin)
+        .await
+        .expect("PostgreSQL at SWITCHBOARD_TEST_DATABASE_URL");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&pool)
+        .await
+        .expect("create the test database");
+    let base = admin
+        .rsplit_once('/')
+        .map(|(b, _)| b.to_owned())
+        .unwrap_or(admin.clone());
+    let mut task = tokio::spawn(body(format!("{base}/{name}")));
+    let outcome = match tokio::time::timeout(TEST_LIMIT, &mut task).await {
+        Ok(r) => r.map_err(|e| e.try_into_panic().ok()),
+        Err(_) => {
+            // Dropping the body kills its processes before the database goes.
+            task.abort();
+            let _ = task.await;
+            Err(None)
+        }
+    };
+    let dropped = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&pool)
+    .await;
+    pool.close().await;
+    match outcome {
+        Ok(()) => {}
+        Err(Some(panic)) => std::panic::resume_unwind(panic),
+        Err(None) => panic!("the test did not finish within {TEST_LIMIT:?}"),
+    }
+    dropped.expect("drop the test database");
+}
+
+/// Runs `body` in its own task with a time bound, so its guards (processes, files) are dropped
+/// before the failure is raised.
+async fn bounded<Fut>(body: Fut)
+where
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let mut task = tokio::spawn(body);
+    match tokio::time::timeout(TEST_LIMIT, &mut task).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("the test task failed: {e}"),
+        },
+        Err(_) => {
+            task.abort();
+            let _ = task.await;
+            panic!("the test did not finish within {TEST_LIMIT:?}");
+        }
+    }
+}
+
+/// SQLite's own check of the file: every page, index and constraint.
+async fn integrity_check(db: &Path) {
+    use sqlx::{ConnectOptions as _, Connection as _};
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(db)
+        .create_if_missing(false)
+        .connect()
+        .await
+        .unwrap();
+    let rows: Vec<(String,)> = sqlx::query_as("PRAGMA integrity_check")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(rows, vec![("ok".to_owned(),)], "integrity_check");
+    let broken: Vec<(String,)> = sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    assert!(broken.is_empty(), "rows with broken references: {broken:?}");
+    conn.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_call_then_restart() {
+    bounded(async {
+        let dir = TempDir::new();
+        let db_file = dir.path().join("switchboard.db");
+        let database = format!("sqlite://{}", db_file.display());
+
+        // An upstream that takes its time: the slow tool is mid-request when the server dies.
+        let upstream = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .and(wiremock::matchers::path("/slow"))
+            .respond_with(
+                wiremock::ResponseTemplate::new(200)
+                    .set_body_json(json!({"found": true}))
+                    .set_delay(Duration::from_secs(5)),
+            )
+            .mount(&upstream)
+            .await;
+
+        let mut first = Serve::start(&database, dir.path(), "first").await;
+        let admin = first.admin_key();
+        let key = first.tenant(&admin, "acme").await;
+        first
+            .post("/v1/tools", &key, save_meal("Logged your {{params.meal_type}}."))
+            .await;
+        let slow = json!({
+            "name": "slow_lookup",
+            "description": "Look something up in a slow system",
+            "parameters": [{"name": "q", "type": "string", "required": true}],
+            "actions": [
+                {"type": "context.set", "data": {"lookups[+]": "{{params.q}}"}},
+                {"type": "api_call", "url": format!("{}/slow", upstream.uri()), "body": {"q": "{{params.q}}"},
+                 "timeout": 15, "retry_count": 0, "response_path": "workflow.lookup"}
+            ],
+            "on_success": [{"type": "respond", "message": "Found it."}]
+        });
+        first.post("/v1/tools", &key, slow).await;
+        first
+            .put(
+                "/v1/agents/assistant",
+                &key,
+                json!({"instructions": "Help.", "default": true,
+                       "tools": [{"tool": "save_meal"}, {"tool": "slow_lookup"}]}),
+            )
+            .await;
+        first.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
+        first
+            .invoke(&key, "c1", "f1", "save_meal", json!({"meal_type": "breakfast", "dishes": ["eggs"]}))
+            .await;
+        first
+            .invoke(&key, "c1", "f2", "save_meal", json!({"meal_type": "lunch", "dishes": ["soup"]}))
+            .await;
+
+        // The slow tool's invocation, not waited for; the server dies while it waits upstream.
+        let in_flight = tokio::spawn({
+            let url = format!("{}/v1/calls/c1/invocations", first.base);
+            let key = key.clone();
+            async move {
+                let _ = client()
+                    .post(url)
+                    .bearer_auth(key)
+                    .json(&json!({"function_call_id": "f3", "name": "slow_lookup", "arguments": {"q": "order 7"}}))
+                    .send()
+                    .await;
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while upstream.received_requests().await.unwrap_or_default().is_empty() {
+            assert!(Instant::now() < deadline, "the slow tool never reached its upstream");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        first.kill9();
+        in_flight.abort();
+        drop(first);
+
+        // The file as the killed process left it: sound.
+        integrity_check(&db_file).await;
+
+        let second = Serve::start(&database, dir.path(), "second").await;
+        assert!(
+            !second.log().contains("created the admin key"),
+            "a restart must not make another admin key"
+        );
+        let call = second.get("/v1/calls/c1", &key).await;
+        assert_eq!(call["status"], "active", "{call}");
+        assert_eq!(meals(&call), ["breakfast", "lunch"], "{call}");
+        let answered: Vec<&str> = call["invocations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["function_call_id"].as_str())
+            .collect();
+        assert!(
+            answered.starts_with(&["f1", "f2"]),
+            "the committed invocations are recorded: {call}"
+        );
+
+        // The call goes on…
+        second
+            .invoke(&key, "c1", "f4", "save_meal", json!({"meal_type": "dinner", "dishes": ["rice"]}))
+            .await;
+        let call = second.get("/v1/calls/c1", &key).await;
+        assert_eq!(meals(&call), ["breakfast", "lunch", "dinner"], "{call}");
+        // …and ends.
+        let ended = second.call(Method::DELETE, "/v1/calls/c1", &key, None).await;
+        assert_eq!(ended["status"], "ended", "{ended}");
+        assert_eq!(meals(&ended), ["breakfast", "lunch", "dinner"], "{ended}");
+        let call = second.get("/v1/calls/c1", &key).await;
+        assert_eq!(call["status"], "ended", "{call}");
+        drop(second);
+        integrity_check(&db_file).await;
+    })
+    .await;
+}
+
+/// Two nodes on one database (A started first: it makes the master key file both share, and
+/// the admin key), a tenant, `save_meal` and `add_item` on a default agent; returns the
+/// tenant's key.
+async fn two_nodes(database: &str, dir: &Path) -> (Serve, Serve, String) {
+    let a = Serve::start(database, dir, "a").await;
+    let admin = a.admin_key();
+    let b = Serve::start(database, dir, "b").await;
+    let key = a.tenant(&admin, "acme").await;
+    a.post(
+        "/v1/tools",
+        &key,
+        save_meal("v1 logged your {{params.meal_type}}"),
+    )
+    .await;
+    let add_item = json!({
+        "name": "add_item",
+        "description": "Add an item to the list",
+        "parameters": [{"name": "item", "type": "string", "required": true}],
+        "actions": [{"type": "context.set", "data": {"items[+]": "{{params.item}}"}}],
+        "on_success": [{"type": "respond", "message": "Added {{params.item}}."}]
+    });
+    a.post("/v1/tools", &key, add_item).await;
+    a.put(
+        "/v1/agents/assistant",
+        &key,
+        json!({"instructions": "Help.", "default": true,
+               "tools": [{"tool": "save_meal"}, {"tool": "add_item"}]}),
+    )
+    .await;
+    (a, b, key)
+}
+
+/// Starts call `alt` on A and adds i1..i4 to its list through A, B, A, B.
+async fn alternate(a: &Serve, b: &Serve, key: &str) {
+    a.post("/v1/calls", key, json!({"call_id": "alt"})).await;
+    for (i, node) in [a, b, a, b].into_iter().enumerate() {
+        let item = format!("i{}", i + 1);
+        node.invoke(
+            key,
+            "alt",
+            &format!("fc{}", i + 1),
+            "add_item",
+            json!({"item": item}),
+        )
+        .await;
+    }
+}
+
+async fn items_on_both(a: &Serve, b: &Serve, key: &str, when: &str) {
+    for node in [a, b] {
+        let call = node.get("/v1/calls/alt", key).await;
+        assert_eq!(
+            call["context"]["workflow"]["items"],
+            json!(["i1", "i2", "i3", "i4"]),
+            "{when}, the call as {} sees it: {call}",
+            node.base
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_on_one_postgres() {
+    with_postgres(|database| async move {
+        let dir = TempDir::new();
+        let (a, b, key) = two_nodes(&database, dir.path()).await;
+        // Warm A's view of the tenant, so a cache on A would be stale after B's change.
+        a.post("/v1/calls", &key, json!({"call_id": "warm"})).await;
+        let r = a
+            .invoke(
+                &key,
+                "warm",
+                "f1",
+                "save_meal",
+                json!({"meal_type": "lunch", "dishes": ["soup"]}),
+            )
+            .await;
+        assert_eq!(r["result"]["message"], "v1 logged your lunch", "{r}");
+
+        // The tool changes through B; the next call created on A uses the change.
+        b.put(
+            "/v1/tools/save_meal",
+            &key,
+            save_meal("v2 logged your {{params.meal_type}}"),
+        )
+        .await;
+        a.post("/v1/calls", &key, json!({"call_id": "next"})).await;
+        let r = a
+            .invoke(
+                &key,
+                "next",
+                "f1",
+                "save_meal",
+                json!({"meal_type": "dinner", "dishes": ["rice"]}),
+            )
+            .await;
+        assert_eq!(r["result"]["message"], "v2 logged your dinner", "{r}");
+
+        // One call, its invocations alternating between the nodes: one context.
+        alternate(&a, &b, &key).await;
+        items_on_both(&a, &b, &key, "after A, B, A, B").await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_share_one_invocation_record() {
+    with_postgres(|database| async move {
+        let dir = TempDir::new();
+        let (a, b, key) = two_nodes(&database, dir.path()).await;
+        alternate(&a, &b, &key).await;
+        // A client's retry may reach the other node: it is answered from the record, not run
+        // again (a run again repeats its effects: HTTP requests, transfers).
+        for (node, fc, item) in [(&a, "fc2", "i2"), (&b, "fc3", "i3")] {
+            let r = node
+                .invoke(&key, "alt", fc, "add_item", json!({"item": item}))
+                .await;
+            assert_eq!(r["result"]["message"], format!("Added {item}."), "{r}");
+            assert_eq!(
+                r["replayed"], true,
+                "a retry of {fc} on {} ran the tool again: {r}",
+                node.base
+            );
+        }
+        items_on_both(&a, &b, &key, "after retries").await;
+        // Both nodes show the call's whole invocation record.
+        for node in [&a, &b] {
+            let call = node.get("/v1/calls/alt", &key).await;
+            let answered: Vec<&str> = call["invocations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|r| r["function_call_id"].as_str())
+                .collect();
+            assert_eq!(
+                answered,
+                ["fc1", "fc2", "fc3", "fc4"],
+                "the record as {} sees it: {call}",
+                node.base
+            );
+        }
+    })
+    .await;
+}
