@@ -623,6 +623,56 @@ fn the_openapi_document_covers_every_endpoint() {
 }
 
 #[tokio::test]
+async fn a_tenant_at_its_live_call_cap_gets_429() {
+    let mut app = spawn_app(Backend::Sqlite).await;
+    app.stop_server().await;
+    let store = switchboard_store::Store::connect(&app.url, app.key.clone())
+        .await
+        .unwrap();
+    let http = switchboard_runtime::http::HttpEffects::new(Default::default()).unwrap();
+    let config = switchboard_server::ServerConfig {
+        max_calls_per_tenant: 2,
+        ..Default::default()
+    };
+    let state = switchboard_server::AppState::new(
+        store,
+        std::sync::Arc::new(switchboard_runtime::Effects::http_only(
+            std::sync::Arc::new(http),
+        )),
+        config,
+        None,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let view = TestApp::view(&app, format!("http://{}", listener.local_addr().unwrap()));
+    tokio::spawn(switchboard_server::serve(
+        listener,
+        state,
+        std::future::pending(),
+    ));
+    let key = acme(&view, "acme").await;
+    for id in ["c1", "c2"] {
+        assert_eq!(
+            view.post("/v1/calls", &key, json!({"call_id": id})).await.0,
+            StatusCode::CREATED
+        );
+    }
+    let (s, body) = view.post("/v1/calls", &key, json!({"call_id": "c3"})).await;
+    assert_eq!(
+        (s, body["error"]["code"].clone()),
+        (StatusCode::TOO_MANY_REQUESTS, json!("rate_limited"))
+    );
+    // Ending one frees a place.
+    view.delete("/v1/calls/c1", &key).await;
+    assert_eq!(
+        view.post("/v1/calls", &key, json!({"call_id": "c3"}))
+            .await
+            .0,
+        StatusCode::CREATED
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn a_tenant_over_its_rate_gets_429_with_retry_after() {
     let mut app = spawn_app(Backend::Sqlite).await;
     app.stop_server().await;
