@@ -184,41 +184,15 @@ fn build_context(text: Option<&str>) -> Result<Context, String> {
         }
         None => json!({}),
     };
-    let Value::Object(given) = given else {
-        return Err("--context must be a JSON object".to_owned());
-    };
     let call = CallInfo {
         id: "call_cli".into(),
         tenant_id: "cli".into(),
-        agent: given
-            .get("agent")
-            .and_then(Value::as_str)
-            .unwrap_or("default")
-            .to_owned(),
+        agent: "default".into(),
         from: None,
         to: None,
         started_at: "1970-01-01T00:00:00Z".into(),
     };
-    let mut ctx = Context::new(
-        &call,
-        given
-            .get("user")
-            .cloned()
-            .unwrap_or(Value::Object(Map::new())),
-    );
-    for (key, slot) in [
-        ("workflow", &mut ctx.workflow),
-        ("agents", &mut ctx.agents),
-        ("flags", &mut ctx.flags),
-    ] {
-        if let Some(v) = given.get(key) {
-            if !v.is_object() {
-                return Err(format!("--context: `{key}` must be an object"));
-            }
-            *slot = Arc::new(v.clone());
-        }
-    }
-    Ok(ctx)
+    Context::from_json(call, &given).map_err(|e| format!("--context: {e}"))
 }
 
 fn describe(req: &EffectRequest) -> String {

@@ -58,6 +58,43 @@ impl Context {
         }
     }
 
+    /// A context described as JSON — `{"agent", "user", "workflow", "agents", "flags"}`, each
+    /// optional — for test runs of a tool outside a call.
+    pub fn from_json(mut call: CallInfo, given: &Value) -> Result<Context, String> {
+        let given = match given {
+            Value::Null => &Map::new(),
+            Value::Object(m) => m,
+            _ => {
+                return Err(
+                    "the context must be an object: {\"user\": {...}, \"workflow\": {...}}"
+                        .to_owned(),
+                );
+            }
+        };
+        if let Some(agent) = given.get("agent").and_then(Value::as_str) {
+            call.agent = agent.to_owned();
+        }
+        let mut ctx = Context::new(
+            &call,
+            given
+                .get("user")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new())),
+        );
+        for (key, slot) in [
+            ("workflow", &mut ctx.workflow),
+            ("agents", &mut ctx.agents),
+            ("flags", &mut ctx.flags),
+        ] {
+            match given.get(key) {
+                None => {}
+                Some(v @ Value::Object(_)) => *slot = Arc::new(v.clone()),
+                Some(_) => return Err(format!("context.{key} must be an object")),
+            }
+        }
+        Ok(ctx)
+    }
+
     /// The active agent's name (`call.agent`).
     pub fn active_agent(&self) -> &str {
         self.call

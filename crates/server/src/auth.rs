@@ -36,6 +36,19 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
         .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <key>`"))
 }
 
+/// The principal behind the request's key.
+async fn principal(
+    parts: &Parts,
+    state: &AppState,
+) -> Result<switchboard_store::Principal, ApiError> {
+    let key = bearer(parts)?;
+    state
+        .store
+        .authenticate(key)
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("this API key is not valid (unknown or revoked)"))
+}
+
 impl FromRequestParts<AppState> for Tenant {
     type Rejection = ApiError;
 
@@ -43,10 +56,7 @@ impl FromRequestParts<AppState> for Tenant {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let key = bearer(parts)?;
-        let principal = state.store.authenticate(key).await?.ok_or_else(|| {
-            ApiError::unauthorized("this API key is not valid (unknown or revoked)")
-        })?;
+        let principal = principal(parts, state).await?;
         let Some(tenant_id) = principal.tenant_id else {
             return Err(ApiError::forbidden(
                 "the admin key manages tenants; use one of the tenant's keys for this endpoint",
@@ -74,10 +84,7 @@ impl FromRequestParts<AppState> for Admin {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let key = bearer(parts)?;
-        let principal = state.store.authenticate(key).await?.ok_or_else(|| {
-            ApiError::unauthorized("this API key is not valid (unknown or revoked)")
-        })?;
+        let principal = principal(parts, state).await?;
         match principal.tenant_id {
             None => Ok(Admin {
                 key_id: principal.key_id,

@@ -369,49 +369,13 @@ fn stub(req: &EffectRequest) -> EffectOutcome {
 }
 
 fn test_context(tenant: &str, given: Option<&Value>) -> ApiResult<Context> {
-    let given = match given {
-        None => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "context must be an object: {\"user\": {...}, \"workflow\": {...}}",
-            ));
-        }
-    };
-    let agent = given
-        .get("agent")
-        .and_then(Value::as_str)
-        .unwrap_or("default")
-        .to_owned();
     let call = CallInfo {
         id: "test".into(),
         tenant_id: tenant.to_owned(),
-        agent,
+        agent: "default".into(),
         from: None,
         to: None,
         started_at: switchboard_runtime::now_rfc3339(),
     };
-    let mut ctx = Context::new(
-        &call,
-        given
-            .get("user")
-            .cloned()
-            .unwrap_or(Value::Object(Map::new())),
-    );
-    for (key, slot) in [
-        ("workflow", &mut ctx.workflow),
-        ("agents", &mut ctx.agents),
-        ("flags", &mut ctx.flags),
-    ] {
-        match given.get(key) {
-            None => {}
-            Some(v @ Value::Object(_)) => *slot = Arc::new(v.clone()),
-            Some(_) => {
-                return Err(ApiError::bad_request(format!(
-                    "context.{key} must be an object"
-                )));
-            }
-        }
-    }
-    Ok(ctx)
+    Context::from_json(call, given.unwrap_or(&Value::Null)).map_err(ApiError::bad_request)
 }

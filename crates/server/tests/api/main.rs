@@ -626,29 +626,12 @@ fn the_openapi_document_covers_every_endpoint() {
 async fn a_tenant_at_its_live_call_cap_gets_429() {
     let mut app = spawn_app(Backend::Sqlite).await;
     app.stop_server().await;
-    let store = switchboard_store::Store::connect(&app.url, app.key.clone())
-        .await
-        .unwrap();
-    let http = switchboard_runtime::http::HttpEffects::new(Default::default()).unwrap();
     let config = switchboard_server::ServerConfig {
         max_calls_per_tenant: 2,
         ..Default::default()
     };
-    let state = switchboard_server::AppState::new(
-        store,
-        std::sync::Arc::new(switchboard_runtime::Effects::http_only(
-            std::sync::Arc::new(http),
-        )),
-        config,
-        None,
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let view = TestApp::view(&app, format!("http://{}", listener.local_addr().unwrap()));
-    tokio::spawn(switchboard_server::serve(
-        listener,
-        state,
-        std::future::pending(),
-    ));
+    let (base, state, stop, server) = support::start_with(&app.url, app.key.clone(), config).await;
+    let view = TestApp::view(&app, base);
     let key = acme(&view, "acme").await;
     for id in ["c1", "c2"] {
         assert_eq!(
@@ -669,6 +652,9 @@ async fn a_tenant_at_its_live_call_cap_gets_429() {
             .0,
         StatusCode::CREATED
     );
+    let _ = stop.send(());
+    let _ = server.await;
+    state.store.close().await;
     app.stop().await;
 }
 
@@ -676,22 +662,11 @@ async fn a_tenant_at_its_live_call_cap_gets_429() {
 async fn a_tenant_over_its_rate_gets_429_with_retry_after() {
     let mut app = spawn_app(Backend::Sqlite).await;
     app.stop_server().await;
-    let store = switchboard_store::Store::connect(&app.url, app.key.clone())
-        .await
-        .unwrap();
-    let http = switchboard_runtime::http::HttpEffects::new(Default::default()).unwrap();
     let config = switchboard_server::ServerConfig {
         tenant_rate_per_s: 2,
         ..Default::default()
     };
-    let state = switchboard_server::AppState::new(
-        store,
-        std::sync::Arc::new(switchboard_runtime::Effects::http_only(
-            std::sync::Arc::new(http),
-        )),
-        config,
-        None,
-    );
+    let (base, state, stop, server) = support::start_with(&app.url, app.key.clone(), config).await;
     let (_, key) = state
         .store
         .create_tenant("acme", "Acme", &json!({}))
@@ -700,13 +675,6 @@ async fn a_tenant_over_its_rate_gets_429_with_retry_after() {
         .and(state.store.create_api_key(Some("acme"), "k").await)
         .unwrap();
     let key = secrecy::ExposeSecret::expose_secret(&key).to_owned();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(switchboard_server::serve(
-        listener,
-        state,
-        std::future::pending(),
-    ));
     let client = reqwest::Client::new();
     let mut limited = None;
     for _ in 0..10 {
@@ -725,5 +693,8 @@ async fn a_tenant_over_its_rate_gets_429_with_retry_after() {
     assert!(r.headers().get("retry-after").is_some());
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "rate_limited");
+    let _ = stop.send(());
+    let _ = server.await;
+    state.store.close().await;
     app.stop().await;
 }

@@ -83,16 +83,29 @@ async fn database(backend: Backend) -> (String, Cleanup) {
     }
 }
 
-/// Starts a server over a database that already exists (a restart, or a second node).
-pub async fn start_on(
-    url: &str,
-    key: MasterKey,
-) -> (
+/// A running server: its address, state, stop signal and task.
+pub type Server = (
     String,
     AppState,
     oneshot::Sender<()>,
     tokio::task::JoinHandle<()>,
-) {
+);
+
+/// Starts a server over a database that already exists (a restart, or a second node).
+pub async fn start_on(url: &str, key: MasterKey) -> Server {
+    start_with(
+        url,
+        key,
+        ServerConfig {
+            tenant_rate_per_s: 10_000,
+            ..ServerConfig::default()
+        },
+    )
+    .await
+}
+
+/// Starts a server with its own settings over an existing database.
+pub async fn start_with(url: &str, key: MasterKey, config: ServerConfig) -> Server {
     let store = Store::connect(url, key).await.expect("connect");
     store.migrate().await.expect("migrate");
     let http = HttpEffects::new(HttpConfig {
@@ -100,10 +113,6 @@ pub async fn start_on(
         ..HttpConfig::default()
     })
     .expect("http");
-    let config = ServerConfig {
-        tenant_rate_per_s: 10_000,
-        ..ServerConfig::default()
-    };
     let state = AppState::new(
         store,
         Arc::new(Effects::http_only(Arc::new(http))),
