@@ -63,6 +63,14 @@ pub struct ServeArgs {
     /// Log format: `json` (one event per line) or `text`.
     #[arg(long, env = "SWITCHBOARD_LOG_FORMAT", default_value = "json")]
     log_format: String,
+    /// OpenAI's API base for the Realtime door (accept, refer, hangup; the WebSocket base
+    /// follows: https → wss). Point it at a simulator to run without OpenAI.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_OPENAI_API_BASE",
+        default_value = "https://api.openai.com/v1"
+    )]
+    openai_api_base: String,
 }
 
 fn init_logs(format: &str) {
@@ -97,7 +105,10 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
         let state = AppState::new(
             store,
             Arc::new(Effects::http_only(Arc::new(http))),
-            ServerConfig::default(),
+            ServerConfig {
+                openai: switchboard_realtime::Endpoints::from_api_base(&args.openai_api_base),
+                ..ServerConfig::default()
+            },
             metrics,
         );
         if state

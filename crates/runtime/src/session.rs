@@ -67,8 +67,8 @@ pub struct SessionSnapshot {
     pub ended: bool,
 }
 
-/// A handle to a call's session task. Cheap to share behind an `Arc`.
-#[derive(Debug)]
+/// A handle to a call's session task; clones address the same session.
+#[derive(Debug, Clone)]
 pub struct CallSession {
     call_id: String,
     tx: mpsc::UnboundedSender<Cmd>,

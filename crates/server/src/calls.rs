@@ -68,6 +68,8 @@ pub struct LiveCall {
     pub tenant_id: String,
     pub session: CallSession,
     pub sink: Arc<HttpSink>,
+    /// Served by the Realtime door: its answers go to the call's WebSocket, not to requests.
+    pub realtime: bool,
 }
 
 /// The calls this node serves, by id.

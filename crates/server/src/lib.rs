@@ -8,6 +8,8 @@
 //! - [`calls`]: the HTTP door's live calls (a `CallSession` each) and the sink that answers the
 //!   waiting requests; [`toolset`]: from stored config to compiled tools, toolsets and a call's
 //!   pinned config.
+//! - [`realtime`]: the OpenAI Realtime SIP webhook, routing a call to its agent, and running it on
+//!   the node's Realtime door.
 //! - [`demo`]: the `acme-corp` demo tenant.
 //!
 //! [`serve`] takes its listener and its shutdown signal, so tests bind `127.0.0.1:0` and drive a
@@ -29,6 +31,7 @@ pub mod calls;
 pub mod demo;
 pub mod error;
 pub mod extract;
+pub mod realtime;
 pub mod routes;
 pub mod state;
 pub mod toolset;
@@ -78,6 +81,7 @@ pub async fn serve(
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await?;
+    state.realtime.stop_all();
     let calls = state.calls.drain();
     if !calls.is_empty() {
         tracing::info!(name: "shutdown_ending_calls", calls = calls.len(), "shutdown_ending_calls");

@@ -24,6 +24,8 @@ pub struct ServerConfig {
     /// Largest request body accepted.
     pub max_body_bytes: usize,
     pub limits: Limits,
+    /// Where OpenAI's API is (the Realtime door's REST and WebSocket bases).
+    pub openai: switchboard_realtime::Endpoints,
 }
 
 impl Default for ServerConfig {
@@ -33,6 +35,7 @@ impl Default for ServerConfig {
             max_calls_per_tenant: 1_000,
             max_body_bytes: 1024 * 1024,
             limits: Limits::default(),
+            openai: switchboard_realtime::Endpoints::default(),
         }
     }
 }
@@ -92,6 +95,9 @@ pub struct Inner {
     pub store: Store,
     pub executor: Executor,
     pub effects: Arc<Effects>,
+    /// The Realtime door, and the executor of its calls (which REFERs and hangs up through it).
+    pub realtime: Arc<switchboard_realtime::RealtimeDoor>,
+    pub realtime_executor: Executor,
     pub calls: Registry,
     pub limits: TenantLimits,
     pub tools: ToolCache,
@@ -117,10 +123,16 @@ impl AppState {
         config: ServerConfig,
         metrics: Option<PrometheusHandle>,
     ) -> Self {
+        let realtime = crate::realtime::door(&config);
+        let mut realtime_effects = (*effects).clone();
+        realtime_effects.call_control =
+            Some(Arc::clone(&realtime) as Arc<dyn switchboard_runtime::CallControl>);
         AppState(Arc::new(Inner {
             store,
             executor: Executor::new(Arc::clone(&effects)),
             effects,
+            realtime,
+            realtime_executor: Executor::new(Arc::new(realtime_effects)),
             calls: Registry::default(),
             limits: TenantLimits::new(config.tenant_rate_per_s),
             tools: ToolCache::default(),

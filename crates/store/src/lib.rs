@@ -22,6 +22,7 @@ mod page;
 pub mod secrets;
 pub mod tenants;
 pub mod tools;
+mod webhooks;
 
 use std::str::FromStr;
 use std::sync::Arc;

@@ -126,7 +126,7 @@ fn deps(state: &AppState, config: CallConfig, sink: Arc<HttpSink>) -> SessionDep
 }
 
 /// The toolset of one agent of a live call, in OpenAI Realtime format.
-fn realtime_toolset(config: &CallConfig, agent: &str) -> Value {
+pub(crate) fn realtime_toolset(config: &CallConfig, agent: &str) -> Value {
     let mut functions: Vec<_> = config
         .tools(agent)
         .map(|t| {
@@ -207,6 +207,7 @@ pub async fn create_call(
         tenant_id: tenant.id.clone(),
         session,
         sink,
+        realtime: false,
     }));
     Ok((
         StatusCode::CREATED,
@@ -278,6 +279,7 @@ async fn live(state: &AppState, tenant: &str, call_id: &str) -> ApiResult<Arc<Li
         tenant_id: tenant.to_owned(),
         session,
         sink,
+        realtime: false,
     });
     state.calls.insert(Arc::clone(&live));
     Ok(live)
@@ -352,6 +354,11 @@ pub async fn invoke(
         (None, None) => "{}".to_owned(),
     };
     let live = live(&state, &tenant.id, &call_id).await?;
+    if live.realtime {
+        return Err(ApiError::conflict(format!(
+            "call `{call_id}` is served by the Realtime door: its model's function calls arrive on the call's WebSocket, not here"
+        )));
+    }
     let fc = new.function_call_id.clone();
     let rx = live.sink.wait_for(&fc);
     match live.session.lookup(&fc).await {
@@ -470,6 +477,9 @@ pub async fn end_call(
     let live = live(&state, &tenant.id, &call_id).await;
     if let Ok(live) = live {
         state.calls.remove(&call_id);
+        if live.realtime {
+            state.realtime.stop(&call_id);
+        }
         if let Some(s) = live.session.end().await {
             return Ok(Json(view(
                 &call_id,

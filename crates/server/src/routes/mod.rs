@@ -127,6 +127,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(calls::get_call, calls::end_call))
         .routes(routes!(calls::invoke))
         .routes(routes!(calls::cancel_response))
+        .routes(routes!(crate::realtime::webhook_route))
 }
 
 /// `?limit=&after=` on list endpoints.

@@ -129,9 +129,12 @@ pub fn check_features(features: &Value) -> ApiResult<()> {
                     .with_details(json!(details)));
                 }
             }
+            "realtime" => {
+                crate::realtime::RealtimeFeature::parse(value).map_err(ApiError::bad_request)?;
+            }
             other => {
                 return Err(ApiError::bad_request(format!(
-                    "unknown feature `{other}`; known features: refer"
+                    "unknown feature `{other}`; known features: refer, realtime"
                 )));
             }
         }

@@ -137,9 +137,21 @@ pub async fn start_with(url: &str, key: MasterKey, config: ServerConfig) -> Serv
 }
 
 pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(
+        backend,
+        ServerConfig {
+            tenant_rate_per_s: 10_000,
+            ..ServerConfig::default()
+        },
+    )
+    .await
+}
+
+/// `spawn_app` with the server's own settings (e.g. OpenAI's API base pointing at a simulator).
+pub async fn spawn_app_with(backend: Backend, config: ServerConfig) -> TestApp {
     let (url, cleanup) = database(backend).await;
     let key = MasterKey::generate();
-    let (base, state, tx, server) = start_on(&url, key.clone()).await;
+    let (base, state, tx, server) = start_with(&url, key.clone(), config).await;
     let (_, admin) = state
         .store
         .create_api_key(None, "test admin")

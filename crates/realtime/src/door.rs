@@ -1,0 +1,240 @@
+//! The door itself: the calls it is serving, their answers' route to each call's driver, and call
+//! control (REFER, hang-up) for the executor.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde_json::Value;
+use switchboard_runtime::{BoxFuture, CallControl, CallSession, Delivery, OutputSink};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::api::{ApiError, CallsApi};
+use crate::driver::{CallEnd, Driver, DriverMsg, DriverOptions};
+use crate::events::AgentProfile;
+
+/// A call this door serves.
+#[derive(Debug)]
+struct Line {
+    key: SecretString,
+    tx: mpsc::UnboundedSender<DriverMsg>,
+}
+
+/// The Realtime SIP door of one node.
+#[derive(Debug)]
+pub struct RealtimeDoor {
+    api: CallsApi,
+    options: DriverOptions,
+    lines: Mutex<HashMap<String, Arc<Line>>>,
+}
+
+/// A call opened on the door but not yet running: its sink goes to the call session.
+#[derive(Debug)]
+pub struct Opened {
+    call_id: String,
+    rx: mpsc::UnboundedReceiver<DriverMsg>,
+    tx: mpsc::UnboundedSender<DriverMsg>,
+    key: SecretString,
+}
+
+/// What a call is accepted with and what its driver needs for handoffs.
+#[derive(Debug, Clone)]
+pub struct CallPlan {
+    /// The agent the call starts with.
+    pub agent: String,
+    /// Every agent the call may become, by name.
+    pub agents: Arc<HashMap<String, AgentProfile>>,
+    /// `model`, `audio` and other accept fields beside the first agent's session.
+    pub accept_extra: serde_json::Map<String, Value>,
+}
+
+impl CallPlan {
+    /// The body of `POST /realtime/calls/{id}/accept`.
+    pub fn accept_body(&self) -> Value {
+        let mut body = self
+            .agents
+            .get(&self.agent)
+            .map(AgentProfile::session)
+            .unwrap_or_else(|| serde_json::json!({"type": "realtime"}));
+        if let Value::Object(m) = &mut body {
+            for (k, v) in &self.accept_extra {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        body
+    }
+}
+
+/// Forwards a call's answers to its driver.
+#[derive(Debug)]
+struct LineSink {
+    tx: mpsc::UnboundedSender<DriverMsg>,
+}
+
+impl OutputSink for LineSink {
+    fn deliver(&self, delivery: Delivery) -> BoxFuture<'_, ()> {
+        // A driver that has stopped has no one to tell; the record keeps the answer.
+        let _ = self.tx.send(DriverMsg::Delivery(Box::new(delivery)));
+        Box::pin(async {})
+    }
+}
+
+impl RealtimeDoor {
+    pub fn new(api: CallsApi, options: DriverOptions) -> Arc<RealtimeDoor> {
+        Arc::new(RealtimeDoor {
+            api,
+            options,
+            lines: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn api(&self) -> &CallsApi {
+        &self.api
+    }
+
+    fn lines(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Line>>> {
+        self.lines.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a call and returns its output sink (for the call session) and the handle to
+    /// run it with. `None` when the door serves this call already (a repeated webhook).
+    pub fn open(&self, call_id: &str, key: SecretString) -> Option<(Arc<dyn OutputSink>, Opened)> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut lines = self.lines();
+        if lines.contains_key(call_id) {
+            return None;
+        }
+        lines.insert(
+            call_id.to_owned(),
+            Arc::new(Line {
+                key: key.clone(),
+                tx: tx.clone(),
+            }),
+        );
+        let sink: Arc<dyn OutputSink> = Arc::new(LineSink { tx: tx.clone() });
+        Some((
+            sink,
+            Opened {
+                call_id: call_id.to_owned(),
+                rx,
+                tx,
+                key,
+            },
+        ))
+    }
+
+    /// Drops a call opened but never run (another node took it, or its session did not start).
+    pub fn forget(&self, call_id: &str) {
+        self.lines().remove(call_id);
+    }
+
+    /// Stops every call's loop (the server shuts down); each hangs up.
+    pub fn stop_all(&self) {
+        for line in self.lines().values() {
+            let _ = line.tx.send(DriverMsg::End);
+        }
+    }
+
+    /// Whether this door serves the call.
+    pub fn serves(&self, call_id: &str) -> bool {
+        self.lines().contains_key(call_id)
+    }
+
+    /// Calls being served.
+    pub fn live(&self) -> usize {
+        self.lines().len()
+    }
+
+    /// Stops a call's loop and hangs up (the call was ended through the API).
+    pub fn stop(&self, call_id: &str) {
+        if let Some(line) = self.lines().get(call_id) {
+            let _ = line.tx.send(DriverMsg::End);
+        }
+    }
+
+    /// Accepts the call, attaches to its socket and runs its tool loop until it ends. The line
+    /// is removed when this returns; ending the session is the caller's.
+    pub async fn run(&self, opened: Opened, plan: CallPlan, session: CallSession) -> CallEnd {
+        let call_id = opened.call_id.clone();
+        let end = self.run_inner(opened, plan, session).await;
+        self.lines().remove(&call_id);
+        tracing::info!(name: "realtime_call_ended", call_id = %call_id, end = ?end, "realtime_call_ended");
+        end
+    }
+
+    async fn run_inner(&self, opened: Opened, plan: CallPlan, session: CallSession) -> CallEnd {
+        let body = plan.accept_body();
+        if let Err(e) = self.api.accept(&opened.key, &opened.call_id, &body).await {
+            tracing::error!(name: "realtime_accept_failed", call_id = %opened.call_id, error = %e, "realtime_accept_failed");
+            return CallEnd::NotAccepted;
+        }
+        tracing::info!(name: "realtime_call_accepted", call_id = %opened.call_id, agent = %plan.agent, "realtime_call_accepted");
+        metrics::counter!("switchboard_realtime_calls_total").increment(1);
+        let driver = Driver::new(
+            opened.call_id,
+            opened.key,
+            self.api.clone(),
+            session,
+            plan.agent,
+            plan.agents,
+            opened.rx,
+            opened.tx,
+            self.options.clone(),
+        );
+        driver.run().await
+    }
+
+    fn line(&self, call_id: &str) -> Result<Arc<Line>, String> {
+        self.lines()
+            .get(call_id)
+            .cloned()
+            .ok_or_else(|| format!("call `{call_id}` is not a live Realtime call on this node"))
+    }
+}
+
+impl CallControl for RealtimeDoor {
+    fn refer<'a>(
+        &'a self,
+        call_id: &'a str,
+        target_uri: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let line = self.line(call_id)?;
+            match self.api.refer(&line.key, call_id, target_uri).await {
+                Ok(()) => {
+                    let _ = line.tx.send(DriverMsg::Transferred);
+                    Ok(())
+                }
+                Err(e @ ApiError::Status { .. }) if e.is_gone() => {
+                    Err(format!("the call has ended: {e}"))
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    }
+
+    fn hangup<'a>(
+        &'a self,
+        call_id: &'a str,
+        goodbye: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let line = self.line(call_id)?;
+            let (done, rx) = oneshot::channel();
+            line.tx
+                .send(DriverMsg::Hangup {
+                    goodbye: goodbye.map(str::to_owned),
+                    done,
+                })
+                .map_err(|_| "the call's loop has stopped".to_owned())?;
+            match tokio::time::timeout(self.options.goodbye_timeout + Duration::from_secs(5), rx)
+                .await
+            {
+                Ok(Ok(result)) => result,
+                Ok(Err(_)) => Ok(()),
+                Err(_) => Err("the hang-up did not complete in time".into()),
+            }
+        })
+    }
+}

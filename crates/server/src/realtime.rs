@@ -1,0 +1,357 @@
+//! The OpenAI Realtime SIP door, as the server mounts it: the per-tenant webhook, routing an
+//! incoming call to an agent, and running the call on the node's [`RealtimeDoor`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use secrecy::SecretString;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use switchboard_core::CallInfo;
+use switchboard_core::Context;
+use switchboard_realtime::{AgentProfile, CallPlan, IncomingCall, RealtimeDoor, webhook};
+use switchboard_runtime::{CallSession, SessionDeps, SessionOptions};
+
+use crate::calls::LiveCall;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::extract::Path;
+use crate::state::AppState;
+use crate::toolset::call_config;
+
+/// The tenant secret holding the OpenAI project's API key.
+pub const OPENAI_API_KEY: &str = "openai_api_key";
+/// The tenant secret holding the OpenAI project's webhook secret (`whsec_…`).
+pub const OPENAI_WEBHOOK_SECRET: &str = "openai_webhook_secret";
+
+/// `features.realtime`: how a tenant's phone calls are answered.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RealtimeFeature {
+    /// Called number (E.164, as in the SIP `To` header) → agent. Other numbers go to the
+    /// tenant's default agent.
+    #[serde(default)]
+    pub phone_numbers: BTreeMap<String, String>,
+    /// The model, unless the agent names one.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The voice, unless the agent names one.
+    #[serde(default)]
+    pub voice: Option<String>,
+    /// `auto` (default), `required`, `none`.
+    #[serde(default)]
+    pub tool_choice: Option<String>,
+}
+
+/// The model used when neither the agent nor the tenant names one.
+pub const DEFAULT_MODEL: &str = "gpt-realtime";
+
+impl RealtimeFeature {
+    /// Reads and checks `features.realtime`; each problem names its place and its fix.
+    pub fn parse(value: &Value) -> Result<RealtimeFeature, String> {
+        let f = RealtimeFeature::deserialize(value).map_err(|e| {
+            format!(
+                "features.realtime: {e}; known fields: phone_numbers, model, voice, tool_choice"
+            )
+        })?;
+        for (number, agent) in &f.phone_numbers {
+            if number.is_empty() || number.len() > 64 {
+                return Err(format!(
+                    "features.realtime.phone_numbers: `{number}` is not a number; write it as in the SIP To header, e.g. +18005551212"
+                ));
+            }
+            if agent.is_empty() {
+                return Err(format!(
+                    "features.realtime.phone_numbers.{number}: name the agent that answers it"
+                ));
+            }
+        }
+        if let Some(c) = &f.tool_choice
+            && !matches!(c.as_str(), "auto" | "required" | "none")
+        {
+            return Err(format!(
+                "features.realtime.tool_choice: `{c}` is not one of auto, required, none"
+            ));
+        }
+        Ok(f)
+    }
+}
+
+#[utoipa::path(post, path = "/v1/realtime/webhook/{tenant_id}", tag = "realtime",
+    description = "Where OpenAI posts `realtime.call.incoming` for this tenant (set it as the project's webhook URL). Verified with the tenant secret `openai_webhook_secret` (Standard Webhooks); answered at once, the call is accepted in the background; a repeated `webhook-id` is acknowledged and ignored.",
+    request_body = Object,
+    responses((status = 200, body = Object, description = "Taken (or a repeat, or an event type that needs nothing)"),
+              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody, description = "Bad, stale or missing signature"),
+              (status = 404, body = ErrorBody)))]
+pub async fn webhook_route(
+    State(state): State<AppState>,
+    Path(tenant_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let tenant = state
+        .store
+        .get_tenant(&tenant_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("tenant `{tenant_id}`")))?;
+    let Some(secret) = state
+        .store
+        .get_secret(&tenant.id, OPENAI_WEBHOOK_SECRET)
+        .await?
+    else {
+        return Err(ApiError::unauthorized(format!(
+            "tenant `{}` has no `{OPENAI_WEBHOOK_SECRET}` secret to verify webhooks with; PUT /v1/secrets/{OPENAI_WEBHOOK_SECRET}",
+            tenant.id
+        )));
+    };
+    use secrecy::ExposeSecret;
+    if let Err(e) = webhook::verify(secret.expose_secret(), &headers, &body) {
+        tracing::warn!(name: "realtime_webhook_refused", tenant_id = %tenant.id, error = %e, "realtime_webhook_refused");
+        metrics::counter!("switchboard_realtime_webhooks_refused_total").increment(1);
+        return Err(ApiError::unauthorized(e.to_string()));
+    }
+    let event: webhook::WebhookEvent = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("the webhook body is not an event: {e}")))?;
+    if event.kind != "realtime.call.incoming" {
+        return Ok(Json(json!({"status": "ignored", "type": event.kind})));
+    }
+    let incoming = IncomingCall::parse(&event.data).map_err(ApiError::bad_request)?;
+    let webhook_id = headers
+        .get("webhook-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !state.store.claim_webhook(&tenant.id, webhook_id).await? {
+        tracing::info!(name: "realtime_webhook_duplicate", webhook_id = %webhook_id, "realtime_webhook_duplicate");
+        return Ok(Json(
+            json!({"status": "duplicate", "call_id": incoming.call_id}),
+        ));
+    }
+    tracing::info!(name: "realtime_call_incoming", tenant_id = %tenant.id, call_id = %incoming.call_id, to = incoming.to.as_deref().unwrap_or(""), "realtime_call_incoming");
+    let call_id = incoming.call_id.clone();
+    let features = tenant.features.clone();
+    tokio::spawn(answer(state.clone(), tenant.id, features, incoming));
+    Ok(Json(json!({"status": "accepted", "call_id": call_id})))
+}
+
+/// Why an incoming call is declined, with the SIP status to decline it with.
+struct Decline {
+    status: u16,
+    reason: String,
+}
+
+/// Routes, accepts and runs one incoming call, in the background of its webhook.
+async fn answer(state: AppState, tenant: String, features: Value, incoming: IncomingCall) {
+    let call_id = incoming.call_id.clone();
+    let key = match state.store.get_secret(&tenant, OPENAI_API_KEY).await {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            tracing::error!(name: "realtime_call_unanswerable", call_id = %call_id, reason = "the tenant has no openai_api_key secret", "realtime_call_unanswerable");
+            return;
+        }
+        Err(e) => {
+            tracing::error!(name: "realtime_call_unanswerable", call_id = %call_id, reason = %e, "realtime_call_unanswerable");
+            return;
+        }
+    };
+    let key = SecretString::from(secrecy::ExposeSecret::expose_secret(&key).to_owned());
+    match prepare(&state, &tenant, &features, &incoming).await {
+        Err(d) => {
+            tracing::warn!(name: "realtime_call_declined", call_id = %call_id, status = d.status, reason = %d.reason, "realtime_call_declined");
+            if let Err(e) = state
+                .realtime
+                .api()
+                .reject(&key, &call_id, Some(d.status))
+                .await
+            {
+                tracing::error!(name: "realtime_reject_failed", call_id = %call_id, error = %e, "realtime_reject_failed");
+            }
+        }
+        Ok(prepared) => run(state, tenant, key, incoming, prepared).await,
+    }
+}
+
+struct Prepared {
+    plan: CallPlan,
+    config: switchboard_runtime::CallConfig,
+    pinned: Value,
+}
+
+/// The agent for the number called, and everything the call will use, pinned now.
+async fn prepare(
+    state: &AppState,
+    tenant: &str,
+    features: &Value,
+    incoming: &IncomingCall,
+) -> Result<Prepared, Decline> {
+    let internal = |e: ApiError| Decline {
+        status: 480,
+        reason: e.to_string(),
+    };
+    if state.calls.count(tenant) >= state.config.max_calls_per_tenant {
+        return Err(Decline {
+            status: 486,
+            reason: "the tenant's live call limit on this node is reached".into(),
+        });
+    }
+    let feature = match features.get("realtime") {
+        None | Some(Value::Null) => RealtimeFeature::default(),
+        Some(v) => RealtimeFeature::parse(v).map_err(|reason| Decline {
+            status: 480,
+            reason,
+        })?,
+    };
+    let routed = incoming
+        .to
+        .as_ref()
+        .and_then(|to| feature.phone_numbers.get(to))
+        .cloned();
+    let agent = match routed {
+        Some(a) => a,
+        None => state
+            .store
+            .default_agent(tenant)
+            .await
+            .map_err(|e| internal(e.into()))?
+            .ok_or_else(|| Decline {
+                status: 404,
+                reason: format!(
+                    "no agent answers {} and the tenant has no default agent",
+                    incoming.to.as_deref().unwrap_or("this number")
+                ),
+            })?,
+    };
+    let (config, pinned) = call_config(state, tenant).await.map_err(internal)?;
+    let mut agents = HashMap::new();
+    let mut first = None;
+    let mut page = switchboard_store::Page::first(switchboard_store::Page::MAX_LIMIT);
+    loop {
+        let list = state
+            .store
+            .list_agents(tenant, page.clone())
+            .await
+            .map_err(|e| internal(e.into()))?;
+        for a in &list.items {
+            let toolset = crate::routes::calls::realtime_toolset(&config, &a.name);
+            let tool_choice = match &feature.tool_choice {
+                Some(c) => json!(c),
+                None => toolset.get("tool_choice").cloned().unwrap_or(json!("auto")),
+            };
+            let profile = AgentProfile {
+                instructions: a.instructions.clone(),
+                tools: toolset.get("tools").cloned().unwrap_or(json!([])),
+                tool_choice,
+            };
+            if a.name == agent {
+                first = Some(a.clone());
+            }
+            agents.insert(a.name.clone(), profile);
+        }
+        match list.next {
+            Some(next) => {
+                page = switchboard_store::Page::after(switchboard_store::Page::MAX_LIMIT, next)
+            }
+            None => break,
+        }
+    }
+    let first = first.ok_or_else(|| Decline {
+        status: 404,
+        reason: format!(
+            "features.realtime routes the call to agent `{agent}`, which does not exist"
+        ),
+    })?;
+    let mut accept_extra = Map::new();
+    let model = first
+        .model
+        .clone()
+        .or(feature.model.clone())
+        .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+    accept_extra.insert("model".into(), json!(model));
+    if let Some(voice) = first.voice.clone().or(feature.voice.clone()) {
+        accept_extra.insert("audio".into(), json!({"output": {"voice": voice}}));
+    }
+    Ok(Prepared {
+        plan: CallPlan {
+            agent,
+            agents: Arc::new(agents),
+            accept_extra,
+        },
+        config,
+        pinned,
+    })
+}
+
+async fn run(
+    state: AppState,
+    tenant: String,
+    key: SecretString,
+    incoming: IncomingCall,
+    prepared: Prepared,
+) {
+    let call_id = incoming.call_id.clone();
+    let Some((sink, opened)) = state.realtime.open(&call_id, key) else {
+        return;
+    };
+    let call = CallInfo {
+        id: call_id.clone(),
+        tenant_id: tenant.clone(),
+        agent: prepared.plan.agent.clone(),
+        from: incoming.from.clone(),
+        to: incoming.to.clone(),
+        started_at: switchboard_runtime::now_rfc3339(),
+    };
+    let user = Value::Object(Map::new());
+    let ctx = Context::new(&call, user.clone());
+    if let Err(e) = state
+        .store
+        .create_call(&tenant, &call, &prepared.pinned, &ctx)
+        .await
+    {
+        // Another node took this call (or the store is down): this node leaves it alone.
+        tracing::warn!(name: "realtime_call_not_recorded", call_id = %call_id, error = %e, "realtime_call_not_recorded");
+        state.realtime.forget(&call_id);
+        return;
+    }
+    let deps = SessionDeps {
+        config: Arc::new(prepared.config),
+        executor: state.realtime_executor.clone(),
+        sink,
+        journal: Arc::new(state.store.clone()),
+        options: SessionOptions {
+            hold_terminal_effects: true,
+            max_handoffs: state.config.limits.max_handoffs,
+            ..SessionOptions::default()
+        },
+    };
+    let session = match CallSession::start(call, user, deps).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(name: "realtime_call_not_started", call_id = %call_id, error = %e, "realtime_call_not_started");
+            state.realtime.forget(&call_id);
+            return;
+        }
+    };
+    state.calls.insert(Arc::new(LiveCall {
+        tenant_id: tenant,
+        session: session.clone(),
+        sink: Default::default(),
+        realtime: true,
+    }));
+    let end = state
+        .realtime
+        .run(opened, prepared.plan, session.clone())
+        .await;
+    state.calls.remove(&call_id);
+    let _ = session.end().await;
+    tracing::info!(name: "realtime_call_finished", call_id = %call_id, end = ?end, "realtime_call_finished");
+}
+
+/// The door a server's state holds: REST client and live calls.
+pub fn door(config: &crate::ServerConfig) -> Arc<RealtimeDoor> {
+    RealtimeDoor::new(
+        switchboard_realtime::CallsApi::new(config.openai.clone()),
+        switchboard_realtime::DriverOptions::default(),
+    )
+}

@@ -1,0 +1,711 @@
+//! Phone calls through the Realtime door, against the OpenAI Realtime SIP simulator: the webhook,
+//! accept, the WebSocket tool loop, barge-in, handoff, transfer, hang-up, slow and async tools.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use switchboard_server::ServerConfig;
+use switchboard_sim::{ModelHandle, Simulator};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{Backend, TestApp, refer, save_meal, spawn_app_with};
+
+const OPENAI_KEY: &str = "sk-tenant-openai";
+/// `whsec_` + base64 of 32 bytes, as OpenAI shows webhook secrets.
+const SECRET: &str = "whsec_c2VjcmV0LWtleS1mb3ItdGVzdGluZy13ZWJob29rcy0xMjM0NTY=";
+const NUMBER: &str = "+18005550100";
+const CALLER: &str = "+14155550123";
+const WAIT: Duration = Duration::from_secs(5);
+
+/// A server whose OpenAI is the simulator, and tenant `acme` answering `NUMBER` with agent
+/// `assistant` (save_meal, slow tools, handoff to `billing`, hang-up, transfer).
+struct Phone {
+    app: TestApp,
+    sim: Simulator,
+    key: String,
+    upstream: MockServer,
+}
+
+impl Phone {
+    async fn new(backend: Backend) -> Phone {
+        let sim = Simulator::start().await.expect("simulator");
+        sim.set_api_key(OPENAI_KEY);
+        let app = spawn_app_with(
+            backend,
+            ServerConfig {
+                tenant_rate_per_s: 10_000,
+                openai: switchboard_realtime::Endpoints::from_api_base(&sim.base_url()),
+                ..ServerConfig::default()
+            },
+        )
+        .await;
+        let upstream = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/slow"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"status": "shipped"}))
+                    .set_delay(Duration::from_millis(600)),
+            )
+            .mount(&upstream)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/orders"))
+            .respond_with(
+                ResponseTemplate::new(201)
+                    .set_body_json(json!({"order_id": "A-1"}))
+                    .set_delay(Duration::from_millis(600)),
+            )
+            .mount(&upstream)
+            .await;
+        let key = app.tenant("acme").await;
+        let mut features = refer();
+        features["realtime"] = json!({"phone_numbers": {NUMBER: "assistant"}, "voice": "marin"});
+        let (s, body) = app.put("/v1/features", &key, features).await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        for (name, value) in [
+            ("openai_api_key", OPENAI_KEY),
+            ("openai_webhook_secret", SECRET),
+        ] {
+            let (s, body) = app
+                .put(
+                    &format!("/v1/secrets/{name}"),
+                    &key,
+                    json!({"value": value}),
+                )
+                .await;
+            assert_eq!(s, StatusCode::NO_CONTENT, "{body}");
+        }
+        let u = upstream.uri();
+        let tools = [
+            save_meal(),
+            json!({"name": "track_order", "description": "Where an order is.",
+                   "parameters": [{"name": "order", "type": "string", "required": true}],
+                   "messages": {"delayed": "Still checking, one moment.", "delayed_after_ms": 200},
+                   "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slow")}],
+                   "on_success": [{"type": "respond", "message": "It is {{response.body.status}}."}]}),
+            json!({"name": "place_order", "description": "Place an order.",
+                   "parameters": [{"name": "item", "type": "string", "required": true}],
+                   "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "{{params.item}}"}}],
+                   "on_success": [{"type": "respond", "message": "Order {{response.body.order_id}} placed."}]}),
+            json!({"name": "report", "description": "Make a report in the background.", "async": true,
+                   "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slow")}],
+                   "on_success": [{"type": "respond", "message": "The report is ready."}]}),
+            json!({"name": "to_billing", "description": "Hand the call to billing.",
+                   "actions": [{"type": "handoff", "agent": "billing", "reason": "billing question"}]}),
+            json!({"name": "hang_up", "description": "End the call.",
+                   "actions": [{"type": "end_call", "message": "Thanks for calling, goodbye!"}]}),
+            json!({"name": "pay_invoice", "description": "Pay an invoice.",
+                   "actions": [{"type": "respond", "message": "Paid."}]}),
+        ];
+        for t in tools {
+            let (s, body) = app.post("/v1/tools", &key, t).await;
+            assert_eq!(s, StatusCode::CREATED, "{body}");
+        }
+        let tools: Vec<Value> = [
+            "save_meal",
+            "track_order",
+            "place_order",
+            "report",
+            "to_billing",
+            "hang_up",
+        ]
+        .iter()
+        .map(|t| json!({"tool": t}))
+        .collect();
+        let assistant = json!({"instructions": "You are Alex at Acme.", "default": true, "handoffs": ["billing"], "tools": tools});
+        let (s, body) = app.put("/v1/agents/assistant", &key, assistant).await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        let billing = json!({"instructions": "You are Billie in billing.", "tools": [{"tool": "pay_invoice"}]});
+        let (s, body) = app.put("/v1/agents/billing", &key, billing).await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        Phone {
+            app,
+            sim,
+            key,
+            upstream,
+        }
+    }
+
+    fn webhook(&self) -> String {
+        format!("{}/v1/realtime/webhook/acme", self.app.base)
+    }
+
+    /// Rings `NUMBER`; returns the model's handle once Switchboard has accepted and attached.
+    async fn ring(&self, call_id: &str) -> ModelHandle {
+        let status = self
+            .sim
+            .send_incoming_call(&self.webhook(), SECRET, call_id, CALLER, NUMBER)
+            .await
+            .expect("webhook");
+        assert_eq!(status, 200);
+        self.sim
+            .wait_request("accept", call_id, WAIT)
+            .await
+            .expect("accepted");
+        self.sim.model(call_id, WAIT).await.expect("attached")
+    }
+
+    async fn stop(self) {
+        let violations = self.sim.violations();
+        assert!(violations.is_empty(), "protocol violations: {violations:?}");
+        drop(self.upstream);
+        self.app.stop().await;
+    }
+}
+
+/// One model response asking for one function call, completed.
+async fn ask(m: &mut ModelHandle, fc: &str, name: &str, args: Value) -> String {
+    let r = m.start_response().await;
+    m.function_call(&r, fc, name, &args.to_string()).await;
+    m.finish_response(&r, "completed").await;
+    r
+}
+
+async fn output(m: &mut ModelHandle, fc: &str) -> Value {
+    loop {
+        let ev = m
+            .recv_type("conversation.item.create", WAIT)
+            .await
+            .unwrap_or_else(|| panic!("no output for {fc}; seen {:?}", m.seen()));
+        if ev["item"]["type"] == "function_call_output" && ev["item"]["call_id"] == fc {
+            let text = ev["item"]["output"].as_str().expect("output is a string");
+            return serde_json::from_str(text).expect("output is JSON");
+        }
+    }
+}
+
+/// No `response.create` arrives within a short while.
+async fn no_response_create(m: &mut ModelHandle) {
+    assert!(
+        m.recv_type("response.create", Duration::from_millis(400))
+            .await
+            .is_none(),
+        "unexpected response.create"
+    );
+}
+
+async fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..100 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn call_view(phone: &Phone, call_id: &str) -> Value {
+    let (s, body) = phone
+        .app
+        .get(&format!("/v1/calls/{call_id}"), &phone.key)
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    body
+}
+
+#[tokio::test]
+async fn incoming_call_is_accepted_and_its_tool_calls_answered() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let phone = Phone::new(backend).await;
+        let mut m = phone.ring("rtc_basic").await;
+        let accept = phone
+            .sim
+            .wait_request("accept", "rtc_basic", WAIT)
+            .await
+            .unwrap();
+        assert_eq!(
+            accept.authorization.as_deref(),
+            Some("Bearer sk-tenant-openai")
+        );
+        assert_eq!(accept.body["type"], "realtime");
+        assert_eq!(accept.body["instructions"], "You are Alex at Acme.");
+        assert_eq!(accept.body["model"], "gpt-realtime");
+        assert_eq!(accept.body["audio"]["output"]["voice"], "marin");
+        let names: Vec<&str> = accept.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"save_meal") && names.contains(&"request_transfer"),
+            "{names:?}"
+        );
+        assert!(!names.contains(&"pay_invoice"));
+        // Unknown events and error events change nothing.
+        m.send(json!({"type": "input_audio_buffer.dtmf_event_received", "event": "9", "received_at": 1}))
+            .await;
+        m.send(json!({"type": "error", "error": {"type": "invalid_request_error", "code": "invalid_event", "message": "x", "param": null, "event_id": "event_1"}}))
+            .await;
+        ask(
+            &mut m,
+            "call_1",
+            "save_meal",
+            json!({"meal_type": "lunch", "dishes": ["soup"]}),
+        )
+        .await;
+        let out = output(&mut m, "call_1").await;
+        assert_eq!(out["ok"], true, "{out}");
+        assert_eq!(out["message"], "I've logged your lunch!");
+        m.recv_type("response.create", WAIT)
+            .await
+            .expect("response.create");
+        let call = call_view(&phone, "rtc_basic").await;
+        assert_eq!(call["context"]["call"]["from"], CALLER);
+        assert_eq!(call["context"]["call"]["to"], NUMBER);
+        assert_eq!(
+            call["context"]["workflow"]["logged_meals"][0]["meal_type"],
+            "lunch"
+        );
+        assert_eq!(call["invocations"].as_array().unwrap().len(), 1);
+        assert_eq!(call["live_on_this_node"], true);
+        phone.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn bad_stale_and_unsigned_webhooks_are_refused_and_nothing_is_accepted() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let body = Simulator::incoming_call_event("rtc_forged", CALLER, NUMBER).to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    phone.sim.add_call("rtc_forged");
+    let wrong = "whsec_d3Jvbmctc2VjcmV0LWtleS1mb3ItdGVzdGluZy0xMjM0NTY3OA==";
+    for (secret, ts) in [(wrong, now), (SECRET, now - 301), (SECRET, now + 301)] {
+        let status = Simulator::post_webhook(&phone.webhook(), secret, "wh_1", ts, &body)
+            .await
+            .unwrap();
+        assert_eq!(status, 401, "secret {secret} ts {ts}");
+    }
+    // No signature headers at all.
+    let resp = reqwest::Client::new()
+        .post(phone.webhook())
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+    let err: Value = resp.json().await.unwrap();
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("webhook-"),
+        "{err}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(phone.sim.count("accept", "rtc_forged"), 0);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_repeated_webhook_id_accepts_the_call_once() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let body = Simulator::incoming_call_event("rtc_dup", CALLER, NUMBER).to_string();
+    phone.sim.add_call("rtc_dup");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    for _ in 0..3 {
+        let status = Simulator::post_webhook(&phone.webhook(), SECRET, "wh_same", now, &body)
+            .await
+            .unwrap();
+        assert_eq!(status, 200);
+    }
+    let _m = phone.sim.model("rtc_dup", WAIT).await.expect("attached");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(phone.sim.count("accept", "rtc_dup"), 1);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_number_without_an_agent_and_no_default_is_rejected() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    // Make no agent the default: calls to unknown numbers have nowhere to go.
+    let (s, agent) = phone.app.get("/v1/agents/assistant", &phone.key).await;
+    assert_eq!(s, StatusCode::OK);
+    let tools: Vec<Value> = agent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| json!({"tool": t["tool"]}))
+        .collect();
+    let def = json!({"instructions": agent["instructions"], "handoffs": ["billing"], "default": false, "tools": tools});
+    assert_eq!(
+        phone
+            .app
+            .put("/v1/agents/assistant", &phone.key, def)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let status = phone
+        .sim
+        .send_incoming_call(
+            &phone.webhook(),
+            SECRET,
+            "rtc_nobody",
+            CALLER,
+            "+19995550000",
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let reject = phone
+        .sim
+        .wait_request("reject", "rtc_nobody", WAIT)
+        .await
+        .expect("rejected");
+    assert_eq!(reject.body["status_code"], 404);
+    assert_eq!(phone.sim.count("accept", "rtc_nobody"), 0);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn barge_in_cancels_a_read_tool_and_asks_for_no_response() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_read").await;
+    let r = m.start_response().await;
+    m.function_call(&r, "call_r", "track_order", r#"{"order":"A-1"}"#)
+        .await;
+    m.barge_in().await;
+    let out = output(&mut m, "call_r").await;
+    assert_eq!(out["ok"], false);
+    assert_eq!(out["error"], "cancelled", "{out}");
+    no_response_create(&mut m).await;
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn barge_in_mid_write_tool_still_delivers_its_real_result() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_write").await;
+    let r = m.start_response().await;
+    m.function_call(&r, "call_w", "place_order", r#"{"item":"pizza"}"#)
+        .await;
+    m.barge_in().await;
+    let out = output(&mut m, "call_w").await;
+    assert_eq!(out["ok"], true, "{out}");
+    assert_eq!(out["message"], "Order A-1 placed.");
+    no_response_create(&mut m).await;
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn request_transfer_in_an_interrupted_response_sends_no_refer() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_xfer_cut").await;
+    let r = m.start_response().await;
+    m.function_call(
+        &r,
+        "call_t",
+        "request_transfer",
+        r#"{"destination_id":"sales"}"#,
+    )
+    .await;
+    m.barge_in().await;
+    let out = output(&mut m, "call_t").await;
+    assert_eq!(out["ok"], false, "{out}");
+    assert_eq!(out["error"], "cancelled", "{out}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(phone.sim.count("refer", "rtc_xfer_cut"), 0);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn two_calls_in_one_response_get_two_outputs_and_one_response_create() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_par").await;
+    let r = m.start_response().await;
+    m.function_call(
+        &r,
+        "call_a",
+        "save_meal",
+        r#"{"meal_type":"lunch","dishes":["soup"]}"#,
+    )
+    .await;
+    m.function_call(&r, "call_b", "place_order", r#"{"item":"pizza"}"#)
+        .await;
+    m.finish_response(&r, "completed").await;
+    m.recv_type("response.create", WAIT)
+        .await
+        .expect("one response.create");
+    assert_eq!(phone.sim.outputs("rtc_par").len(), 2);
+    no_response_create(&mut m).await;
+    assert_eq!(phone.sim.response_creates("rtc_par").len(), 1);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_transfer_refers_once_and_asks_for_no_response() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_xfer").await;
+    ask(
+        &mut m,
+        "call_t1",
+        "request_transfer",
+        json!({"destination_id": "support"}),
+    )
+    .await;
+    let refer = phone
+        .sim
+        .wait_request("refer", "rtc_xfer", WAIT)
+        .await
+        .expect("REFER");
+    assert_eq!(refer.body, json!({"target_uri": "tel:+14155552000"}));
+    // Asked again: no second REFER to the same target.
+    ask(
+        &mut m,
+        "call_t2",
+        "request_transfer",
+        json!({"destination_id": "support"}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(phone.sim.count("refer", "rtc_xfer"), 1);
+    assert!(phone.sim.response_creates("rtc_xfer").is_empty());
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_transfer_tells_the_model_and_the_call_goes_on() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_xfer_fail").await;
+    phone.sim.fail_next("refer", 500, 1);
+    ask(
+        &mut m,
+        "call_t",
+        "request_transfer",
+        json!({"destination_id": "sales"}),
+    )
+    .await;
+    let out = output(&mut m, "call_t").await;
+    assert_eq!(out["ok"], false);
+    assert_eq!(out["error"], "call_transfer_failed", "{out}");
+    m.recv_type("response.create", WAIT)
+        .await
+        .expect("the model handles it");
+    assert_eq!(phone.sim.count("refer", "rtc_xfer_fail"), 1);
+    // The call goes on.
+    ask(
+        &mut m,
+        "call_2",
+        "save_meal",
+        json!({"meal_type": "dinner", "dishes": ["rice"]}),
+    )
+    .await;
+    assert_eq!(output(&mut m, "call_2").await["ok"], true);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_handoff_updates_the_session_before_the_output() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_handoff").await;
+    ask(&mut m, "call_h", "to_billing", json!({})).await;
+    let update = m
+        .recv_type("session.update", WAIT)
+        .await
+        .expect("session.update");
+    assert_eq!(
+        update["session"]["instructions"],
+        "You are Billie in billing."
+    );
+    let names: Vec<&str> = update["session"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"pay_invoice") && !names.contains(&"save_meal"),
+        "{names:?}"
+    );
+    // The output comes after the update.
+    let out = output(&mut m, "call_h").await;
+    assert_eq!(out["ok"], true, "{out}");
+    m.recv_type("response.create", WAIT)
+        .await
+        .expect("response.create");
+    ask(&mut m, "call_p", "pay_invoice", json!({})).await;
+    assert_eq!(output(&mut m, "call_p").await["message"], "Paid.");
+    let call = call_view(&phone, "rtc_handoff").await;
+    assert_eq!(call["context"]["call"]["agent"], "billing", "{call}");
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn end_call_says_goodbye_then_hangs_up() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_bye").await;
+    ask(&mut m, "call_bye", "hang_up", json!({})).await;
+    let goodbye = m.recv_type("response.create", WAIT).await.expect("goodbye");
+    assert!(
+        goodbye["response"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("Thanks for calling, goodbye!"),
+        "{goodbye}"
+    );
+    // Not hung up while the goodbye is being said.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(phone.sim.count("hangup", "rtc_bye"), 0);
+    let r = m.active_response().expect("the goodbye response");
+    m.finish_response(&r, "completed").await;
+    phone
+        .sim
+        .wait_request("hangup", "rtc_bye", WAIT)
+        .await
+        .expect("hung up");
+    assert_eq!(phone.sim.count("hangup", "rtc_bye"), 1);
+    let app = &phone.app;
+    let key = phone.key.clone();
+    wait_until("the call to end", || {
+        app.state.calls.get("acme", "rtc_bye").is_none()
+    })
+    .await;
+    let (_, call) = app.get("/v1/calls/rtc_bye", &key).await;
+    assert_eq!(call["status"], "ended", "{call}");
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_dropped_socket_is_reattached_and_the_output_delivered() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_drop").await;
+    ask(&mut m, "call_slow", "place_order", json!({"item": "pizza"})).await;
+    m.drop_connection().await;
+    let mut m = phone
+        .sim
+        .model("rtc_drop", WAIT)
+        .await
+        .expect("re-attached");
+    let out = output(&mut m, "call_slow").await;
+    assert_eq!(out["message"], "Order A-1 placed.", "{out}");
+    m.recv_type("response.create", WAIT)
+        .await
+        .expect("response.create");
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_tool_gets_its_delayed_message_said_once() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_slow").await;
+    ask(&mut m, "call_s", "track_order", json!({"order": "A-1"})).await;
+    let filler = m.recv_type("response.create", WAIT).await.expect("filler");
+    assert!(
+        filler["response"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("Still checking"),
+        "{filler}"
+    );
+    assert_eq!(filler["response"]["tool_choice"], "none");
+    // The filler is being said when the result arrives: its response.create waits for it.
+    let out = output(&mut m, "call_s").await;
+    assert_eq!(out["ok"], true);
+    no_response_create(&mut m).await;
+    let r = m.active_response().expect("filler response");
+    m.finish_response(&r, "completed").await;
+    let next = m
+        .recv_type("response.create", WAIT)
+        .await
+        .expect("answer response");
+    assert!(next.get("response").is_none(), "{next}");
+    assert_eq!(phone.sim.response_creates("rtc_slow").len(), 2);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn an_async_tool_answers_at_once_and_reports_later() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_async").await;
+    ask(&mut m, "call_rep", "report", json!({})).await;
+    let first = output(&mut m, "call_rep").await;
+    assert_eq!(first["message"], "started", "{first}");
+    let r = {
+        m.recv_type("response.create", WAIT)
+            .await
+            .expect("response.create");
+        m.active_response().expect("active")
+    };
+    m.finish_response(&r, "completed").await;
+    let news = loop {
+        let ev = m
+            .recv_type("conversation.item.create", WAIT)
+            .await
+            .expect("news");
+        if ev["item"]["type"] == "message" {
+            break ev;
+        }
+    };
+    assert_eq!(news["item"]["role"], "system");
+    assert!(
+        news["item"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("The report is ready."),
+        "{news}"
+    );
+    m.recv_type("response.create", WAIT)
+        .await
+        .expect("the model tells the caller");
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn fifty_concurrent_calls_each_get_their_answers() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let sim = phone.sim.clone();
+        let hook = phone.webhook();
+        tasks.push(tokio::spawn(async move {
+            let id = format!("rtc_many_{i}");
+            assert_eq!(
+                sim.send_incoming_call(&hook, SECRET, &id, CALLER, NUMBER)
+                    .await
+                    .unwrap(),
+                200
+            );
+            let mut m = sim
+                .model(&id, Duration::from_secs(20))
+                .await
+                .expect("attached");
+            for j in 0..3 {
+                let fc = format!("call_{i}_{j}");
+                ask(
+                    &mut m,
+                    &fc,
+                    "save_meal",
+                    json!({"meal_type": "lunch", "dishes": [format!("dish {j}")]}),
+                )
+                .await;
+                assert_eq!(output(&mut m, &fc).await["ok"], true);
+                m.recv_type("response.create", Duration::from_secs(10))
+                    .await
+                    .expect("response.create");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let (_, call) = phone.app.get("/v1/calls/rtc_many_7", &phone.key).await;
+    assert_eq!(
+        call["context"]["workflow"]["logged_meals"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3,
+        "{call}"
+    );
+    phone.stop().await;
+}
