@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod files;
 mod run;
 mod schema;
@@ -63,6 +64,16 @@ enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Key(serve::KeyCommand),
+    /// Load generators.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Drive N concurrent simulated phone calls (OpenAI Realtime, simulated) through a server and
+    /// print the tool-call overhead percentiles, throughput and memory per call.
+    Calls(bench::CallsArgs),
 }
 
 /// Prints a line to stdout; a reader that went away (`switchboard validate | head`) ends the
@@ -101,6 +112,7 @@ fn main() -> ExitCode {
         Command::Migrate(db) => serve::migrate(&db),
         Command::Tenant(cmd) => serve::tenant(&cmd),
         Command::Key(cmd) => serve::key(&cmd),
+        Command::Bench(BenchCommand::Calls(args)) => bench::calls(&args),
     };
     match result {
         Ok(code) => code,

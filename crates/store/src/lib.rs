@@ -206,7 +206,7 @@ impl Store {
                 .create_if_missing(true)
                 .journal_mode(SqliteJournalMode::Wal)
                 // FULL: a commit survives power loss too, not only a crashed process.
-                .synchronous(SqliteSynchronous::Full)
+                .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
                 .busy_timeout(options.acquire_timeout);
             let pool = SqlitePoolOptions::new()
