@@ -205,7 +205,10 @@ impl Store {
             let opts = opts
                 .create_if_missing(true)
                 .journal_mode(SqliteJournalMode::Wal)
-                // FULL: a commit survives power loss too, not only a crashed process.
+                // NORMAL in WAL mode: a commit survives a crashed or killed process (the WAL is
+                // written before the commit returns); only an OS crash or power loss can drop the
+                // last commits. FULL adds an fsync per commit, which held every tool answer of a
+                // busy node behind the disk. Deployments that need more use PostgreSQL.
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
                 .busy_timeout(options.acquire_timeout);
