@@ -155,7 +155,7 @@ pub struct McpClients {
     options: McpClientOptions,
     /// One client for every HTTP server: no proxy, the outbound address guard on DNS and
     /// redirects, exactly as `api_call`'s.
-    http: reqwest::Client,
+    http: Option<reqwest::Client>,
     pool: Mutex<HashMap<(String, String), Arc<Pooled>>>,
 }
 
@@ -168,25 +168,22 @@ impl std::fmt::Debug for McpClients {
 }
 
 impl McpClients {
-    /// A pool over `source`.
-    ///
-    /// # Errors
-    /// When reqwest cannot build the HTTP client (a broken TLS setup).
-    pub fn new(
-        source: Arc<dyn McpServerSource>,
-        options: McpClientOptions,
-    ) -> Result<Self, String> {
+    /// A pool over `source`. Should reqwest fail to build the HTTP client (a broken TLS setup),
+    /// the failure is logged and every HTTP server answers `upstream_unavailable`.
+    pub fn new(source: Arc<dyn McpServerSource>, options: McpClientOptions) -> Self {
         let http = crate::http::guarded_client_builder(options.allow_private_networks)
+            .user_agent(format!("switchboard/{}", env!("CARGO_PKG_VERSION")))
             // Idle pooled connections of a server that restarted would fail the next request.
             .pool_max_idle_per_host(0)
             .build()
-            .map_err(|e| format!("could not build the MCP HTTP client: {e}"))?;
-        Ok(McpClients {
+            .inspect_err(|e| tracing::error!(name: "mcp_http_client_failed", error = %e, "mcp_http_client_failed"))
+            .ok();
+        McpClients {
             source,
             options,
             http,
             pool: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     /// The settings the pool runs with.
@@ -382,7 +379,11 @@ impl McpClients {
                 // A dropped stream means the server went away: fail the call now rather than
                 // reconnect in the background while the caller waits.
                 config.retry_config = Arc::new(NeverRetry::default());
-                let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
+                let http = self
+                    .http
+                    .clone()
+                    .ok_or("the MCP HTTP client could not be built (see the server's log)")?;
+                let transport = StreamableHttpClientTransport::with_client(http, config);
                 listener.serve(transport).await.map_err(describe_init)
             }
             McpTransportSpec::Stdio { command, args, env } => {

@@ -24,6 +24,8 @@ pub struct ServerConfig {
     /// Largest request body accepted.
     pub max_body_bytes: usize,
     pub limits: Limits,
+    /// The MCP endpoint and MCP servers as tool sources.
+    pub mcp: crate::mcp::McpSettings,
 }
 
 impl Default for ServerConfig {
@@ -33,6 +35,7 @@ impl Default for ServerConfig {
             max_calls_per_tenant: 1_000,
             max_body_bytes: 1024 * 1024,
             limits: Limits::default(),
+            mcp: crate::mcp::McpSettings::default(),
         }
     }
 }
@@ -97,6 +100,8 @@ pub struct Inner {
     pub tools: ToolCache,
     pub config: ServerConfig,
     pub metrics: Option<PrometheusHandle>,
+    /// MCP client pool (also the `mcp.call` handler) and the MCP endpoint's shutdown signal.
+    pub mcp: crate::mcp::McpState,
 }
 
 /// Cheap to clone; handlers take it as axum state.
@@ -117,6 +122,20 @@ impl AppState {
         config: ServerConfig,
         metrics: Option<PrometheusHandle>,
     ) -> Self {
+        // `mcp.call` goes to the tenants' registered servers, unless the caller brought its own
+        // handler; MCP servers are held to the same outbound guard as `api_call`.
+        let mcp = crate::mcp::McpState::new(
+            store.clone(),
+            &config.mcp,
+            effects.http.allows_private_networks(),
+        );
+        let effects = if effects.mcp.is_some() {
+            effects
+        } else {
+            let mut with_mcp = (*effects).clone();
+            with_mcp.mcp = Some(Arc::clone(&mcp.clients) as Arc<dyn switchboard_runtime::McpCalls>);
+            Arc::new(with_mcp)
+        };
         AppState(Arc::new(Inner {
             store,
             executor: Executor::new(Arc::clone(&effects)),
@@ -126,6 +145,7 @@ impl AppState {
             tools: ToolCache::default(),
             config,
             metrics,
+            mcp,
         }))
     }
 }
