@@ -547,7 +547,8 @@ pub fn check_url(url: &str, allow_private_networks: bool) -> Result<(), String> 
 }
 
 /// What the tool returned, as the `mcp.call` action's value: the structured content when it is
-/// an object, else `{"content": ...}` with the text (parsed when it is JSON). An `isError`
+/// an object (or the one text block is a JSON object), else `{"content": ...}` with the text
+/// (parsed when it is JSON). An `isError`
 /// result is a failure whose message is the tool's text.
 fn tool_result(label: &str, tool: &str, result: CallToolResult) -> Result<Value, ToolError> {
     let blocks: Vec<Value> = result
@@ -578,7 +579,11 @@ fn tool_result(label: &str, tool: &str, result: CallToolResult) -> Result<Value,
     let parse = |t: &str| serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_owned()));
     let content = match (texts.as_slice(), blocks.len()) {
         ([], 0) => Value::Null,
-        ([one], 1) => parse(one),
+        // Many servers send their object as JSON text only: it is as good as structured.
+        ([one], 1) => match parse(one) {
+            Value::Object(m) => return Ok(Value::Object(m)),
+            other => other,
+        },
         _ => Value::Array(
             blocks
                 .into_iter()
@@ -613,6 +618,10 @@ mod tests {
         let cases = [
             (
                 json!({"content": [{"type": "text", "text": "{\"sum\": 3}"}], "structuredContent": {"sum": 3}}),
+                Ok(json!({"sum": 3})),
+            ),
+            (
+                json!({"content": [{"type": "text", "text": "{\"sum\": 3}"}]}),
                 Ok(json!({"sum": 3})),
             ),
             (

@@ -102,9 +102,9 @@ fn caller_headers(headers: &HeaderMap) -> Result<(Option<String>, Option<Value>)
         Some(raw) => match serde_json::from_str::<Value>(&raw) {
             Ok(v @ Value::Object(_)) => Some(v),
             _ => {
-                return Err(ApiError::bad_request(format!(
-                    "the {USER_HEADER} header must be a JSON object, e.g. {{\"id\": \"u_42\"}}"
-                )));
+                return Err(ApiError::bad_request(
+                    "the X-Switchboard-User header must be a JSON object, e.g. {\"id\": \"u_42\"}",
+                ));
             }
         },
     };
