@@ -589,3 +589,77 @@ both_backends!(mcp_server_registrations_are_checked, |app| {
         StatusCode::NOT_FOUND
     );
 });
+
+/// The JSON-RPC message with `id` in an MCP POST's answer (an SSE stream or plain JSON).
+fn rpc_answer(body: &str, id: u64) -> Value {
+    body.lines()
+        .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("no answer {id} in {body}"))
+}
+
+#[tokio::test]
+async fn an_open_mcp_session_ends_its_call_when_the_server_shuts_down() {
+    let mut app = spawn_app(Backend::Sqlite).await;
+    let key = acme(&app, "acme").await;
+    let url = endpoint(&app, "assistant");
+    let post = |session: Option<String>, body: Value| {
+        let mut req = app
+            .client
+            .post(&url)
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&body);
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        req.send()
+    };
+    let init = post(None, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+    .await
+    .unwrap();
+    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let _ = init.text().await.unwrap();
+    post(
+        Some(session.clone()),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .unwrap();
+    let called = post(Some(session.clone()), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "save_meal", "arguments": {"meal_type": "lunch", "dishes": ["soup"]}}}))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    let answer = rpc_answer(&called, 2);
+    let call_id = answer["result"]["_meta"]["switchboard/call_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_owned();
+    assert_eq!(app.get(&format!("/v1/calls/{call_id}"), &key).await.1["status"], "active");
+    // The session is still open, with its server-to-client stream, when the server stops:
+    // stopping ends its call and does not wait for the client to hang up.
+    let stream = app
+        .client
+        .get(&url)
+        .bearer_auth(&key)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    tokio::time::timeout(Duration::from_secs(10), app.stop_server())
+        .await
+        .expect("shutdown is not held up by an open MCP stream");
+    drop(stream);
+    let row = app.state.store.get_call("acme", &call_id).await.unwrap().unwrap();
+    assert_eq!(row.status.as_str(), "ended");
+    app.stop().await;
+}
