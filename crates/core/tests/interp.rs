@@ -558,7 +558,9 @@ fn each_action_type() {
         ),
         (
             "mcp.call whose arguments template renders to a non-object",
-            t(json!([{"type": "mcp.call", "server": "crm", "tool": "lookup", "arguments": "{{params.n}}"}])),
+            t(
+                json!([{"type": "mcp.call", "server": "crm", "tool": "lookup", "arguments": "{{params.n}}"}]),
+            ),
             r#"{"n": 8}"#,
             json!({}),
             vec![],

@@ -286,7 +286,9 @@ impl McpClients {
                 tracing::warn!(name: "mcp_server_lookup_failed", server = %label, error = %e, "mcp_server_lookup_failed");
                 Err(ToolError::new(
                     ErrorCode::UpstreamUnavailable,
-                    format!("The registration of MCP server `{label}` could not be read; try again."),
+                    format!(
+                        "The registration of MCP server `{label}` could not be read; try again."
+                    ),
                 ))
             }
         }
@@ -374,8 +376,8 @@ impl McpClients {
                     value.set_sensitive(true);
                     custom.insert(name, value);
                 }
-                let mut config =
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
                 // A dropped stream means the server went away: fail the call now rather than
                 // reconnect in the background while the caller waits.
                 config.retry_config = Arc::new(NeverRetry::default());
@@ -449,9 +451,10 @@ impl McpClients {
         let mut params = CallToolRequestParams::new(request.tool.clone()).with_arguments(arguments);
         // The same key on every retry of this effect, for servers that deduplicate.
         let mut meta = rmcp::model::RequestMetaObject::default();
-        meta.0
-            .0
-            .insert("switchboard/idempotency_key".into(), json!(request.idempotency_key));
+        meta.0.0.insert(
+            "switchboard/idempotency_key".into(),
+            json!(request.idempotency_key),
+        );
         params.meta = Some(meta);
         let left = timeout.saturating_sub(started.elapsed());
         // Dropping the request future (deadline, or the run aborted) makes rmcp send
@@ -520,8 +523,9 @@ fn first_line(s: &str) -> &str {
 /// Refuses URLs that are not http(s), and IP-literal hosts the outbound guard forbids (names
 /// are checked by the guarded resolver when they connect).
 pub fn check_url(url: &str, allow_private_networks: bool) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|_| "the URL is not a valid absolute URL; write it as https://host/mcp".to_owned())?;
+    let parsed = reqwest::Url::parse(url).map_err(|_| {
+        "the URL is not a valid absolute URL; write it as https://host/mcp".to_owned()
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!(
             "the URL uses `{}`; MCP servers are reached over http or https",
@@ -646,9 +650,17 @@ mod tests {
     #[test]
     fn urls_are_checked_like_api_calls() {
         assert!(check_url("https://mcp.example.com/mcp", false).is_ok());
-        assert!(check_url("http://127.0.0.1:9/mcp", false).unwrap_err().contains("loopback"));
+        assert!(
+            check_url("http://127.0.0.1:9/mcp", false)
+                .unwrap_err()
+                .contains("loopback")
+        );
         assert!(check_url("http://127.0.0.1:9/mcp", true).is_ok());
-        assert!(check_url("ftp://example.com/", true).unwrap_err().contains("`ftp`"));
+        assert!(
+            check_url("ftp://example.com/", true)
+                .unwrap_err()
+                .contains("`ftp`")
+        );
         assert!(check_url("not a url", true).is_err());
     }
 }

@@ -99,8 +99,7 @@ pub async fn agent_tools(
         // Named last: an MCP tool yields its name to the agent's own tools and the transfer tool.
         let taken = out.keys().cloned().collect();
         let attached =
-            crate::mcp::sources::agent_mcp_tools(state, tenant, agent, &mcp_entries, &taken)
-                .await;
+            crate::mcp::sources::agent_mcp_tools(state, tenant, agent, &mcp_entries, &taken).await;
         for (name, enabled, tool) in attached {
             let entry = ToolEntry {
                 enabled,

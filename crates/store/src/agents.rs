@@ -531,7 +531,11 @@ impl Store {
 /// MCP tool names are freer than ours (the model sees them cleaned up): anything printable
 /// without `/`, up to 128 characters.
 fn check_mcp_tool_name(name: &str) -> Result<(), StoreError> {
-    if name.is_empty() || name.chars().count() > 128 || name.contains('/') || name.chars().any(char::is_control) {
+    if name.is_empty()
+        || name.chars().count() > 128
+        || name.contains('/')
+        || name.chars().any(char::is_control)
+    {
         return Err(StoreError::Invalid(format!(
             "MCP tool name `{}` must be 1-128 printable characters without `/`; write the agent's tool as `<label>/<tool>`",
             crate::truncate(name, 80)

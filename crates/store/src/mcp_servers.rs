@@ -59,16 +59,14 @@ impl McpServerConfig {
     /// query or credentials); the program of a stdio server.
     pub fn endpoint(&self) -> String {
         match self {
-            McpServerConfig::Http { url, .. } => {
-                match url.split_once("://") {
-                    Some((scheme, rest)) => {
-                        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-                        let host = authority.rsplit('@').next().unwrap_or_default();
-                        format!("{scheme}://{host}")
-                    }
-                    None => String::new(),
+            McpServerConfig::Http { url, .. } => match url.split_once("://") {
+                Some((scheme, rest)) => {
+                    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+                    let host = authority.rsplit('@').next().unwrap_or_default();
+                    format!("{scheme}://{host}")
                 }
-            }
+                None => String::new(),
+            },
             McpServerConfig::Stdio { command, .. } => command.clone(),
         }
     }
@@ -281,7 +279,11 @@ impl Store {
     }
 
     /// Removes a server; `false` if there was none.
-    pub async fn delete_mcp_server(&self, tenant_id: &str, label: &str) -> Result<bool, StoreError> {
+    pub async fn delete_mcp_server(
+        &self,
+        tenant_id: &str,
+        label: &str,
+    ) -> Result<bool, StoreError> {
         let n = with_pool!(self, |pool| {
             sqlx::query("DELETE FROM mcp_servers WHERE tenant_id = $1 AND label = $2")
                 .bind(tenant_id)
@@ -308,7 +310,10 @@ mod tests {
             http("https://user:pw@mcp.example.com:8443/mcp?token=t").endpoint(),
             "https://mcp.example.com:8443"
         );
-        assert_eq!(http("http://127.0.0.1:9/mcp").endpoint(), "http://127.0.0.1:9");
+        assert_eq!(
+            http("http://127.0.0.1:9/mcp").endpoint(),
+            "http://127.0.0.1:9"
+        );
         assert_eq!(http("nonsense").endpoint(), "");
     }
 }

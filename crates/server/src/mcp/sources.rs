@@ -88,7 +88,12 @@ pub async fn server_tools(
         .get_mcp_server(tenant_id, label)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("MCP server `{label}`")))?;
-    match state.mcp.clients.list_tools(tenant_id, label, refresh).await {
+    match state
+        .mcp
+        .clients
+        .list_tools(tenant_id, label, refresh)
+        .await
+    {
         Ok(tools) => {
             let listed = serde_json::to_value(&*tools).unwrap_or(Value::Null);
             if row.tools.as_ref() != Some(&listed) {
@@ -110,7 +115,10 @@ pub async fn server_tools(
             _ => Err(ApiError::new(
                 axum::http::StatusCode::BAD_GATEWAY,
                 "upstream_unavailable",
-                format!("could not list the tools of MCP server `{label}`: {}", e.message),
+                format!(
+                    "could not list the tools of MCP server `{label}`: {}",
+                    e.message
+                ),
             )),
         },
     }
@@ -187,7 +195,11 @@ pub async fn agent_mcp_tools(
             }
             lists.insert(label.to_owned(), listed.ok());
         }
-        match lists.get(label).and_then(|l| l.as_ref()).and_then(|l| l.iter().find(|t| t.name == tool)) {
+        match lists
+            .get(label)
+            .and_then(|l| l.as_ref())
+            .and_then(|l| l.iter().find(|t| t.name == tool))
+        {
             Some(info) => found.push((label.to_owned(), entry.clone(), info.clone(), *enabled)),
             None => {
                 tracing::warn!(name: "mcp_tool_missing", agent = %agent, tool = %entry, "mcp_tool_missing");
@@ -237,13 +249,26 @@ mod tests {
 
     #[test]
     fn an_mcp_tool_becomes_a_declarative_tool() {
-        let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
-        let tool = synthesize("calc", &info("add", true, schema), "add", &Limits::default()).unwrap();
+        let schema =
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
+        let tool = synthesize(
+            "calc",
+            &info("add", true, schema),
+            "add",
+            &Limits::default(),
+        )
+        .unwrap();
         assert_eq!(tool.name(), "add");
         assert_eq!(tool.side_effect(), switchboard_core::SideEffect::Read);
         let def = tool.function_def(false);
         assert_eq!(def.parameters["required"], json!(["a"]));
-        let write = synthesize("calc", &info("add", false, json!({})), "calc_add", &Limits::default()).unwrap();
+        let write = synthesize(
+            "calc",
+            &info("add", false, json!({})),
+            "calc_add",
+            &Limits::default(),
+        )
+        .unwrap();
         assert_eq!(write.side_effect(), switchboard_core::SideEffect::Write);
         assert_eq!(write.function_def(false).parameters["type"], "object");
     }

@@ -226,7 +226,11 @@ async fn check_mcp_tool(state: &AppState, tenant: &str, label: &str, tool: &str)
             let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
             Err(ApiError::bad_request(format!(
                 "MCP server `{label}` has no tool `{tool}`; it has: {}",
-                if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
             )))
         }
         // Not reachable now and never listed: accepted; the tool is offered once it answers.

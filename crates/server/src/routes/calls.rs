@@ -267,7 +267,11 @@ async fn pinned_config(state: &AppState, tenant: &str, pinned: &Value) -> ApiRes
 }
 
 /// The live call, picking it up from the database when this node does not serve it yet.
-pub(crate) async fn live(state: &AppState, tenant: &str, call_id: &str) -> ApiResult<Arc<LiveCall>> {
+pub(crate) async fn live(
+    state: &AppState,
+    tenant: &str,
+    call_id: &str,
+) -> ApiResult<Arc<LiveCall>> {
     if let Some(c) = state.calls.get(tenant, call_id) {
         return Ok(c);
     }

@@ -150,7 +150,9 @@ fn config(state: &AppState, body: McpServerBody) -> ApiResult<McpServerConfig> {
                 ));
             }
             if command.trim().is_empty() {
-                return Err(ApiError::bad_request("`command` is empty; name the program to run"));
+                return Err(ApiError::bad_request(
+                    "`command` is empty; name the program to run",
+                ));
             }
             Ok(McpServerConfig::Stdio {
                 command,

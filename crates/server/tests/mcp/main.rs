@@ -3,10 +3,10 @@
 //! tool source.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod python;
 #[allow(dead_code)]
 #[path = "../api/support.rs"]
 mod support;
-mod python;
 
 use std::time::{Duration, Instant};
 
@@ -85,7 +85,10 @@ both_backends!(an_mcp_client_lists_and_calls_an_agents_tools, |app| {
     assert_eq!(invalid["is_error"], true, "{invalid}");
     let error = text_json(invalid);
     assert_eq!(
-        (error["error"].clone(), error["details"][0]["parameter"].clone()),
+        (
+            error["error"].clone(),
+            error["details"][0]["parameter"].clone()
+        ),
         (json!("invalid_arguments"), json!("dishes"))
     );
     assert_eq!(unknown["protocol_error"]["code"], -32602, "{unknown}");
@@ -199,7 +202,8 @@ async fn stateless_mcp_runs_each_request_in_its_own_call_or_the_named_one() {
     let (base, state, stop, server) = support::start_with(&app.url, app.key.clone(), config).await;
     let view = TestApp::view(&app, base);
     let key = acme(&view, "acme").await;
-    let meal = json!({"name": "save_meal", "arguments": {"meal_type": "lunch", "dishes": ["soup"]}});
+    let meal =
+        json!({"name": "save_meal", "arguments": {"meal_type": "lunch", "dishes": ["soup"]}});
     let out = client(&json!({
         "url": endpoint(&view, "assistant"),
         "headers": {"Authorization": format!("Bearer {key}")},
@@ -302,7 +306,10 @@ both_backends!(an_mcp_server_is_a_tool_source, |app| {
     let total = json!({"name": "total", "description": "Adds 2 with the calculator",
         "parameters": [{"name": "x", "type": "integer", "required": true}],
         "actions": [{"type": "mcp.call", "server": "calc", "tool": "add", "arguments": {"a": "{{params.x}}", "b": 2}, "into": "result.total"}]});
-    assert_eq!(app.post("/v1/tools", &key, total).await.0, StatusCode::CREATED);
+    assert_eq!(
+        app.post("/v1/tools", &key, total).await.0,
+        StatusCode::CREATED
+    );
     let agent = json!({"instructions": "Calculate.", "tools": [
         {"tool": "slow"}, {"tool": "total"}, {"tool": "calc/add"}, {"tool": "calc/slow"}, {"tool": "calc/whoami"}, {"tool": "calc/fail"}, {"tool": "calc/stats"}]});
     let (s, body) = app.put("/v1/agents/math", &key, agent).await;
@@ -323,7 +330,11 @@ both_backends!(an_mcp_server_is_a_tool_source, |app| {
         "{bad}"
     );
     let (s, bad) = app
-        .put("/v1/agents/math2", &key, json!({"tools": [{"tool": "crm/x"}]}))
+        .put(
+            "/v1/agents/math2",
+            &key,
+            json!({"tools": [{"tool": "crm/x"}]}),
+        )
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert!(
@@ -471,8 +482,12 @@ async fn a_slow_mcp_tool_times_out_and_is_cancelled_upstream() {
     register(&app, &key, &calc).await;
     let hurry = json!({"name": "hurry", "description": "Waits at most a second", "timeout": 1,
         "actions": [{"type": "mcp.call", "server": "calc", "tool": "slow", "arguments": {"seconds": 5}}]});
-    assert_eq!(app.post("/v1/tools", &key, hurry).await.0, StatusCode::CREATED);
-    let agent = json!({"tools": [{"tool": "hurry"}, {"tool": "calc/stats"}, {"tool": "calc/grow"}]});
+    assert_eq!(
+        app.post("/v1/tools", &key, hurry).await.0,
+        StatusCode::CREATED
+    );
+    let agent =
+        json!({"tools": [{"tool": "hurry"}, {"tool": "calc/stats"}, {"tool": "calc/grow"}]});
     assert_eq!(
         app.put("/v1/agents/math", &key, agent).await.0,
         StatusCode::OK
@@ -512,7 +527,10 @@ async fn a_slow_mcp_tool_times_out_and_is_cancelled_upstream() {
         {
             break;
         }
-        assert!(Instant::now() < deadline, "the new tool never showed: {tools}");
+        assert!(
+            Instant::now() < deadline,
+            "the new tool never showed: {tools}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     drop(calc);
@@ -523,10 +541,7 @@ both_backends!(mcp_server_registrations_are_checked, |app| {
     let key = app.tenant("acme").await;
     let cases = [
         (json!({}), "give the server's `url`"),
-        (
-            json!({"url": "http://x", "command": "y"}),
-            "not both",
-        ),
+        (json!({"url": "http://x", "command": "y"}), "not both"),
         (
             json!({"command": "python3", "args": ["server.py"]}),
             "--allow-mcp-stdio",
@@ -621,7 +636,10 @@ async fn an_open_mcp_session_ends_its_call_when_the_server_shuts_down() {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
     .await
     .unwrap();
-    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let _ = init.text().await.unwrap();
     post(
         Some(session.clone()),
@@ -629,8 +647,11 @@ async fn an_open_mcp_session_ends_its_call_when_the_server_shuts_down() {
     )
     .await
     .unwrap();
-    let called = post(Some(session.clone()), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "save_meal", "arguments": {"meal_type": "lunch", "dishes": ["soup"]}}}))
+    let called = post(
+        Some(session.clone()),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "save_meal", "arguments": {"meal_type": "lunch", "dishes": ["soup"]}}}),
+    )
     .await
     .unwrap()
     .text()
@@ -641,7 +662,10 @@ async fn an_open_mcp_session_ends_its_call_when_the_server_shuts_down() {
         .as_str()
         .unwrap_or_else(|| panic!("{answer}"))
         .to_owned();
-    assert_eq!(app.get(&format!("/v1/calls/{call_id}"), &key).await.1["status"], "active");
+    assert_eq!(
+        app.get(&format!("/v1/calls/{call_id}"), &key).await.1["status"],
+        "active"
+    );
     // The session is still open, with its server-to-client stream, when the server stops:
     // stopping ends its call and does not wait for the client to hang up.
     let stream = app
@@ -659,7 +683,13 @@ async fn an_open_mcp_session_ends_its_call_when_the_server_shuts_down() {
         .await
         .expect("shutdown is not held up by an open MCP stream");
     drop(stream);
-    let row = app.state.store.get_call("acme", &call_id).await.unwrap().unwrap();
+    let row = app
+        .state
+        .store
+        .get_call("acme", &call_id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(row.status.as_str(), "ended");
     app.stop().await;
 }
