@@ -111,6 +111,15 @@ pub struct ToolsQuery {
     pub refresh: Option<bool>,
 }
 
+/// Headers the MCP client sets itself (the transport refuses custom ones).
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
 fn config(state: &AppState, body: McpServerBody) -> ApiResult<McpServerConfig> {
     match (body.url, body.command) {
         (Some(url), None) => {
@@ -122,6 +131,14 @@ fn config(state: &AppState, body: McpServerBody) -> ApiResult<McpServerConfig> {
             check_url(&url, state.mcp.clients.options().allow_private_networks)
                 .map_err(|e| ApiError::bad_request(format!("`url`: {e}")))?;
             for (name, value) in &body.headers {
+                if RESERVED_HEADERS
+                    .iter()
+                    .any(|r| name.eq_ignore_ascii_case(r))
+                {
+                    return Err(ApiError::bad_request(format!(
+                        "header `{name}` is set by the MCP protocol itself; remove it from `headers`"
+                    )));
+                }
                 if axum::http::HeaderName::try_from(name.as_str()).is_err() {
                     return Err(ApiError::bad_request(format!(
                         "header name `{name}` is not a valid HTTP header name; use letters, digits and `-`"

@@ -551,6 +551,10 @@ both_backends!(mcp_server_registrations_are_checked, |app| {
             json!({"url": "https://mcp.example.com/mcp", "headers": {"bad header": "x"}}),
             "header name `bad header`",
         ),
+        (
+            json!({"url": "https://mcp.example.com/mcp", "headers": {"Mcp-Session-Id": "x"}}),
+            "set by the MCP protocol itself",
+        ),
     ];
     for (body, message) in cases {
         let (s, got) = app.put("/v1/mcp-servers/calc", &key, body.clone()).await;
