@@ -1,7 +1,7 @@
 """A real MCP server for Switchboard's tests: the official MCP Python SDK's MCPServer over
 streamable HTTP on 127.0.0.1.
 
-Usage: python calc_server.py PORT
+Usage: python calc_server.py PORT (streamable HTTP), or python calc_server.py stdio
 Tools: add (read-only), slow (sleeps; counts cancellations), fail (an error result), stats,
 grow (adds `multiply` and announces the change), whoami (the X-Api-Key header it got).
 """
@@ -69,4 +69,7 @@ def whoami(ctx: Context) -> dict:
 
 
 if __name__ == "__main__":
-    server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+    if sys.argv[1] == "stdio":
+        server.run(transport="stdio")
+    else:
+        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))

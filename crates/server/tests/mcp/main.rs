@@ -697,3 +697,56 @@ async fn an_open_mcp_session_ends_its_call_when_the_server_shuts_down() {
     assert_eq!(row.status.as_str(), "ended");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_stdio_mcp_server_works_where_the_operator_allows_it() {
+    let mut app = spawn_app(Backend::Sqlite).await;
+    app.stop_server().await;
+    let config = ServerConfig {
+        tenant_rate_per_s: 10_000,
+        mcp: McpSettings {
+            allow_stdio: true,
+            ..McpSettings::default()
+        },
+        ..ServerConfig::default()
+    };
+    let (base, state, stop, server) = support::start_with(&app.url, app.key.clone(), config).await;
+    let view = TestApp::view(&app, base);
+    let key = acme(&view, "acme").await;
+    let script = python::scripts().join("calc_server.py");
+    let (s, shown) = view
+        .put(
+            "/v1/mcp-servers/local",
+            &key,
+            json!({"command": python::python(), "args": [script, "stdio"], "env": {"CALC_TOKEN": "t-secret"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{shown}");
+    assert_eq!(
+        (shown["transport"].clone(), shown["header_names"].clone()),
+        (json!("stdio"), json!(["CALC_TOKEN"]))
+    );
+    assert!(
+        shown["tools"].as_array().unwrap().contains(&json!("add")),
+        "{shown}"
+    );
+    let agent = json!({"tools": [{"tool": "local/add"}]});
+    assert_eq!(
+        view.put("/v1/agents/math", &key, agent).await.0,
+        StatusCode::OK
+    );
+    let (s, _) = view
+        .post("/v1/calls", &key, json!({"call_id": "s1", "agent": "math"}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let r = invoke(&view, &key, "s1", "f1", "add", json!({"a": 20, "b": 22})).await;
+    assert_eq!(r["result"]["data"], json!({"sum": 42}), "{r}");
+    assert_eq!(
+        view.delete("/v1/mcp-servers/local", &key).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let _ = stop.send(());
+    let _ = server.await;
+    state.store.close().await;
+    app.stop().await;
+}

@@ -12,7 +12,7 @@ use serde_json::Value;
 const MCP_PIN: &str = "mcp==2.3.*";
 const MARKER: &str = ".installed-mcp-2.3";
 
-fn scripts() -> PathBuf {
+pub fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp")
 }
 
