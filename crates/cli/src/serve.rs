@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use secrecy::ExposeSecret;
 use switchboard_runtime::Effects;
 use switchboard_runtime::http::{HttpConfig, HttpEffects};
+use switchboard_server::mcp::McpSettings;
 use switchboard_server::{AppState, ServerConfig};
 use switchboard_store::{MasterKey, Store};
 
@@ -60,6 +61,21 @@ pub struct ServeArgs {
     /// Let `api_call` reach loopback and private addresses (refused by default).
     #[arg(long, env = "SWITCHBOARD_ALLOW_PRIVATE_NETWORK")]
     allow_private_network: bool,
+    /// A `Host` the MCP endpoint (`/v1/agents/{name}/mcp`) accepts, as `name` or `name:port`
+    /// (repeat, or separate with commas); default: localhost, 127.0.0.1 and ::1.
+    #[arg(
+        long = "mcp-allowed-host",
+        env = "SWITCHBOARD_MCP_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    mcp_allowed_hosts: Vec<String>,
+    /// Serve MCP without sessions, so several nodes can serve it (each request is its own call
+    /// unless it names one with `X-Switchboard-Call-Id`).
+    #[arg(long, env = "SWITCHBOARD_MCP_STATELESS")]
+    mcp_stateless: bool,
+    /// Let tenants register stdio MCP servers (programs started on this machine).
+    #[arg(long, env = "SWITCHBOARD_ALLOW_MCP_STDIO")]
+    allow_mcp_stdio: bool,
     /// Log format: `json` (one event per line) or `text`.
     #[arg(long, env = "SWITCHBOARD_LOG_FORMAT", default_value = "json")]
     log_format: String,
@@ -105,10 +121,7 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
         let state = AppState::new(
             store,
             Arc::new(Effects::http_only(Arc::new(http))),
-            ServerConfig {
-                openai: switchboard_realtime::Endpoints::from_api_base(&args.openai_api_base),
-                ..ServerConfig::default()
-            },
+            server_config(args),
             metrics,
         );
         if state
@@ -152,6 +165,29 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
         eprintln!("switchboard stopped");
         Ok(ExitCode::SUCCESS)
     })
+}
+
+fn server_config(args: &ServeArgs) -> ServerConfig {
+    let defaults = McpSettings::default();
+    let allowed_hosts: Vec<String> = args
+        .mcp_allowed_hosts
+        .iter()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .collect();
+    ServerConfig {
+        mcp: McpSettings {
+            allowed_hosts: if allowed_hosts.is_empty() {
+                defaults.allowed_hosts
+            } else {
+                allowed_hosts
+            },
+            stateless: args.mcp_stateless,
+            allow_stdio: args.allow_mcp_stdio,
+        },
+        openai: switchboard_realtime::Endpoints::from_api_base(&args.openai_api_base),
+        ..ServerConfig::default()
+    }
 }
 
 /// The database URL without its password.

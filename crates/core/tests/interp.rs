@@ -546,6 +546,27 @@ fn each_action_type() {
                    "output": {"data": {"customer": {"name": "Ada"}}}}),
         ),
         (
+            "mcp.call passing the arguments through whole",
+            t(
+                json!([{"type": "mcp.call", "server": "crm", "tool": "lookup", "arguments": "{{params}}", "into": "result"}]),
+            ),
+            r#"{"n": 8}"#,
+            json!({}),
+            vec![done(json!({"name": "Ada"}))],
+            json!({"effects": [{"kind": "mcp", "server": "crm", "tool": "lookup", "arguments": {"n": 8}}],
+                   "output": {"ok": true, "data": {"name": "Ada"}}}),
+        ),
+        (
+            "mcp.call whose arguments template renders to a non-object",
+            t(
+                json!([{"type": "mcp.call", "server": "crm", "tool": "lookup", "arguments": "{{params.n}}"}]),
+            ),
+            r#"{"n": 8}"#,
+            json!({}),
+            vec![],
+            json!({"effects": [], "output": {"ok": false, "error": "tool_execution_failed"}}),
+        ),
+        (
             "result written whole",
             t(json!([{"type": "context.set", "data": {"result": {"a": 1}}}])),
             "{}",

@@ -135,15 +135,8 @@ impl HttpEffects {
         if config.breaker_failure_threshold == 0 {
             return Err(HttpSetupError::ZeroThreshold);
         }
-        let allow = config.allow_private_networks;
-        let client = reqwest::Client::builder()
+        let client = guarded_client_builder(config.allow_private_networks)
             .user_agent(config.user_agent.clone())
-            // A proxy would resolve names itself, out of reach of the address guard.
-            .no_proxy()
-            .dns_resolver(GuardedResolver {
-                allow_private: allow,
-            })
-            .redirect(redirect_policy(allow))
             .build()
             .map_err(HttpSetupError::Client)?;
         Ok(HttpEffects {
@@ -151,6 +144,12 @@ impl HttpEffects {
             config,
             breakers: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Whether the guard lets requests reach loopback and private addresses (other outbound
+    /// handlers, such as MCP clients, follow the same setting).
+    pub fn allows_private_networks(&self) -> bool {
+        self.config.allow_private_networks
     }
 
     /// Performs the request with retries; never panics, never returns Err: every failure is an
@@ -575,6 +574,16 @@ enum RedirectRefused {
     Scheme(String),
     #[error("a redirect to {0}, which resolves to a private or metadata address")]
     Forbidden(String),
+}
+
+/// A client builder with the outbound guard: no proxy (it would resolve names itself, out of
+/// reach of the guard), the guarded resolver, and the guarded redirect policy. `api_call` and
+/// the MCP client pool both build on it.
+pub(crate) fn guarded_client_builder(allow_private: bool) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .no_proxy()
+        .dns_resolver(GuardedResolver { allow_private })
+        .redirect(redirect_policy(allow_private))
 }
 
 /// Resolves names with tokio and refuses any name with a forbidden address among its answers,

@@ -8,6 +8,8 @@
 //!   core's step machine, performs effects, enforces the deadline. It never fails outward.
 //! - [`effects`]: where effect requests go: [`http`] for `api_call`, and the traits later doors
 //!   fill in (call control for REFER and hangup, MCP calls).
+//! - [`mcp`]: MCP servers as tool sources: a per-tenant pool of client sessions that lists
+//!   their tools and performs `mcp.call` ([`mcp::McpClients`]).
 //! - [`journal`]: what a call records so it survives a restart ([`CallJournal`]).
 //! - [`invocation`]: the function call, its delivery, and its record.
 //! - [`redact`]: keeps secrets and tokens out of outputs, records and logs.
@@ -20,6 +22,7 @@ pub mod executor;
 pub mod http;
 pub mod invocation;
 pub mod journal;
+pub mod mcp;
 pub mod redact;
 pub mod session;
 

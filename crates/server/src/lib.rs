@@ -8,6 +8,8 @@
 //! - [`calls`]: the HTTP door's live calls (a `CallSession` each) and the sink that answers the
 //!   waiting requests; [`toolset`]: from stored config to compiled tools, toolsets and a call's
 //!   pinned config.
+//! - [`mcp`]: MCP both ways: each agent's tools served at `/v1/agents/{name}/mcp`, and
+//!   tenants' MCP servers as tool sources.
 //! - [`realtime`]: the OpenAI Realtime SIP webhook, routing a call to its agent, and running it on
 //!   the node's Realtime door.
 //! - [`demo`]: the `acme-corp` demo tenant.
@@ -31,6 +33,7 @@ pub mod calls;
 pub mod demo;
 pub mod error;
 pub mod extract;
+pub mod mcp;
 pub mod realtime;
 pub mod routes;
 pub mod state;
@@ -45,7 +48,15 @@ pub fn app(state: AppState) -> Router {
     let (router, openapi) = split();
     let openapi_json = serde_json::to_value(&openapi).unwrap_or_default();
     let max_body = state.config.max_body_bytes;
+    // JSON-RPC over streamable HTTP, so outside the OpenAPI document; README describes it.
+    let mcp_door = Router::new()
+        .route_service(mcp::ENDPOINT_PATH, mcp::door::service(&state))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            mcp::door::authenticate,
+        ));
     router
+        .merge(mcp_door)
         .route("/openapi.json", axum::routing::get(move || async move { axum::Json(openapi_json.clone()) }))
         .route("/metrics", axum::routing::get(routes::health::metrics))
         .fallback(|| async { error::ApiError::not_found("this path") })
@@ -78,8 +89,13 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = app(state.clone());
+    let mcp_streams = state.mcp.shutdown.clone();
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Open MCP streams would hold the graceful shutdown up forever.
+            mcp_streams.cancel();
+        })
         .await?;
     state.realtime.stop_all();
     let calls = state.calls.drain();

@@ -26,6 +26,8 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Where OpenAI's API is (the Realtime door's REST and WebSocket bases).
     pub openai: switchboard_realtime::Endpoints,
+    /// The MCP endpoint and MCP servers as tool sources.
+    pub mcp: crate::mcp::McpSettings,
 }
 
 impl Default for ServerConfig {
@@ -36,6 +38,7 @@ impl Default for ServerConfig {
             max_body_bytes: 1024 * 1024,
             limits: Limits::default(),
             openai: switchboard_realtime::Endpoints::default(),
+            mcp: crate::mcp::McpSettings::default(),
         }
     }
 }
@@ -103,6 +106,8 @@ pub struct Inner {
     pub tools: ToolCache,
     pub config: ServerConfig,
     pub metrics: Option<PrometheusHandle>,
+    /// MCP client pool (also the `mcp.call` handler) and the MCP endpoint's shutdown signal.
+    pub mcp: crate::mcp::McpState,
 }
 
 /// Cheap to clone; handlers take it as axum state.
@@ -123,6 +128,20 @@ impl AppState {
         config: ServerConfig,
         metrics: Option<PrometheusHandle>,
     ) -> Self {
+        // `mcp.call` goes to the tenants' registered servers, unless the caller brought its own
+        // handler; MCP servers are held to the same outbound guard as `api_call`.
+        let mcp = crate::mcp::McpState::new(
+            store.clone(),
+            &config.mcp,
+            effects.http.allows_private_networks(),
+        );
+        let effects = if effects.mcp.is_some() {
+            effects
+        } else {
+            let mut with_mcp = (*effects).clone();
+            with_mcp.mcp = Some(Arc::clone(&mcp.clients) as Arc<dyn switchboard_runtime::McpCalls>);
+            Arc::new(with_mcp)
+        };
         let realtime = crate::realtime::door(&config);
         let mut realtime_effects = (*effects).clone();
         realtime_effects.call_control =
@@ -138,6 +157,7 @@ impl AppState {
             tools: ToolCache::default(),
             config,
             metrics,
+            mcp,
         }))
     }
 }

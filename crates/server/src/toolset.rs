@@ -70,7 +70,12 @@ pub async fn agent_tools(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("agent `{agent}`")))?;
     let mut out = HashMap::new();
+    let mut mcp_entries = Vec::new();
     for t in tools {
+        if crate::mcp::sources::split_ref(&t.tool).is_some() {
+            mcp_entries.push((t.tool, t.enabled));
+            continue;
+        }
         let v = state
             .store
             .get_tool(tenant, &t.tool)
@@ -89,6 +94,19 @@ pub async fn agent_tools(
     {
         out.entry(tool.name().to_owned())
             .or_insert((0, ToolEntry::new(Arc::new(tool))));
+    }
+    if !mcp_entries.is_empty() {
+        // Named last: an MCP tool yields its name to the agent's own tools and the transfer tool.
+        let taken = out.keys().cloned().collect();
+        let attached =
+            crate::mcp::sources::agent_mcp_tools(state, tenant, agent, &mcp_entries, &taken).await;
+        for (name, enabled, tool) in attached {
+            let entry = ToolEntry {
+                enabled,
+                ..ToolEntry::new(Arc::new(tool))
+            };
+            out.insert(name, (0, entry));
+        }
     }
     Ok(out)
 }

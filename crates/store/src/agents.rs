@@ -168,7 +168,14 @@ fn check_def(def: &AgentDef) -> Result<(), StoreError> {
     check_name("agent", &def.name)?;
     let mut seen = HashSet::new();
     for t in &def.tools {
-        check_name("tool", &t.tool)?;
+        // `<label>/<tool>` attaches a tool of a registered MCP server.
+        match t.tool.split_once('/') {
+            Some((label, tool)) => {
+                check_name("MCP server label", label)?;
+                check_mcp_tool_name(tool)?;
+            }
+            None => check_name("tool", &t.tool)?,
+        }
         if !seen.insert(t.tool.as_str()) {
             return Err(StoreError::Invalid(format!(
                 "agent `{}` lists tool `{}` twice; list each tool once",
@@ -519,4 +526,20 @@ impl Store {
         });
         Ok(name)
     }
+}
+
+/// MCP tool names are freer than ours (the model sees them cleaned up): anything printable
+/// without `/`, up to 128 characters.
+fn check_mcp_tool_name(name: &str) -> Result<(), StoreError> {
+    if name.is_empty()
+        || name.chars().count() > 128
+        || name.contains('/')
+        || name.chars().any(char::is_control)
+    {
+        return Err(StoreError::Invalid(format!(
+            "MCP tool name `{}` must be 1-128 printable characters without `/`; write the agent's tool as `<label>/<tool>`",
+            crate::truncate(name, 80)
+        )));
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@
 //!   `$1` placeholders) and runs on whichever pool the store holds.
 //! - [`crypto`]: the [`MasterKey`] and AES-256-GCM [`seal`]/[`open`] for values at rest.
 //! - Each resource has its own module: [`tenants`], [`keys`], [`tools`], [`agents`],
-//!   [`secrets`], [`calls`] (which also implements [`switchboard_runtime::CallJournal`]).
+//!   [`secrets`], [`mcp_servers`], [`calls`] (which also implements [`switchboard_runtime::CallJournal`]).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -18,6 +18,7 @@ pub mod calls;
 pub mod crypto;
 mod error;
 pub mod keys;
+pub mod mcp_servers;
 mod page;
 pub mod secrets;
 pub mod tenants;
@@ -40,6 +41,7 @@ pub use calls::{CallRow, CallStatus};
 pub use crypto::{MasterKey, open, open_with, seal, seal_with};
 pub use error::StoreError;
 pub use keys::{ApiKey, Principal};
+pub use mcp_servers::{McpServer, McpServerConfig};
 pub use page::{Page, Paged};
 pub use secrets::SecretInfo;
 pub use tenants::Tenant;

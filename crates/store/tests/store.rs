@@ -21,7 +21,8 @@ use switchboard_core::{CallInfo, Context, ErrorCode};
 use switchboard_runtime::journal::{CallJournal, CallState, Checkpoint, JournalEntry};
 use switchboard_runtime::{Invocation, InvocationRecord};
 use switchboard_store::{
-    AgentDef, Backend, CallStatus, MasterKey, Page, Store, StoreError, StoreOptions,
+    AgentDef, Backend, CallStatus, MasterKey, McpServerConfig, Page, Store, StoreError,
+    StoreOptions,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -206,6 +207,7 @@ on_both_backends!(
     update_call_context_refusals,
     calls_list_newest_first_with_a_cursor,
     a_wrong_master_key_fails_with_crypto,
+    mcp_servers_are_sealed_and_shown_without_secrets,
 );
 
 /// Every cell of every row of `table`, as bytes (text as UTF-8, blobs raw), read around the store.
@@ -947,6 +949,114 @@ async fn secrets_are_sealed_and_listed_by_name(h: Harness) {
         .unwrap_err();
     assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
     assert!(!e.to_string().contains("value-in-error?"), "{e}");
+}
+
+async fn mcp_servers_are_sealed_and_shown_without_secrets(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    tenant(s, "globex").await;
+    let config = McpServerConfig::Http {
+        url: "https://mcp.example.com/mcp?token=tok-SENTINEL-url".to_owned(),
+        headers: [(
+            "Authorization".to_owned(),
+            "Bearer tok-SENTINEL-header".to_owned(),
+        )]
+        .into(),
+    };
+    let shown = s.put_mcp_server("acme", "crm", &config).await.unwrap();
+    assert_eq!(
+        (
+            shown.transport.as_str(),
+            shown.endpoint.as_str(),
+            shown.header_names.clone(),
+            shown.revision,
+            shown.tools.clone()
+        ),
+        (
+            "http",
+            "https://mcp.example.com",
+            vec!["Authorization".to_owned()],
+            1,
+            None
+        )
+    );
+    assert_absent(&h, "mcp_servers", "tok-SENTINEL-url").await;
+    assert_absent(&h, "mcp_servers", "tok-SENTINEL-header").await;
+    assert!(!format!("{config:?}").contains("SENTINEL"));
+    let (opened, revision) = s.mcp_server_config("acme", "crm").await.unwrap().unwrap();
+    assert_eq!((opened, revision), (config.clone(), 1));
+
+    // The tool list is kept for the revision it was listed at; a change of the server drops it.
+    let tools = json!([{"name": "lookup", "input_schema": {"type": "object"}, "read_only": true}]);
+    s.set_mcp_server_tools("acme", "crm", 1, &tools)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.get_mcp_server("acme", "crm")
+            .await
+            .unwrap()
+            .unwrap()
+            .tools,
+        Some(tools.clone())
+    );
+    let again = s.put_mcp_server("acme", "crm", &config).await.unwrap();
+    assert_eq!((again.revision, again.tools), (2, None));
+    s.set_mcp_server_tools("acme", "crm", 1, &tools)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.get_mcp_server("acme", "crm")
+            .await
+            .unwrap()
+            .unwrap()
+            .tools,
+        None,
+        "a stale revision's list is not kept"
+    );
+
+    let stdio = McpServerConfig::Stdio {
+        command: "mcp-files".to_owned(),
+        args: vec![],
+        env: [("TOKEN".to_owned(), "x".to_owned())].into(),
+    };
+    s.put_mcp_server("acme", "files", &stdio).await.unwrap();
+    let page = s.list_mcp_servers("acme", Page::first(1)).await.unwrap();
+    assert_eq!(page.items[0].label, "crm");
+    let page = s
+        .list_mcp_servers(
+            "acme",
+            Page {
+                limit: 1,
+                after: page.next,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            page.items[0].label.as_str(),
+            page.items[0].header_names.clone(),
+            page.next
+        ),
+        ("files", vec!["TOKEN".to_owned()], None)
+    );
+
+    // Another tenant sees nothing; a bad label is refused.
+    assert!(s.get_mcp_server("globex", "crm").await.unwrap().is_none());
+    assert!(
+        s.mcp_server_config("globex", "crm")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(!s.delete_mcp_server("globex", "crm").await.unwrap());
+    let e = s
+        .put_mcp_server("acme", "no/slash", &config)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+    assert!(s.delete_mcp_server("acme", "crm").await.unwrap());
+    assert!(s.get_mcp_server("acme", "crm").await.unwrap().is_none());
 }
 
 async fn tenants_are_isolated(h: Harness) {

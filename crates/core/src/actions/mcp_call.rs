@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use super::{Exec, Flow, ParseCx};
 use crate::context::WritePath;
 use crate::effect::{EffectOutcome, EffectRequest, McpRequest};
+use crate::error::{ErrorCode, ToolError};
 use crate::reader::Obj;
 use crate::template::ValueTemplate;
 
@@ -22,12 +23,16 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
     let server = obj.req_str("server", cx.sink);
     let tool = obj.req_str("tool", cx.sink);
     let arguments = match obj.get("arguments") {
-        Some(v @ Value::Object(_)) => cx.value_template(v, &obj.at("arguments")),
+        // A string is one template that must render to an object, e.g. `"{{params}}"` (how MCP
+        // tools pass the model's arguments through unchanged).
+        Some(v @ (Value::Object(_) | Value::String(_))) => {
+            cx.value_template(v, &obj.at("arguments"))
+        }
         Some(_) => {
             cx.sink.error_fix(
                 &obj.at("arguments"),
-                "`arguments` must be an object",
-                "write `{\"name\": \"{{params.name}}\"}`",
+                "`arguments` must be an object (or one template that renders to an object)",
+                "write `{\"name\": \"{{params.name}}\"}` or `\"{{params}}\"`",
             );
             ValueTemplate::Literal(json!({}))
         }
@@ -47,6 +52,15 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
 impl McpCall {
     pub(crate) fn run(&self, x: &mut Exec<'_>) -> Flow {
         match x.eval(&self.arguments) {
+            Ok(arguments) if !arguments.is_object() => Flow::Fail(ToolError::new(
+                ErrorCode::ToolExecutionFailed,
+                format!(
+                    "mcp.call `{}` on `{}`: `arguments` rendered to {}, not an object; fix the tool's `arguments` template",
+                    self.tool,
+                    self.server,
+                    kind(&arguments)
+                ),
+            )),
             Ok(arguments) => Flow::Suspend(EffectRequest::Mcp(McpRequest {
                 server: self.server.clone(),
                 tool: self.tool.clone(),
@@ -65,5 +79,16 @@ impl McpCall {
                 Flow::Fail(x.internal("an mcp.call was resumed with an HTTP outcome".to_owned()))
             }
         }
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }

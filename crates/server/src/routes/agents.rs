@@ -166,7 +166,9 @@ pub async fn put_agent(
                 "`request_transfer` is the transfer toolkit's tool, which every agent has while transfer is on; rename your tool",
             ));
         }
-        if state.store.get_tool(&tenant.id, &t.tool).await?.is_none() {
+        if let Some((label, tool)) = crate::mcp::sources::split_ref(&t.tool) {
+            check_mcp_tool(&state, &tenant.id, label, tool).await?;
+        } else if state.store.get_tool(&tenant.id, &t.tool).await?.is_none() {
             missing.push(t.tool.clone());
         }
         if let Some(v) = &t.sensitive_config
@@ -209,6 +211,31 @@ pub async fn put_agent(
         default: body.default,
     };
     Ok(Json(state.store.put_agent(&tenant.id, &def).await?.into()))
+}
+
+/// An agent tool entry `"<label>/<tool>"` must name a registered MCP server, and a tool it has
+/// (when its tools can be listed now or were listed before).
+async fn check_mcp_tool(state: &AppState, tenant: &str, label: &str, tool: &str) -> ApiResult<()> {
+    if state.store.get_mcp_server(tenant, label).await?.is_none() {
+        return Err(ApiError::bad_request(format!(
+            "tool `{label}/{tool}` names MCP server `{label}`, which is not registered; register it first (PUT /v1/mcp-servers/{label})"
+        )));
+    }
+    match crate::mcp::sources::server_tools(state, tenant, label, false).await {
+        Ok(tools) if !tools.iter().any(|t| t.name == tool) => {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            Err(ApiError::bad_request(format!(
+                "MCP server `{label}` has no tool `{tool}`; it has: {}",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            )))
+        }
+        // Not reachable now and never listed: accepted; the tool is offered once it answers.
+        _ => Ok(()),
+    }
 }
 
 #[utoipa::path(delete, path = "/v1/agents/{name}", tag = "agents", security(("bearer" = [])),

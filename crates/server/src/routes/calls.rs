@@ -149,6 +149,21 @@ pub async fn create_call(
     tenant: Tenant,
     Body(new): Body<NewCall>,
 ) -> ApiResult<(StatusCode, Json<CallStarted>)> {
+    let started = start_call(&state, &tenant.id, new).await?;
+    Ok((StatusCode::CREATED, Json(started)))
+}
+
+/// Starts a call on this node (a store row and a `CallSession`, registered as live): what every
+/// door that starts calls itself (HTTP, MCP) does.
+pub(crate) async fn start_call(
+    state: &AppState,
+    tenant_id: &str,
+    new: NewCall,
+) -> ApiResult<CallStarted> {
+    let tenant = Tenant {
+        id: tenant_id.to_owned(),
+        key_id: String::new(),
+    };
     if state.calls.count(&tenant.id) >= state.config.max_calls_per_tenant {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -180,7 +195,7 @@ pub async fn create_call(
     if new.user.as_ref().is_some_and(|u| !u.is_object()) {
         return Err(ApiError::bad_request("`user` must be an object"));
     }
-    let (config, pinned) = call_config(&state, &tenant.id).await?;
+    let (config, pinned) = call_config(state, &tenant.id).await?;
     let call_id = new
         .call_id
         .unwrap_or_else(|| format!("call_{}", fastrand_id()));
@@ -200,7 +215,7 @@ pub async fn create_call(
         .await?;
     let toolset = realtime_toolset(&config, &agent);
     let sink = Arc::new(HttpSink::default());
-    let session = CallSession::start(call, user, deps(&state, config, Arc::clone(&sink)))
+    let session = CallSession::start(call, user, deps(state, config, Arc::clone(&sink)))
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
     state.calls.insert(Arc::new(LiveCall {
@@ -209,14 +224,11 @@ pub async fn create_call(
         sink,
         realtime: false,
     }));
-    Ok((
-        StatusCode::CREATED,
-        Json(CallStarted {
-            call_id,
-            agent,
-            toolset,
-        }),
-    ))
+    Ok(CallStarted {
+        call_id,
+        agent,
+        toolset,
+    })
 }
 
 fn fastrand_id() -> String {
@@ -256,7 +268,11 @@ async fn pinned_config(state: &AppState, tenant: &str, pinned: &Value) -> ApiRes
 }
 
 /// The live call, picking it up from the database when this node does not serve it yet.
-async fn live(state: &AppState, tenant: &str, call_id: &str) -> ApiResult<Arc<LiveCall>> {
+pub(crate) async fn live(
+    state: &AppState,
+    tenant: &str,
+    call_id: &str,
+) -> ApiResult<Arc<LiveCall>> {
     if let Some(c) = state.calls.get(tenant, call_id) {
         return Ok(c);
     }
@@ -354,40 +370,52 @@ pub async fn invoke(
         (None, None) => "{}".to_owned(),
     };
     let live = live(&state, &tenant.id, &call_id).await?;
+    let invocation = Invocation {
+        call_id: call_id.clone(),
+        function_call_id: new.function_call_id,
+        name: new.name,
+        arguments_json,
+        response_id: new.response_id,
+        item_id: None,
+    };
+    Ok(Json(submit_and_wait(&state, &live, invocation).await?))
+}
+
+/// Hands a function call to a live call and waits for its answer; a function call id the call
+/// has answered before (here or on another node) gets the recorded answer.
+pub(crate) async fn submit_and_wait(
+    state: &AppState,
+    live: &LiveCall,
+    invocation: Invocation,
+) -> ApiResult<InvocationResult> {
+    let call_id = invocation.call_id.clone();
     if live.realtime {
         return Err(ApiError::conflict(format!(
             "call `{call_id}` is served by the Realtime door: its model's function calls arrive on the call's WebSocket, not here"
         )));
     }
-    let fc = new.function_call_id.clone();
+    let fc = invocation.function_call_id.clone();
     let rx = live.sink.wait_for(&fc);
     match live.session.lookup(&fc).await {
         Some(Lookup::Done(record)) => {
             live.sink.forget(&fc);
-            return Ok(Json(result_from_record(&record)));
+            return Ok(result_from_record(&record));
         }
         Some(Lookup::Pending) => {}
         None => {
             // Another node may have answered it: the database holds every node's records.
             if let Some(record) = state.store.invocation(&call_id, &fc).await? {
                 live.sink.forget(&fc);
-                return Ok(Json(result_from_record(&record)));
+                return Ok(result_from_record(&record));
             }
-            live.session.submit(Invocation {
-                call_id: call_id.clone(),
-                function_call_id: fc.clone(),
-                name: new.name,
-                arguments_json,
-                response_id: new.response_id,
-                item_id: None,
-            });
+            live.session.submit(invocation);
         }
     }
     let wait = Duration::from_secs_f64(state.config.limits.max_timeout_s + 10.0);
     match tokio::time::timeout(wait, rx).await {
         Ok(Ok(delivery)) => {
             let config = live.session.config();
-            Ok(Json(result_from_delivery(delivery, &live, Some(&config))))
+            Ok(result_from_delivery(delivery, live, Some(&config)))
         }
         _ => {
             live.sink.forget(&fc);

@@ -13,6 +13,7 @@ use crate::state::AppState;
 pub mod agents;
 pub mod calls;
 pub mod health;
+pub mod mcp_servers;
 pub mod settings;
 pub mod tenants;
 pub mod tools;
@@ -28,6 +29,7 @@ pub mod tools;
         (name = "agents", description = "Agents, their tools, and the toolset a model sees"),
         (name = "settings", description = "Tenant features, secrets and API keys"),
         (name = "calls", description = "Calls over HTTP: start, invoke tools, cancel, end"),
+        (name = "mcp", description = "MCP servers as tool sources: register them, list their tools, attach them to agents as `<label>/<tool>`"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
 )]
@@ -127,6 +129,13 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(calls::get_call, calls::end_call))
         .routes(routes!(calls::invoke))
         .routes(routes!(calls::cancel_response))
+        .routes(routes!(mcp_servers::list_mcp_servers))
+        .routes(routes!(
+            mcp_servers::get_mcp_server,
+            mcp_servers::put_mcp_server,
+            mcp_servers::delete_mcp_server
+        ))
+        .routes(routes!(mcp_servers::list_mcp_server_tools))
         .routes(routes!(crate::realtime::webhook_route))
 }
 

@@ -1,0 +1,98 @@
+//! MCP both ways.
+//!
+//! - [`door`]: each agent's tools served over MCP streamable HTTP at `/v1/agents/{name}/mcp`
+//!   (rmcp's `StreamableHttpService`), running every `tools/call` through the same call
+//!   session and executor as the other doors.
+//! - [`sources`]: tenants' MCP servers as tool sources: the store behind the runtime's client
+//!   pool, and the synthesized declarative tools an agent gets for `"<label>/<tool>"` entries.
+//!
+//! The REST routes that register servers are in `routes::mcp_servers`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_runtime::mcp::{McpClientOptions, McpClients};
+use switchboard_store::Store;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+pub mod door;
+pub mod sources;
+
+/// The path of an agent's MCP endpoint (what an MCP client is pointed at).
+pub const ENDPOINT_PATH: &str = "/v1/agents/{name}/mcp";
+
+/// Settings of both MCP directions; `serve`'s `--mcp-*` flags fill them.
+#[derive(Debug, Clone)]
+pub struct McpSettings {
+    /// `Host` header values the MCP endpoint accepts (a name, or `name:port`): a guard against
+    /// DNS rebinding. Default: the localhost names.
+    pub allowed_hosts: Vec<String>,
+    /// No MCP sessions: each request stands alone, so several nodes can serve the endpoint.
+    pub stateless: bool,
+    /// Let tenants register stdio MCP servers (processes started on this machine).
+    pub allow_stdio: bool,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings {
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            stateless: false,
+            allow_stdio: false,
+        }
+    }
+}
+
+/// What the MCP code shares: the client pool and the signal that ends MCP streams on shutdown.
+#[derive(Debug, Clone)]
+pub struct McpState {
+    pub clients: Arc<McpClients>,
+    /// Cancelled when the server shuts down: open MCP streams end so shutdown is not held up.
+    pub shutdown: CancellationToken,
+}
+
+impl McpState {
+    /// The client pool over the store's registrations.
+    pub fn new(store: Store, settings: &McpSettings, allow_private_networks: bool) -> Self {
+        let options = McpClientOptions {
+            allow_private_networks,
+            allow_stdio: settings.allow_stdio,
+            connect_timeout: Duration::from_secs(10),
+            list_timeout: Duration::from_secs(10),
+        };
+        McpState {
+            clients: Arc::new(McpClients::new(
+                Arc::new(sources::StoreSource(store)),
+                options,
+            )),
+            shutdown: CancellationToken::new(),
+        }
+    }
+}
+
+/// The MCP endpoint URL of an agent on a server reachable at `base` (e.g.
+/// `https://switchboard.example.com`), after checking the agent exists for the tenant: what
+/// the Realtime door gives OpenAI as a `type: "mcp"` tool's `server_url`.
+///
+/// # Errors
+/// `not_found` when the tenant has no such agent.
+pub async fn agent_endpoint(
+    state: &AppState,
+    tenant_id: &str,
+    agent: &str,
+    base: &str,
+) -> ApiResult<String> {
+    state
+        .store
+        .get_agent(tenant_id, agent)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("agent `{agent}`")))?;
+    Ok(format!(
+        "{}{}",
+        base.trim_end_matches('/'),
+        ENDPOINT_PATH.replace("{name}", agent)
+    ))
+}

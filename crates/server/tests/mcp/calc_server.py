@@ -1,0 +1,75 @@
+"""A real MCP server for Switchboard's tests: the official MCP Python SDK's MCPServer over
+streamable HTTP on 127.0.0.1.
+
+Usage: python calc_server.py PORT (streamable HTTP), or python calc_server.py stdio
+Tools: add (read-only), slow (sleeps; counts cancellations), fail (an error result), stats,
+grow (adds `multiply` and announces the change), whoami (the X-Api-Key header it got).
+"""
+
+import sys
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+
+server = MCPServer("calc")
+seen = {"cancelled": 0, "finished": 0}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def add(a: int, b: int) -> dict:
+    """Adds two integers."""
+    return {"sum": a + b}
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Waits, then answers."""
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        seen["cancelled"] += 1
+        raise
+    seen["finished"] += 1
+    return "done"
+
+
+@server.tool()
+def fail() -> str:
+    """Always fails."""
+    raise ValueError("the calculator is out of paper")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def stats() -> dict:
+    """How many slow calls finished or were cancelled."""
+    return dict(seen)
+
+
+def multiply(a: int, b: int) -> dict:
+    """Multiplies two integers."""
+    return {"product": a * b}
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the `multiply` tool and tells clients the tool list changed."""
+    server.add_tool(multiply, annotations=ToolAnnotations(read_only_hint=True))
+    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
+    return "grown"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def whoami(ctx: Context) -> dict:
+    """The X-Api-Key header this request carried."""
+    headers = ctx.headers or {}
+    return {"api_key": headers.get("x-api-key")}
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        server.run(transport="stdio")
+    else:
+        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
