@@ -44,7 +44,18 @@ pub struct RealtimeFeature {
     /// `auto` (default), `required`, `none`.
     #[serde(default)]
     pub tool_choice: Option<String>,
+    /// Agents whose tools OpenAI gets as one `type: "mcp"` tool (this deployment's MCP endpoint
+    /// for the agent, which OpenAI calls itself) instead of function tools.
+    #[serde(default)]
+    pub mcp_agents: Vec<String>,
+    /// This deployment's public base URL (`https://switchboard.example.com`), which OpenAI
+    /// reaches the MCP endpoint at; needed with `mcp_agents`.
+    #[serde(default)]
+    pub public_url: Option<String>,
 }
+
+/// The tenant secret holding the API key OpenAI sends to the MCP endpoint (`mcp_agents`).
+pub const MCP_API_KEY: &str = "mcp_api_key";
 
 /// The model used when neither the agent nor the tenant names one.
 pub const DEFAULT_MODEL: &str = "gpt-realtime";
@@ -54,7 +65,7 @@ impl RealtimeFeature {
     pub fn parse(value: &Value) -> Result<RealtimeFeature, String> {
         let f = RealtimeFeature::deserialize(value).map_err(|e| {
             format!(
-                "features.realtime: {e}; known fields: phone_numbers, model, voice, tool_choice"
+                "features.realtime: {e}; known fields: phone_numbers, model, voice, tool_choice, mcp_agents, public_url"
             )
         })?;
         for (number, agent) in &f.phone_numbers {
@@ -67,6 +78,14 @@ impl RealtimeFeature {
                 return Err(format!(
                     "features.realtime.phone_numbers.{number}: name the agent that answers it"
                 ));
+            }
+        }
+        if !f.mcp_agents.is_empty() {
+            match f.public_url.as_deref() {
+                Some(u) if u.starts_with("https://") || u.starts_with("http://") => {}
+                _ => {
+                    return Err("features.realtime.public_url: give this deployment's public base URL (https://…) so OpenAI can reach the MCP endpoint of `mcp_agents`".into());
+                }
             }
         }
         if let Some(c) = &f.tool_choice
@@ -224,6 +243,20 @@ async fn prepare(
             })?,
     };
     let (config, pinned) = call_config(state, tenant).await.map_err(internal)?;
+    let mcp_key = if feature.mcp_agents.is_empty() {
+        None
+    } else {
+        let key = state
+            .store
+            .get_secret(tenant, MCP_API_KEY)
+            .await
+            .map_err(|e| internal(e.into()))?
+            .ok_or_else(|| Decline {
+                status: 480,
+                reason: format!("features.realtime.mcp_agents is set but the tenant has no `{MCP_API_KEY}` secret (a tenant API key for OpenAI to call the MCP endpoint with)"),
+            })?;
+        Some(secrecy::ExposeSecret::expose_secret(&key).to_owned())
+    };
     let mut agents = HashMap::new();
     let mut first = None;
     let mut page = switchboard_store::Page::first(switchboard_store::Page::MAX_LIMIT);
@@ -239,11 +272,26 @@ async fn prepare(
                 Some(c) => json!(c),
                 None => toolset.get("tool_choice").cloned().unwrap_or(json!("auto")),
             };
-            let profile = AgentProfile {
+            let mut profile = AgentProfile {
                 instructions: a.instructions.clone(),
                 tools: toolset.get("tools").cloned().unwrap_or(json!([])),
                 tool_choice,
             };
+            if let (true, Some(key), Some(base)) = (
+                feature.mcp_agents.contains(&a.name),
+                &mcp_key,
+                &feature.public_url,
+            ) {
+                let url = crate::mcp::agent_endpoint(state, tenant, &a.name, base)
+                    .await
+                    .map_err(internal)?;
+                profile.tools = json!([{
+                    "type": "mcp", "server_label": "switchboard", "server_url": url,
+                    "require_approval": "never",
+                    "headers": {"Authorization": format!("Bearer {key}")},
+                }]);
+                profile.tool_choice = json!("auto");
+            }
             if a.name == agent {
                 first = Some(a.clone());
             }

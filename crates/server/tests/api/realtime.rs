@@ -276,7 +276,7 @@ async fn bad_stale_and_unsigned_webhooks_are_refused_and_nothing_is_accepted() {
         .as_secs() as i64;
     phone.sim.add_call("rtc_forged");
     let wrong = "whsec_d3Jvbmctc2VjcmV0LWtleS1mb3ItdGVzdGluZy0xMjM0NTY3OA==";
-    for (secret, ts) in [(wrong, now), (SECRET, now - 301), (SECRET, now + 301)] {
+    for (secret, ts) in [(wrong, now), (SECRET, now - 310), (SECRET, now + 310)] {
         let status = Simulator::post_webhook(&phone.webhook(), secret, "wh_1", ts, &body)
             .await
             .unwrap();
@@ -706,6 +706,69 @@ async fn fifty_concurrent_calls_each_get_their_answers() {
             .len(),
         3,
         "{call}"
+    );
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn an_mcp_agent_hands_openai_its_mcp_endpoint_instead_of_functions() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut features = refer();
+    features["realtime"] = json!({"phone_numbers": {NUMBER: "assistant"}, "mcp_agents": ["assistant"],
+        "public_url": "https://switchboard.example.com"});
+    let (s, body) = phone
+        .app
+        .put("/v1/features", &phone.key, features.clone())
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    // Without the key OpenAI would call the endpoint with, the call is declined.
+    let status = phone
+        .sim
+        .send_incoming_call(&phone.webhook(), SECRET, "rtc_mcp_nokey", CALLER, NUMBER)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    phone
+        .sim
+        .wait_request("reject", "rtc_mcp_nokey", WAIT)
+        .await
+        .expect("declined");
+    let (s, _) = phone
+        .app
+        .put(
+            "/v1/secrets/mcp_api_key",
+            &phone.key,
+            json!({"value": phone.key}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::NO_CONTENT);
+    let _m = phone.ring("rtc_mcp").await;
+    let accept = phone
+        .sim
+        .wait_request("accept", "rtc_mcp", WAIT)
+        .await
+        .unwrap();
+    let tools = accept.body["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    assert_eq!(tools[0]["type"], "mcp");
+    assert_eq!(
+        tools[0]["server_url"],
+        "https://switchboard.example.com/v1/agents/assistant/mcp"
+    );
+    assert_eq!(
+        tools[0]["headers"]["Authorization"],
+        format!("Bearer {}", phone.key)
+    );
+    // A public URL is required with mcp_agents.
+    features["realtime"]["public_url"] = Value::Null;
+    let (s, body) = phone.app.put("/v1/features", &phone.key, features).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("public_url"),
+        "{body}"
     );
     phone.stop().await;
 }
