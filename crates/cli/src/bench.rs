@@ -48,6 +48,9 @@ pub struct CallsArgs {
     /// The server's process id, to read its memory (known when the bench starts the server).
     #[arg(long)]
     server_pid: Option<u32>,
+    /// The database of the server started for the run (default: a temporary SQLite file).
+    #[arg(long)]
+    database: Option<String>,
     /// Print the figures as JSON too.
     #[arg(long)]
     json: bool,
@@ -86,7 +89,8 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let (base, admin, spawned) = match (&args.server, &args.admin_key) {
         (Some(s), Some(k)) => (s.trim_end_matches('/').to_owned(), k.clone(), None),
         _ => {
-            let (base, admin, spawned) = spawn_server(&sim.base_url()).await?;
+            let (base, admin, spawned) =
+                spawn_server(&sim.base_url(), args.database.as_deref()).await?;
             (base, admin, Some(spawned))
         }
     };
@@ -362,11 +366,16 @@ async fn setup(
 }
 
 /// Starts `switchboard serve` on a temporary SQLite database with OpenAI at the simulator.
-async fn spawn_server(openai: &str) -> Result<(String, String, Spawned), String> {
+async fn spawn_server(
+    openai: &str,
+    database: Option<&str>,
+) -> Result<(String, String, Spawned), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let dir = std::env::temp_dir().join(format!("switchboard-bench-{}", fastrand::u32(..)));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let db = format!("sqlite://{}", dir.join("bench.db").display());
+    let db = database
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("sqlite://{}", dir.join("bench.db").display()));
     let key_file = dir.join("master.key");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -391,7 +400,6 @@ async fn spawn_server(openai: &str) -> Result<(String, String, Spawned), String>
         .arg("--key-file")
         .arg(&key_file)
         .args(["--openai-api-base", openai])
-        .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

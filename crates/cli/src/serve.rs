@@ -26,6 +26,9 @@ pub struct DbArgs {
         default_value = ".switchboard/master.key"
     )]
     pub key_file: PathBuf,
+    /// Database connections in the pool.
+    #[arg(long, env = "SWITCHBOARD_DB_CONNECTIONS", default_value_t = 10)]
+    pub db_connections: u32,
 }
 
 impl DbArgs {
@@ -40,7 +43,11 @@ impl DbArgs {
                 path.display()
             );
         }
-        let store = Store::connect(&self.database, key)
+        let options = switchboard_store::StoreOptions {
+            max_connections: self.db_connections,
+            ..switchboard_store::StoreOptions::default()
+        };
+        let store = Store::connect_with(&self.database, key, options)
             .await
             .map_err(|e| e.to_string())?;
         store.migrate().await.map_err(|e| e.to_string())?;

@@ -99,6 +99,9 @@ impl CallsApi {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(15))
+            // A burst of incoming calls opens many connections at once; keeping them all idle
+            // afterwards would cost memory for nothing (the endpoints are called rarely).
+            .pool_max_idle_per_host(8)
             .build()
             .unwrap_or_default();
         CallsApi { http, endpoints }

@@ -255,7 +255,9 @@ impl Driver {
                 req.headers_mut().insert("authorization", v);
             }
             // Events are small frames: Nagle's algorithm would hold many of them back.
-            match tokio_tungstenite::connect_async_with_config(req, None, true).await {
+            match tokio_tungstenite::connect_async_with_config(req, Some(socket_config()), true)
+                .await
+            {
                 Ok((socket, _)) => {
                     tracing::info!(name: "realtime_socket_attached", "realtime_socket_attached");
                     return Some(socket);
@@ -622,6 +624,14 @@ impl Driver {
             return;
         }
     }
+}
+
+/// Events are a few KiB at most: the library's 128 KiB default buffers, per call, would make a
+/// thousand calls cost a quarter of a gigabyte. Larger frames still arrive (buffers grow).
+fn socket_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .read_buffer_size(8 * 1024)
+        .write_buffer_size(0)
 }
 
 enum Step {

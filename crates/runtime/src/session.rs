@@ -45,6 +45,11 @@ pub struct SessionOptions {
     pub hold_terminal_effects: bool,
     /// Handoffs in one call before a loop is assumed.
     pub max_handoffs: u32,
+    /// Answer a read tool that changed nothing before its record is journaled, so the answer
+    /// does not wait behind the disk (the Realtime door, whose client never reads records
+    /// back). Otherwise every answer follows its journal entry (read-your-writes for the
+    /// HTTP door's clients).
+    pub answer_before_journal: bool,
 }
 
 impl Default for SessionOptions {
@@ -53,6 +58,7 @@ impl Default for SessionOptions {
             max_concurrent_tools: 16,
             hold_terminal_effects: false,
             max_handoffs: 10,
+            answer_before_journal: false,
         }
     }
 }
@@ -584,6 +590,10 @@ impl Actor {
         );
         c.interrupted = interrupted;
         c.async_completion = p.is_async;
+        c.answer_first = self.deps.options.answer_before_journal
+            && p.side_effect == SideEffect::Read
+            && c.outcome.writes.is_empty()
+            && c.outcome.handoff.is_none();
         c.actions = actions;
         let (first_id, error) = (fc.to_owned(), c.outcome.code());
         let output = self.conclude(c).await;
@@ -795,8 +805,7 @@ impl Actor {
             duplicate_of: c.duplicate_of.clone(),
             logs,
         };
-        self.commit(&record, &c.outcome).await;
-        self.records.push(record);
+        self.records.push(record.clone());
         self.executed.insert(fc);
         let output = result.output.clone();
         let delivery = Delivery {
@@ -805,11 +814,21 @@ impl Actor {
             response_id: c.invocation.response_id,
             interrupted: c.interrupted,
             async_completion: c.async_completion,
-            handoff: c.outcome.handoff,
+            handoff: c.outcome.handoff.clone(),
             duplicate_of: c.duplicate_of,
             actions: c.actions,
         };
-        self.deps.sink.deliver(delivery).await;
+        // An answer is held until the journal has it when the call depends on it being durable
+        // (its context changed, the agent changed, or a write tool's record guards against
+        // running it twice). Where the door allows it, a read tool that changed nothing is
+        // answered first: its answer does not wait behind the disk.
+        if c.answer_first {
+            self.deps.sink.deliver(delivery).await;
+            self.commit(&record, &c.outcome).await;
+        } else {
+            self.commit(&record, &c.outcome).await;
+            self.deps.sink.deliver(delivery).await;
+        }
         output
     }
 
@@ -910,6 +929,8 @@ struct Conclusion {
     duplicate_of: Option<String>,
     actions: Vec<CallAction>,
     result_override: Option<ToolResult>,
+    /// Deliver before journaling (see `conclude`).
+    answer_first: bool,
 }
 
 impl Conclusion {
@@ -945,6 +966,7 @@ impl Conclusion {
             duplicate_of: None,
             actions: Vec::new(),
             result_override: None,
+            answer_first: false,
         }
     }
 }

@@ -1027,3 +1027,108 @@ async fn two_sessions_of_one_call_on_a_shared_journal_see_one_context() {
         assert_eq!(ctx.workflow["count"], json!(6));
     }
 }
+
+/// A journal whose `Finished` entries wait until the test lets them through: a slow disk.
+struct SlowJournal {
+    inner: MemoryJournal,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl switchboard_runtime::CallJournal for SlowJournal {
+    fn append<'a>(
+        &'a self,
+        call_id: &'a str,
+        entry: switchboard_runtime::journal::JournalEntry,
+    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
+    {
+        Box::pin(async move {
+            if matches!(
+                entry,
+                switchboard_runtime::journal::JournalEntry::Finished { .. }
+            ) {
+                self.gate.acquire().await.unwrap().forget();
+            }
+            self.inner.append(call_id, entry).await
+        })
+    }
+
+    fn load<'a>(
+        &'a self,
+        call_id: &'a str,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<
+            Option<switchboard_runtime::journal::CallState>,
+            switchboard_runtime::journal::JournalError,
+        >,
+    > {
+        self.inner.load(call_id)
+    }
+
+    fn commit<'a>(
+        &'a self,
+        call_id: &'a str,
+        commit: switchboard_runtime::journal::Commit,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<(switchboard_core::Context, u32), switchboard_runtime::journal::JournalError>,
+    > {
+        self.inner.commit(call_id, commit)
+    }
+}
+
+#[tokio::test]
+async fn answer_before_journal_answers_unchanged_reads_first_and_holds_writes() {
+    let lookup = tool(
+        json!({"name": "lookup", "description": "Look up.", "actions": [{"type": "respond", "message": "found"}]}),
+    );
+    let note = tool(json!({"name": "note", "description": "Note.", "actions": [
+        {"type": "context.set", "data": {"noted": true}},
+        {"type": "respond", "message": "noted"}]}));
+    for answer_first in [true, false] {
+        let options = SessionOptions {
+            answer_before_journal: answer_first,
+            ..SessionOptions::default()
+        };
+        let h = harness(vec![("main", vec![lookup.clone(), note.clone()])], options).await;
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let deps = SessionDeps {
+            sink: Arc::new(ChannelSink(tx)),
+            journal: Arc::new(SlowJournal {
+                inner: MemoryJournal::default(),
+                gate: gate.clone(),
+            }),
+            ..h.deps.clone()
+        };
+        let session = CallSession::start(call_info("rtc_slow"), json!({}), deps)
+            .await
+            .unwrap();
+        let mut inv_slow = inv("fc1", "lookup", json!({}), None);
+        inv_slow.call_id = "rtc_slow".into();
+        session.submit(inv_slow);
+        let early = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+        assert_eq!(
+            early.is_ok(),
+            answer_first,
+            "a read that changed nothing is answered before the journal has it only when allowed"
+        );
+        gate.add_permits(1);
+        if !answer_first {
+            rx.recv().await.unwrap();
+        }
+        // A tool that changed the context always waits for the journal.
+        let mut inv_write = inv("fc2", "note", json!({}), None);
+        inv_write.call_id = "rtc_slow".into();
+        session.submit(inv_write);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), rx.recv())
+                .await
+                .is_err(),
+            "answered before its writes were journaled"
+        );
+        gate.add_permits(1);
+        let d = rx.recv().await.unwrap();
+        assert_eq!(output(&d)["message"], "noted");
+    }
+}

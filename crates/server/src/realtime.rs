@@ -369,6 +369,7 @@ async fn run(
         journal: Arc::new(OwnedJournal(state.store.clone())),
         options: SessionOptions {
             hold_terminal_effects: true,
+            answer_before_journal: true,
             max_handoffs: state.config.limits.max_handoffs,
             ..SessionOptions::default()
         },
