@@ -8,7 +8,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use switchboard_core::CallInfo;
@@ -126,7 +126,6 @@ pub async fn webhook_route(
             tenant.id
         )));
     };
-    use secrecy::ExposeSecret;
     if let Err(e) = webhook::verify(secret.expose_secret(), &headers, &body) {
         tracing::warn!(name: "realtime_webhook_refused", tenant_id = %tenant.id, error = %e, "realtime_webhook_refused");
         metrics::counter!("switchboard_realtime_webhooks_refused_total").increment(1);
@@ -175,7 +174,6 @@ async fn answer(state: AppState, tenant: String, features: Value, incoming: Inco
             return;
         }
     };
-    let key = SecretString::from(secrecy::ExposeSecret::expose_secret(&key).to_owned());
     match prepare(&state, &tenant, &features, &incoming).await {
         Err(d) => {
             tracing::warn!(name: "realtime_call_declined", call_id = %call_id, status = d.status, reason = %d.reason, "realtime_call_declined");
@@ -255,7 +253,7 @@ async fn prepare(
                 status: 480,
                 reason: format!("features.realtime.mcp_agents is set but the tenant has no `{MCP_API_KEY}` secret (a tenant API key for OpenAI to call the MCP endpoint with)"),
             })?;
-        Some(secrecy::ExposeSecret::expose_secret(&key).to_owned())
+        Some(key.expose_secret().to_owned())
     };
     let mut agents = HashMap::new();
     let mut first = None;
