@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use switchboard_runtime::RecordLimits;
+use switchboard_runtime::{Invocation, RecordLimits};
 use switchboard_server::ServerConfig;
 
 use crate::support::{Backend, TestApp, invoke, spawn_app_with_metrics};
@@ -295,11 +295,61 @@ async fn records_are_capped(app: std::sync::Arc<TestApp>) {
     let (_, view) = app.get("/v1/calls/call_big", &key).await;
     assert_eq!(view["invocations_total"], json!(CALLS));
 
+    // Another node picks the call up: it loads only the newest records, and still runs a new
+    // function call once and an old one not at all.
+    let (base, state, stop, server) =
+        crate::support::start_with(&app.url, app.key.clone(), small_records()).await;
+    let other = TestApp::view(&app, base);
+    let new = invoke(
+        &other,
+        &key,
+        "call_big",
+        "fc_new",
+        "echo",
+        json!({"text": "b"}),
+    )
+    .await;
+    assert_eq!(
+        (new["result"]["message"].clone(), new["replayed"].clone()),
+        (json!("v1 b"), json!(false))
+    );
+    let again = invoke(
+        &other,
+        &key,
+        "call_big",
+        "fc_1",
+        "echo",
+        json!({"text": "x"}),
+    )
+    .await;
+    assert_eq!(again["replayed"], true, "{again}");
+    let picked = state.calls.get("acme", "call_big").unwrap();
+    assert_eq!(picked.session.sizes().await.unwrap().records, 20);
+    // Handed to the session itself (as the Realtime door does), an old id the session never
+    // loaded is found in the journal and not run.
+    picked.session.submit(Invocation {
+        call_id: "call_big".into(),
+        function_call_id: "fc_2".into(),
+        name: "echo".into(),
+        arguments_json: json!({"text": "x"}).to_string(),
+        response_id: None,
+        item_id: None,
+    });
+    assert!(
+        picked.session.lookup("fc_2").await.is_none(),
+        "fc_2 was run again"
+    );
+    let _ = stop.send(());
+    let _ = server.await;
+    state.store.close().await;
+    let (_, view) = app.get("/v1/calls/call_big", &key).await;
+    assert_eq!(view["invocations_total"], json!(CALLS + 1));
+
     // Ending the call shows the same bounded view.
     let (s, ended) = app.delete("/v1/calls/call_big", &key).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(ended["invocations"].as_array().unwrap().len(), 20);
-    assert_eq!(ended["invocations_total"], json!(CALLS));
+    assert_eq!(ended["invocations_total"], json!(CALLS + 1));
 }
 
 #[tokio::test]
