@@ -7,18 +7,24 @@
 use std::sync::Arc;
 
 use moka::policy::EvictionPolicy;
+use serde_json::Value;
 use switchboard_core::Tool;
 
-/// Bytes a compiled tool is assumed to hold per byte of its definition's JSON text.
+/// What a compiled tool is assumed to hold, from its definition: `TEXT_FACTOR` bytes per byte
+/// of text (strings and keys) plus `NODE_BYTES` per JSON value.
 ///
-/// A compiled [`Tool`] keeps its source definition as a `serde_json::Value` (several times the
-/// text: every string, map and array is its own allocation, maps keep their order), plus its
+/// A compiled [`Tool`] keeps its source definition as a `serde_json::Value`, plus its
 /// description, parameters, compiled templates, two function definitions (plain and strict JSON
-/// Schema) and the compiled argument validator. The figure that called for this bound, 300
-/// large versions growing the process by about 4.7 GB, is about 16 MB per version: about 15
-/// bytes per definition byte if those definitions were near the 1 MiB body limit. 16 is that,
-/// rounded up: an estimate, so the bound is approximate; it errs towards holding less.
-pub const BYTES_PER_DEFINITION_BYTE: u64 = 16;
+/// Schema) and the compiled argument validator: each string is held several times over, and
+/// each small value (an `enum` entry, a parameter field) costs several allocations in each copy.
+/// Measured as the growth of the process's resident memory while compiling 40 definitions:
+/// text-heavy ones (a 200 KB description) about 5 bytes per definition byte; structure-heavy
+/// ones (60 parameters of 30 `enum` values, 60 actions: ~2,500 values in 33 KB) 25 to 50 bytes
+/// per definition byte, i.e. some 300 to 700 bytes per value. The constants cover both, rounded
+/// up: the bound is an estimate, and it errs towards holding less than configured.
+pub const TEXT_FACTOR: u64 = 8;
+/// See [`TEXT_FACTOR`].
+pub const NODE_BYTES: u64 = 400;
 
 /// A fixed cost per entry (the key, the `Arc`, the cache's own bookkeeping).
 const ENTRY_OVERHEAD: u64 = 256;
@@ -62,12 +68,28 @@ impl ToolCache {
         ToolCache { tools, max_bytes }
     }
 
-    /// The estimated bytes of a compiled tool whose definition's JSON text is `definition_bytes`
-    /// long, with its key.
-    pub fn estimate(tenant: &str, name: &str, definition_bytes: usize) -> u64 {
-        let text = u64::try_from(definition_bytes).unwrap_or(u64::MAX);
-        let key = u64::try_from(tenant.len() + name.len()).unwrap_or(u64::MAX);
-        text.saturating_mul(BYTES_PER_DEFINITION_BYTE)
+    /// The estimated bytes of the compiled tool of `definition`, with its key (see
+    /// [`TEXT_FACTOR`]).
+    pub fn estimate(tenant: &str, name: &str, definition: &Value) -> u64 {
+        let (mut text, mut nodes) = (0u64, 0u64);
+        let mut stack = vec![definition];
+        while let Some(v) = stack.pop() {
+            nodes += 1;
+            match v {
+                Value::String(s) => text += s.len() as u64,
+                Value::Array(items) => stack.extend(items),
+                Value::Object(map) => {
+                    for (k, item) in map {
+                        text += k.len() as u64;
+                        stack.push(item);
+                    }
+                }
+                Value::Null | Value::Bool(_) | Value::Number(_) => {}
+            }
+        }
+        let key = (tenant.len() + name.len()) as u64;
+        text.saturating_mul(TEXT_FACTOR)
+            .saturating_add(nodes.saturating_mul(NODE_BYTES))
             .saturating_add(key)
             .saturating_add(ENTRY_OVERHEAD)
     }
@@ -78,17 +100,10 @@ impl ToolCache {
             .map(|c| c.tool)
     }
 
-    /// Keeps a compiled version; `definition_bytes` is the length of its definition's JSON text.
-    /// A tool estimated larger than the whole bound is not kept (it is compiled on each use).
-    pub fn put(
-        &self,
-        tenant: &str,
-        name: &str,
-        version: i64,
-        definition_bytes: usize,
-        tool: Arc<Tool>,
-    ) {
-        let estimate = Self::estimate(tenant, name, definition_bytes);
+    /// Keeps a compiled version, weighed by its definition. A tool estimated larger than the
+    /// whole bound is not kept (it is compiled on each use).
+    pub fn put(&self, tenant: &str, name: &str, version: i64, definition: &Value, tool: Arc<Tool>) {
+        let estimate = Self::estimate(tenant, name, definition);
         if estimate > self.max_bytes {
             return;
         }

@@ -31,10 +31,9 @@ pub fn compile(state: &AppState, tenant: &str, v: &ToolVersion) -> ApiResult<Arc
         ))
     })?;
     let tool = Arc::new(tool);
-    let text_bytes = serde_json::to_string(&v.definition).map_or(0, |t| t.len());
     state
         .tools
-        .put(tenant, &v.name, v.version, text_bytes, Arc::clone(&tool));
+        .put(tenant, &v.name, v.version, &v.definition, Arc::clone(&tool));
     Ok(tool)
 }
 

@@ -77,7 +77,7 @@ fn recorder() -> PrometheusHandle {
 // --- The compiled-tool cache is bounded by bytes, least recently used evicted first.
 
 async fn tool_cache_is_bounded(app: std::sync::Arc<TestApp>) {
-    // Each version's definition is ~20 KB, estimated ~320 KB compiled: a 1 MiB cache holds 3.
+    // Each version's definition is ~20 KB, estimated ~170 KB compiled: a 1 MiB cache holds 6.
     let key = echo_tenant(&app, "acme", 20_000).await;
     let cache = &app.state.tools;
     let bound = cache.max_bytes();
