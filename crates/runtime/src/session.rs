@@ -13,6 +13,11 @@
 //!
 //! **Exactly-once writes**: a write tool called again with the same arguments within its
 //! `dedupe_window_s` is not run again; the model gets the first result with `duplicate_of`.
+//!
+//! **Bounded memory**, however long the call (see [`SessionOptions`]): the session holds its
+//! newest records only, and asks the journal about a function call id it no longer holds
+//! before running it; ended responses and dedupe answers are capped; each record's fields are
+//! cut ([`RecordLimits`]); metrics never take a label from a name the model made up.
 
 use std::collections::HashMap;
 use std::sync::Arc;
