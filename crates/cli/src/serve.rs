@@ -94,6 +94,20 @@ pub struct ServeArgs {
         default_value = "https://api.openai.com/v1"
     )]
     openai_api_base: String,
+    /// Estimated bytes of compiled tools kept in memory; the least recently used are evicted
+    /// past it and compiled again when next used.
+    #[arg(long, env = "SWITCHBOARD_TOOL_CACHE_BYTES", default_value_t = switchboard_server::state::ToolCache::DEFAULT_MAX_BYTES)]
+    tool_cache_bytes: u64,
+    /// Invocation records a live call holds in memory and `GET /v1/calls/{id}` shows (the
+    /// newest); the database keeps every record, so old function call ids are still answered once.
+    #[arg(long, env = "SWITCHBOARD_MAX_RECORDS_PER_CALL", default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    max_records_per_call: u64,
+    /// Bytes of an invocation record's arguments, of its output, and of its log messages;
+    /// longer ones are kept as `{"truncated": true, "bytes": N, "preview": …}`.
+    #[arg(long, env = "SWITCHBOARD_MAX_RECORD_FIELD_BYTES", default_value_t = 16 * 1024,
+        value_parser = clap::value_parser!(u64).range(256..))]
+    max_record_field_bytes: u64,
 }
 
 fn init_logs(format: &str) {
@@ -193,6 +207,12 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
             allow_stdio: args.allow_mcp_stdio,
         },
         openai: switchboard_realtime::Endpoints::from_api_base(&args.openai_api_base),
+        tool_cache_bytes: args.tool_cache_bytes,
+        records: switchboard_runtime::RecordLimits {
+            max_records_per_call: usize::try_from(args.max_records_per_call).unwrap_or(usize::MAX),
+            max_record_field_bytes: usize::try_from(args.max_record_field_bytes)
+                .unwrap_or(usize::MAX),
+        },
         ..ServerConfig::default()
     }
 }

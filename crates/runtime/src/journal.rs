@@ -185,6 +185,39 @@ pub trait CallJournal: Send + Sync {
         call_id: &'a str,
         commit: Commit,
     ) -> BoxFuture<'a, Result<(Context, u32), JournalError>>;
+
+    /// [`CallJournal::load`] keeping only the newest `max_records` records: a session holds no
+    /// more (a journal that can should not read the rest at all).
+    fn load_recent<'a>(
+        &'a self,
+        call_id: &'a str,
+        max_records: usize,
+    ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>> {
+        Box::pin(async move {
+            let mut state = self.load(call_id).await?;
+            if let Some(s) = &mut state {
+                let extra = s.records.len().saturating_sub(max_records);
+                s.records.drain(..extra);
+            }
+            Ok(state)
+        })
+    }
+
+    /// The record of one function call of the call, if it has one: how a session that no
+    /// longer holds an old record knows the call was answered.
+    fn recorded<'a>(
+        &'a self,
+        call_id: &'a str,
+        function_call_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<InvocationRecord>, JournalError>> {
+        Box::pin(async move {
+            Ok(self.load(call_id).await?.and_then(|s| {
+                s.records
+                    .into_iter()
+                    .find(|r| r.function_call_id == function_call_id)
+            }))
+        })
+    }
 }
 
 /// A journal in memory: for tests, the CLI and single-process deployments without a database.
@@ -232,6 +265,25 @@ impl CallJournal for MemoryJournal {
 
     fn shared(&self) -> bool {
         self.shared
+    }
+
+    fn recorded<'a>(
+        &'a self,
+        call_id: &'a str,
+        function_call_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<InvocationRecord>, JournalError>> {
+        let found = self
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(call_id)
+            .and_then(|s| {
+                s.records
+                    .iter()
+                    .find(|r| r.function_call_id == function_call_id)
+                    .cloned()
+            });
+        Box::pin(async { Ok(found) })
     }
 
     fn commit<'a>(

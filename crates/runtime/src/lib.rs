@@ -11,18 +11,21 @@
 //! - [`mcp`]: MCP servers as tool sources: a per-tenant pool of client sessions that lists
 //!   their tools and performs `mcp.call` ([`mcp::McpClients`]).
 //! - [`journal`]: what a call records so it survives a restart ([`CallJournal`]).
-//! - [`invocation`]: the function call, its delivery, and its record.
+//! - [`invocation`]: the function call, its delivery, and its record; [`records`]: how much a
+//!   call keeps of its records.
 //! - [`redact`]: keeps secrets and tokens out of outputs, records and logs.
 //!
 //! This crate knows no HTTP server and no database: doors and stores plug in through traits.
 #![forbid(unsafe_code)]
 
+pub(crate) mod bookkeeping;
 pub mod effects;
 pub mod executor;
 pub mod http;
 pub mod invocation;
 pub mod journal;
 pub mod mcp;
+pub mod records;
 pub mod redact;
 pub mod session;
 
@@ -30,7 +33,10 @@ pub use effects::{CallControl, Effects, McpCalls};
 pub use executor::{CallConfig, Executor, ToolEntry};
 pub use invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
 pub use journal::{CallJournal, MemoryJournal};
-pub use session::{CallSession, Lookup, SessionDeps, SessionOptions, SessionSnapshot};
+pub use records::RecordLimits;
+pub use session::{
+    CallSession, Lookup, SessionDeps, SessionOptions, SessionSizes, SessionSnapshot,
+};
 
 /// A boxed future, for traits whose implementations are chosen at run time.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

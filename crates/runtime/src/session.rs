@@ -13,8 +13,13 @@
 //!
 //! **Exactly-once writes**: a write tool called again with the same arguments within its
 //! `dedupe_window_s` is not run again; the model gets the first result with `duplicate_of`.
+//!
+//! **Bounded memory**, however long the call (see [`SessionOptions`]): the session holds its
+//! newest records only, and asks the journal about a function call id it no longer holds
+//! before running it; ended responses and dedupe answers are capped; each record's fields are
+//! cut ([`RecordLimits`]); metrics never take a label from a name the model made up.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,10 +34,14 @@ use tokio::task::{AbortHandle, JoinError};
 use tracing::Instrument;
 
 use crate::BoxFuture;
+use crate::bookkeeping::{
+    Answered, DedupeAnswers, DedupeKey, RecentRecords, Responses, dedupe_digest,
+};
 use crate::effects::{CallAction, TransferLedger};
 use crate::executor::{CallConfig, Execution, Executor, Gate};
 use crate::invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
 use crate::journal::{CallJournal, Checkpoint, Commit, JournalEntry, JournalError, apply_writes};
+use crate::records::RecordLimits;
 use crate::redact::Redactor;
 
 /// How a session behaves; the door decides.
@@ -50,6 +59,14 @@ pub struct SessionOptions {
     /// back). Otherwise every answer follows its journal entry (read-your-writes for the
     /// HTTP door's clients).
     pub answer_before_journal: bool,
+    /// What the call keeps of its invocations (records in memory, fields of each record).
+    pub records: RecordLimits,
+    /// Ended (done or cancelled) model responses remembered, the newest first; one of them is
+    /// kept longer while a tool of it runs. Default 1024.
+    pub max_finished_responses: usize,
+    /// Answers of successful write calls kept for their dedupe window, at most this many (the
+    /// ones closest to expiring go first). Default 256.
+    pub max_dedupe_answers: usize,
 }
 
 impl Default for SessionOptions {
@@ -59,6 +76,9 @@ impl Default for SessionOptions {
             hold_terminal_effects: false,
             max_handoffs: 10,
             answer_before_journal: false,
+            records: RecordLimits::default(),
+            max_finished_responses: 1024,
+            max_dedupe_answers: 256,
         }
     }
 }
@@ -96,7 +116,22 @@ enum Cmd {
     },
     Snapshot(oneshot::Sender<SessionSnapshot>),
     Lookup(String, oneshot::Sender<Option<Lookup>>),
+    Sizes(oneshot::Sender<SessionSizes>),
     End(oneshot::Sender<SessionSnapshot>),
+}
+
+/// How much a session holds now: each is bounded by its [`SessionOptions`], however long the
+/// call (for tests and diagnostics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SessionSizes {
+    /// Invocation records in memory.
+    pub records: usize,
+    /// Model responses remembered.
+    pub responses: usize,
+    /// Write answers kept for deduplication.
+    pub dedupe_answers: usize,
+    /// Tools running or waiting their turn.
+    pub pending: usize,
 }
 
 /// Where one function call stands in a session.
@@ -153,7 +188,8 @@ impl CallSession {
         call_id: &str,
         deps: SessionDeps,
     ) -> Result<Option<CallSession>, JournalError> {
-        let Some(state) = deps.journal.load(call_id).await? else {
+        let max_records = deps.options.records.records();
+        let Some(state) = deps.journal.load_recent(call_id, max_records).await? else {
             return Ok(None);
         };
         let (Some(ctx), false) = (state.context, state.ended) else {
@@ -176,7 +212,9 @@ impl CallSession {
         let (tx, rx) = mpsc::unbounded_channel();
         let config = Arc::clone(&deps.config);
         let redactor = call_redactor(&deps.config, &ctx);
-        let executed = records.iter().map(|r| r.function_call_id.clone()).collect();
+        let records = RecentRecords::new(records, deps.options.records.records());
+        let responses = Responses::new(deps.options.max_finished_responses);
+        let dedupe = DedupeAnswers::new(deps.options.max_dedupe_answers);
         let actor = Actor {
             call_id: call_id.clone(),
             tx: tx.clone(),
@@ -185,9 +223,8 @@ impl CallSession {
             ctx,
             redactor,
             pending: HashMap::new(),
-            executed,
-            responses: HashMap::new(),
-            dedupe: HashMap::new(),
+            responses,
+            dedupe,
             records,
             handoffs,
             transfers: Arc::new(TransferLedger::default()),
@@ -243,6 +280,13 @@ impl CallSession {
         rx.await.ok().flatten()
     }
 
+    /// How much the session holds now; `None` once it has ended.
+    pub async fn sizes(&self) -> Option<SessionSizes> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(Cmd::Sizes(reply)).ok()?;
+        rx.await.ok()
+    }
+
     /// Ends the call: cancels what is still running (each gets its answer), records the end,
     /// and returns the final state. `None` if it had ended already.
     pub async fn end(&self) -> Option<SessionSnapshot> {
@@ -262,23 +306,11 @@ struct Pending {
     monitor: tokio::task::JoinHandle<()>,
     started: Instant,
     started_at: String,
-    dedupe_key: Option<String>,
+    dedupe_key: Option<DedupeKey>,
+    /// How long this write's answer is kept for identical calls.
+    dedupe_window: Duration,
     /// Identical write calls waiting for this one's result.
     followers: Vec<(Invocation, Instant, String)>,
-}
-
-#[derive(Default)]
-struct ResponseState {
-    cancelled: bool,
-    done: bool,
-    held: Vec<oneshot::Sender<bool>>,
-}
-
-/// A successful write's answer, kept for its dedupe window.
-struct Answered {
-    function_call_id: String,
-    output: String,
-    at: Instant,
 }
 
 struct Actor {
@@ -289,10 +321,10 @@ struct Actor {
     ctx: Context,
     redactor: Redactor,
     pending: HashMap<String, Pending>,
-    executed: HashSet<String>,
-    responses: HashMap<String, ResponseState>,
-    dedupe: HashMap<String, Answered>,
-    records: Vec<InvocationRecord>,
+    responses: Responses,
+    dedupe: DedupeAnswers,
+    /// The newest records; the journal has the rest.
+    records: RecentRecords,
     handoffs: u32,
     transfers: Arc<TransferLedger>,
 }
@@ -339,12 +371,18 @@ impl Actor {
                         Some(Lookup::Pending)
                     } else {
                         self.records
-                            .iter()
-                            .rev()
-                            .find(|r| r.function_call_id == fc)
+                            .find(&fc)
                             .map(|r| Lookup::Done(Box::new(r.clone())))
                     };
                     let _ = reply.send(found);
+                }
+                Cmd::Sizes(reply) => {
+                    let _ = reply.send(SessionSizes {
+                        records: self.records.len(),
+                        responses: self.responses.len(),
+                        dedupe_answers: self.dedupe.len(),
+                        pending: self.pending.len(),
+                    });
                 }
                 Cmd::End(reply) => {
                     self.end().await;
@@ -359,11 +397,11 @@ impl Actor {
     async fn submit(&mut self, inv: Invocation) {
         let fc = inv.function_call_id.clone();
         if self.pending.contains_key(&fc) {
-            tracing::info!(name: "tool_invocation_ignored_already_pending", function_call_id = %fc, tool_name = %inv.name, "tool_invocation_ignored_already_pending");
+            tracing::info!(name: "tool_invocation_ignored_already_pending", function_call_id = %fc, tool_name = %shown(&inv.name), "tool_invocation_ignored_already_pending");
             return;
         }
-        if self.executed.contains(&fc) {
-            tracing::info!(name: "tool_invocation_ignored_already_executed", function_call_id = %fc, tool_name = %inv.name, "tool_invocation_ignored_already_executed");
+        if self.records.contains(&fc) || self.recorded_in_journal(&fc).await {
+            tracing::info!(name: "tool_invocation_ignored_already_executed", function_call_id = %fc, tool_name = %shown(&inv.name), "tool_invocation_ignored_already_executed");
             return;
         }
         let (started, started_at) = (Instant::now(), crate::now_rfc3339());
@@ -373,12 +411,13 @@ impl Actor {
             Ok(entry) => Arc::clone(&entry.tool),
             Err(e) => {
                 if e.code == ErrorCode::ToolNotFound {
-                    tracing::info!(name: "tool_not_found", tool_name = %inv.name, agent = %agent, "tool_not_found");
+                    tracing::info!(name: "tool_not_found", tool_name = %shown(&inv.name), agent = %agent, "tool_not_found");
                 }
-                let outcome = Outcome::failed(&inv.name, e);
-                let name = inv.name.clone();
-                self.conclude(Conclusion::new(inv, name, outcome, started, started_at))
-                    .await;
+                let name = shown(&inv.name).into_owned();
+                let outcome = Outcome::failed(&name, e);
+                let mut c = Conclusion::new(inv, name, outcome, started, started_at);
+                c.unverified_tool = true;
+                self.conclude(c).await;
                 return;
             }
         };
@@ -387,7 +426,7 @@ impl Actor {
             .then(|| dedupe_key(&agent, &inv))
             .flatten();
         if let Some(key) = &dedupe_key {
-            if let Some(first) = self.dedupe.get(key).filter(|a| a.at.elapsed() < window) {
+            if let Some(first) = self.dedupe.get(key) {
                 let (first_id, output) = (first.function_call_id.clone(), first.output.clone());
                 tracing::info!(name: "tool_invocation_answered_as_duplicate", function_call_id = %fc, duplicate_of = %first_id, tool_name = %inv.name, "tool_invocation_answered_as_duplicate");
                 self.conclude_duplicate(
@@ -405,7 +444,7 @@ impl Actor {
             if let Some(first) = self
                 .pending
                 .values_mut()
-                .find(|p| p.dedupe_key.as_deref() == Some(key.as_str()))
+                .find(|p| p.dedupe_key.as_ref() == Some(key))
             {
                 tracing::info!(name: "tool_invocation_joined_identical_write", function_call_id = %fc, duplicate_of = %first.invocation.function_call_id, "tool_invocation_joined_identical_write");
                 first.followers.push((inv, started, started_at));
@@ -414,6 +453,27 @@ impl Actor {
         }
         self.schedule(inv, tool, dedupe_key, None, started, started_at)
             .await;
+    }
+
+    /// Whether the journal recorded this function call although the session no longer holds
+    /// its record (it was dropped for the bound, or never loaded). A journal that cannot say is
+    /// logged and taken as "no": the call goes on.
+    async fn recorded_in_journal(&self, function_call_id: &str) -> bool {
+        if !self.records.forgotten() {
+            return false;
+        }
+        match self
+            .deps
+            .journal
+            .recorded(&self.call_id, function_call_id)
+            .await
+        {
+            Ok(found) => found.is_some(),
+            Err(e) => {
+                tracing::error!(name: "journal_read_failed", error = %e, "journal_read_failed");
+                false
+            }
+        }
     }
 
     async fn resume(&mut self, cp: Checkpoint) {
@@ -438,10 +498,11 @@ impl Actor {
                     ErrorCode::ToolExecutionFailed,
                     format!("The tool could not be resumed after a restart ({e})."),
                 );
-                let name = inv.name.clone();
+                let name = shown(&inv.name).into_owned();
                 let outcome = Outcome::failed(&name, err);
-                self.conclude(Conclusion::new(inv, name, outcome, started, started_at))
-                    .await;
+                let mut c = Conclusion::new(inv, name, outcome, started, started_at);
+                c.unverified_tool = true;
+                self.conclude(c).await;
             }
         }
     }
@@ -451,7 +512,7 @@ impl Actor {
         &mut self,
         inv: Invocation,
         tool: Arc<switchboard_core::Tool>,
-        dedupe_key: Option<String>,
+        dedupe_key: Option<DedupeKey>,
         resume_from: Option<(EffectRequest, Suspended)>,
         started: Instant,
         started_at: String,
@@ -515,6 +576,7 @@ impl Actor {
                 started,
                 started_at,
                 dedupe_key,
+                dedupe_window: Duration::from_secs(tool.dedupe_window_s()),
                 followers: Vec::new(),
             },
         );
@@ -601,7 +663,7 @@ impl Actor {
             let answered = Answered {
                 function_call_id: first_id.clone(),
                 output: output.clone(),
-                at: Instant::now(),
+                expires: Instant::now() + p.dedupe_window,
             };
             self.dedupe.insert(key, answered);
         }
@@ -627,7 +689,8 @@ impl Actor {
     }
 
     async fn cancel_response(&mut self, response_id: &str) {
-        let state = self.responses.entry(response_id.to_owned()).or_default();
+        self.response_ended(response_id);
+        let state = self.responses.entry(response_id);
         state.cancelled = true;
         state.done = true;
         for held in state.held.drain(..) {
@@ -662,8 +725,23 @@ impl Actor {
         tracing::info!(name: "tool_cancel_for_response_finished", response_id = %response_id, cancelled_count = aborted.len(), "tool_cancel_for_response_finished");
     }
 
+    /// Remembers that a response ended, forgetting the oldest ended ones past the bound that
+    /// no running tool belongs to.
+    fn response_ended(&mut self, response_id: &str) {
+        let pending = &self.pending;
+        self.responses.ended(response_id, |id| {
+            pending.values().any(|p| {
+                p.invocation.response_id.as_deref() == Some(id)
+                    || p.followers
+                        .iter()
+                        .any(|(i, _, _)| i.response_id.as_deref() == Some(id))
+            })
+        });
+    }
+
     fn response_done(&mut self, response_id: &str) {
-        let state = self.responses.entry(response_id.to_owned()).or_default();
+        self.response_ended(response_id);
+        let state = self.responses.entry(response_id);
         state.done = true;
         let release = !state.cancelled;
         for held in state.held.drain(..) {
@@ -673,7 +751,7 @@ impl Actor {
     }
 
     fn hold_terminal(&mut self, response_id: &str, reply: oneshot::Sender<bool>) {
-        let state = self.responses.entry(response_id.to_owned()).or_default();
+        let state = self.responses.entry(response_id);
         if state.cancelled {
             let _ = reply.send(false);
         } else if state.done {
@@ -686,7 +764,7 @@ impl Actor {
 
     async fn end(&mut self) {
         tracing::info!(name: "tool_cancel_all_started", cancellable_tasks = self.pending.len(), "tool_cancel_all_started");
-        for state in self.responses.values_mut() {
+        for state in self.responses.all_mut() {
             for held in state.held.drain(..) {
                 let _ = held.send(false);
             }
@@ -776,8 +854,15 @@ impl Actor {
         result.output = self.redactor.redact(&result.output);
         let tenant = self.deps.config.tenant_id.clone();
         let label = result.error.map_or("ok", |e| e.as_str());
-        metrics::counter!("switchboard_invocations_total", "tenant" => tenant.clone(), "tool" => c.tool.clone(), "outcome" => label).increment(1);
-        metrics::histogram!("switchboard_invocation_duration_seconds", "tenant" => tenant.clone(), "tool" => c.tool.clone()).record(c.started.elapsed().as_secs_f64());
+        // A label names only what the tenant configured: a name the model made up is one
+        // series, not one each.
+        let tool_label = if c.unverified_tool {
+            UNKNOWN_TOOL_LABEL.to_owned()
+        } else {
+            c.tool.clone()
+        };
+        metrics::counter!("switchboard_invocations_total", "tenant" => tenant.clone(), "tool" => tool_label.clone(), "outcome" => label).increment(1);
+        metrics::histogram!("switchboard_invocation_duration_seconds", "tenant" => tenant.clone(), "tool" => tool_label).record(c.started.elapsed().as_secs_f64());
         if let Some(code) = result.error {
             metrics::counter!("switchboard_tool_errors_total", "tenant" => tenant, "code" => code.as_str()).increment(1);
         }
@@ -805,8 +890,8 @@ impl Actor {
             duplicate_of: c.duplicate_of.clone(),
             logs,
         };
+        let record = self.deps.options.records.bound(record);
         self.records.push(record.clone());
-        self.executed.insert(fc);
         let output = result.output.clone();
         let delivery = Delivery {
             result,
@@ -910,7 +995,7 @@ impl Actor {
         SessionSnapshot {
             call_id: self.call_id.clone(),
             context: self.ctx.clone(),
-            records: self.records.clone(),
+            records: self.records.to_vec(),
             pending: self.pending.keys().cloned().collect(),
             ended,
         }
@@ -931,6 +1016,9 @@ struct Conclusion {
     result_override: Option<ToolResult>,
     /// Deliver before journaling (see `conclude`).
     answer_first: bool,
+    /// `tool` is a name from the model that the call does not have (metrics label it
+    /// [`UNKNOWN_TOOL_LABEL`]).
+    unverified_tool: bool,
 }
 
 impl Conclusion {
@@ -967,19 +1055,42 @@ impl Conclusion {
             actions: Vec::new(),
             result_override: None,
             answer_first: false,
+            unverified_tool: false,
         }
     }
 }
 
 /// The dedupe key of a write call: the agent, the tool, and the arguments in canonical form.
-fn dedupe_key(agent: &str, inv: &Invocation) -> Option<String> {
+fn dedupe_key(agent: &str, inv: &Invocation) -> Option<DedupeKey> {
     let args: Value = serde_json::from_str(if inv.arguments_json.trim().is_empty() {
         "{}"
     } else {
         &inv.arguments_json
     })
     .ok()?;
-    Some(format!("{agent}\u{0}{}\u{0}{}", inv.name, canonical(&args)))
+    Some(dedupe_digest(&format!(
+        "{agent}\u{0}{}\u{0}{}",
+        inv.name,
+        canonical(&args)
+    )))
+}
+
+/// The metrics label of an invocation whose tool name is not one the call has.
+pub const UNKNOWN_TOOL_LABEL: &str = "unknown";
+
+/// Longest tool name a log line or record shows of a name the model sent unverified.
+const SHOWN_NAME_BYTES: usize = 128;
+
+/// A name from the model as logs and records show it: cut to [`SHOWN_NAME_BYTES`].
+fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= SHOWN_NAME_BYTES {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut cut = SHOWN_NAME_BYTES;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}…", &name[..cut]))
 }
 
 /// JSON with object keys sorted at every level, so equal arguments give equal text.

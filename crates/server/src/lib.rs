@@ -7,7 +7,7 @@
 //!   whose rejections use it.
 //! - [`calls`]: the HTTP door's live calls (a `CallSession` each) and the sink that answers the
 //!   waiting requests; [`toolset`]: from stored config to compiled tools, toolsets and a call's
-//!   pinned config.
+//!   pinned config; [`tool_cache`]: compiled tools, bounded by bytes.
 //! - [`mcp`]: MCP both ways: each agent's tools served at `/v1/agents/{name}/mcp`, and
 //!   tenants' MCP servers as tool sources.
 //! - [`realtime`]: the OpenAI Realtime SIP webhook, routing a call to its agent, and running it on
@@ -37,6 +37,7 @@ pub mod mcp;
 pub mod realtime;
 pub mod routes;
 pub mod state;
+pub mod tool_cache;
 pub mod toolset;
 
 pub use state::{AppState, ServerConfig};

@@ -369,6 +369,7 @@ async fn run(
             hold_terminal_effects: true,
             answer_before_journal: true,
             max_handoffs: state.config.limits.max_handoffs,
+            records: state.config.records,
             ..SessionOptions::default()
         },
     };
@@ -421,6 +422,34 @@ impl switchboard_runtime::CallJournal for OwnedJournal {
         >,
     > {
         self.0.load(call_id)
+    }
+
+    fn load_recent<'a>(
+        &'a self,
+        call_id: &'a str,
+        max_records: usize,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<
+            Option<switchboard_runtime::journal::CallState>,
+            switchboard_runtime::journal::JournalError,
+        >,
+    > {
+        self.0.load_recent(call_id, max_records)
+    }
+
+    fn recorded<'a>(
+        &'a self,
+        call_id: &'a str,
+        function_call_id: &'a str,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<
+            Option<switchboard_runtime::InvocationRecord>,
+            switchboard_runtime::journal::JournalError,
+        >,
+    > {
+        self.0.recorded(call_id, function_call_id)
     }
 
     fn commit<'a>(

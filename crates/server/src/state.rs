@@ -1,18 +1,18 @@
 //! What every request handler shares.
 
-use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use metrics_exporter_prometheus::PrometheusHandle;
-use switchboard_core::{Limits, Tool};
+use switchboard_core::Limits;
 use switchboard_runtime::{Effects, Executor};
 use switchboard_store::Store;
 
 use crate::calls::Registry;
+pub use crate::tool_cache::ToolCache;
 
 /// Server settings; `serve`'s flags and `SWITCHBOARD_*` variables fill them.
 #[derive(Debug, Clone)]
@@ -28,6 +28,11 @@ pub struct ServerConfig {
     pub openai: switchboard_realtime::Endpoints,
     /// The MCP endpoint and MCP servers as tool sources.
     pub mcp: crate::mcp::McpSettings,
+    /// Estimated bytes of compiled tools kept in memory (least recently used evicted first; an
+    /// evicted version is compiled again when next used). `--tool-cache-bytes`.
+    pub tool_cache_bytes: u64,
+    /// Bounds on what a call keeps of its invocations (in memory, in the store, in answers).
+    pub records: switchboard_runtime::RecordLimits,
 }
 
 impl Default for ServerConfig {
@@ -39,6 +44,8 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             openai: switchboard_realtime::Endpoints::default(),
             mcp: crate::mcp::McpSettings::default(),
+            tool_cache_bytes: ToolCache::DEFAULT_MAX_BYTES,
+            records: switchboard_runtime::RecordLimits::default(),
         }
     }
 }
@@ -66,29 +73,6 @@ impl TenantLimits {
                 let wait = not_until.wait_time_from(DefaultClock::default().now());
                 wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
             })
-    }
-}
-
-/// Compiled tools by (tenant, name, version): a version never changes, so it is compiled once.
-#[derive(Debug, Default)]
-pub struct ToolCache {
-    tools: Mutex<HashMap<(String, String, i64), Arc<Tool>>>,
-}
-
-impl ToolCache {
-    pub fn get(&self, tenant: &str, name: &str, version: i64) -> Option<Arc<Tool>> {
-        self.tools
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&(tenant.to_owned(), name.to_owned(), version))
-            .cloned()
-    }
-
-    pub fn put(&self, tenant: &str, name: &str, version: i64, tool: Arc<Tool>) {
-        self.tools
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert((tenant.to_owned(), name.to_owned(), version), tool);
     }
 }
 
@@ -154,7 +138,7 @@ impl AppState {
             realtime_executor: Executor::new(Arc::new(realtime_effects)),
             calls: Registry::default(),
             limits: TenantLimits::new(config.tenant_rate_per_s),
-            tools: ToolCache::default(),
+            tools: ToolCache::new(config.tool_cache_bytes),
             config,
             metrics,
             mcp,

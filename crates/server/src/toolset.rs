@@ -1,5 +1,6 @@
 //! From stored configuration to what a call and a model need: compiled tools (cached per
-//! immutable version), an agent's toolset, and a call's pinned `CallConfig`.
+//! immutable version in the bounded [`ToolCache`](crate::tool_cache::ToolCache)), an agent's
+//! toolset, and a call's pinned `CallConfig`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,7 +33,7 @@ pub fn compile(state: &AppState, tenant: &str, v: &ToolVersion) -> ApiResult<Arc
     let tool = Arc::new(tool);
     state
         .tools
-        .put(tenant, &v.name, v.version, Arc::clone(&tool));
+        .put(tenant, &v.name, v.version, &v.definition, Arc::clone(&tool));
     Ok(tool)
 }
 

@@ -240,7 +240,48 @@ impl Store {
         }))
     }
 
-    /// The invocation records of a call, in the order they finished (empty for an unknown call).
+    /// The newest `limit` invocation records of a call, in the order they finished, and how
+    /// many the call has in all (empty and 0 for an unknown call). What a call's view shows:
+    /// its size is bounded whatever the call's length.
+    pub async fn recent_invocations(
+        &self,
+        tenant_id: &str,
+        call_id: &str,
+        limit: usize,
+    ) -> Result<(Vec<InvocationRecord>, u64), StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let (rows, total): (Vec<String>, i64) = with_pool!(self, |pool| {
+            let mut tx = pool.begin_read().await?;
+            let rows = sqlx::query_scalar(
+                "SELECT record FROM (SELECT i.record, i.seq FROM call_invocations i \
+                 JOIN calls c ON c.id = i.call_id WHERE c.tenant_id = $1 AND i.call_id = $2 \
+                 ORDER BY i.seq DESC LIMIT $3) recent ORDER BY seq",
+            )
+            .bind(tenant_id)
+            .bind(call_id)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
+            let total = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM call_invocations i JOIN calls c ON c.id = i.call_id \
+                 WHERE c.tenant_id = $1 AND i.call_id = $2",
+            )
+            .bind(tenant_id)
+            .bind(call_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            (rows, total)
+        });
+        let records = rows
+            .iter()
+            .map(|r| parse_json("invocation record", r))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((records, u64::try_from(total).unwrap_or(0)))
+    }
+
+    /// Every invocation record of a call, in the order they finished (empty for an unknown
+    /// call). Unbounded: the API reads [`Store::recent_invocations`].
     pub async fn invocations(
         &self,
         tenant_id: &str,
@@ -512,7 +553,18 @@ impl Store {
 
     /// A call's journal state rebuilt from its rows (one snapshot); `None` for an unknown call.
     pub async fn journal_load(&self, call_id: &str) -> Result<Option<CallState>, StoreError> {
+        self.journal_load_recent(call_id, usize::MAX).await
+    }
+
+    /// [`Store::journal_load`] with only the newest `max_records` invocation records read (a
+    /// session holds no more; the rest stay in the database and are found one by one).
+    pub async fn journal_load_recent(
+        &self,
+        call_id: &str,
+        max_records: usize,
+    ) -> Result<Option<CallState>, StoreError> {
         type Head = (String, String, i64, String);
+        let max_records = i64::try_from(max_records).unwrap_or(i64::MAX);
         let (head, records, checkpoints) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let head: Option<Head> = sqlx::query_as(
@@ -523,9 +575,11 @@ impl Store {
             .await?;
             let (records, checkpoints): (Vec<String>, Vec<(String, Vec<u8>)>) = if head.is_some() {
                 let records = sqlx::query_scalar(
-                    "SELECT record FROM call_invocations WHERE call_id = $1 ORDER BY seq",
+                    "SELECT record FROM (SELECT record, seq FROM call_invocations WHERE call_id = $1 \
+                     ORDER BY seq DESC LIMIT $2) recent ORDER BY seq",
                 )
                 .bind(call_id)
+                .bind(max_records)
                 .fetch_all(&mut *tx)
                 .await?;
                 let checkpoints = sqlx::query_as(
@@ -696,6 +750,30 @@ impl CallJournal for Store {
     ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>> {
         Box::pin(async move {
             self.journal_load(call_id)
+                .await
+                .map_err(|e| JournalError(e.to_string()))
+        })
+    }
+
+    fn load_recent<'a>(
+        &'a self,
+        call_id: &'a str,
+        max_records: usize,
+    ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>> {
+        Box::pin(async move {
+            self.journal_load_recent(call_id, max_records)
+                .await
+                .map_err(|e| JournalError(e.to_string()))
+        })
+    }
+
+    fn recorded<'a>(
+        &'a self,
+        call_id: &'a str,
+        function_call_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<InvocationRecord>, JournalError>> {
+        Box::pin(async move {
+            self.invocation(call_id, function_call_id)
                 .await
                 .map_err(|e| JournalError(e.to_string()))
         })

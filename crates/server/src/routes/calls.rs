@@ -102,8 +102,13 @@ pub struct CallView {
     /// The call's context; secret-like `user` fields are redacted.
     #[schema(value_type = Object)]
     pub context: Value,
+    /// The newest invocation records (at most the server's `max_records_per_call`), oldest
+    /// first; each record's `arguments`, `output` and logs are bounded too.
     #[schema(value_type = Vec<Object>)]
     pub invocations: Vec<Value>,
+    /// How many invocations the call has recorded in all (more than `invocations` holds
+    /// when older ones were left out).
+    pub invocations_total: u64,
     pub live_on_this_node: bool,
 }
 
@@ -111,6 +116,7 @@ fn session_options(state: &AppState) -> SessionOptions {
     SessionOptions {
         hold_terminal_effects: false,
         max_handoffs: state.config.limits.max_handoffs,
+        records: state.config.records,
         ..SessionOptions::default()
     }
 }
@@ -449,6 +455,7 @@ fn view(
     status: &str,
     context: &Context,
     records: &[InvocationRecord],
+    invocations_total: u64,
     live: bool,
 ) -> CallView {
     let redactor = Redactor::new([], &context.user);
@@ -466,6 +473,7 @@ fn view(
             .iter()
             .filter_map(|r| serde_json::to_value(r).ok())
             .collect(),
+        invocations_total,
         live_on_this_node: live,
     }
 }
@@ -483,7 +491,7 @@ pub async fn get_call(
         .get_call(&tenant.id, &call_id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
-    let records = state.store.invocations(&tenant.id, &call_id).await?;
+    let (records, total) = recent_invocations(&state, &tenant.id, &call_id).await?;
     let live = state.calls.get(&tenant.id, &call_id).is_some();
     Ok(Json(view(
         &call_id,
@@ -491,6 +499,7 @@ pub async fn get_call(
         row.status.as_str(),
         &row.context,
         &records,
+        total,
         live,
     )))
 }
@@ -509,12 +518,16 @@ pub async fn end_call(
             state.realtime.stop(&call_id);
         }
         if let Some(s) = live.session.end().await {
+            // The session holds the newest records; the database counts them all.
+            let (_, total) = recent_invocations(&state, &tenant.id, &call_id).await?;
+            let total = total.max(u64::try_from(s.records.len()).unwrap_or(u64::MAX));
             return Ok(Json(view(
                 &call_id,
                 s.context.active_agent(),
                 "ended",
                 &s.context,
                 &s.records,
+                total,
                 false,
             )));
         }
@@ -524,13 +537,27 @@ pub async fn end_call(
         .get_call(&tenant.id, &call_id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
-    let records = state.store.invocations(&tenant.id, &call_id).await?;
+    let (records, total) = recent_invocations(&state, &tenant.id, &call_id).await?;
     Ok(Json(view(
         &call_id,
         &row.agent,
         row.status.as_str(),
         &row.context,
         &records,
+        total,
         false,
     )))
+}
+
+/// The newest records of a call that a view shows, and how many it has in all.
+async fn recent_invocations(
+    state: &AppState,
+    tenant: &str,
+    call_id: &str,
+) -> ApiResult<(Vec<InvocationRecord>, u64)> {
+    let limit = state.config.records.records();
+    Ok(state
+        .store
+        .recent_invocations(tenant, call_id, limit)
+        .await?)
 }

@@ -106,6 +106,16 @@ pub async fn start_on(url: &str, key: MasterKey) -> Server {
 
 /// Starts a server with its own settings over an existing database.
 pub async fn start_with(url: &str, key: MasterKey, config: ServerConfig) -> Server {
+    start_with_metrics(url, key, config, None).await
+}
+
+/// `start_with`, rendering `/metrics` from the given recorder.
+pub async fn start_with_metrics(
+    url: &str,
+    key: MasterKey,
+    config: ServerConfig,
+    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+) -> Server {
     let store = Store::connect(url, key).await.expect("connect");
     store.migrate().await.expect("migrate");
     let http = HttpEffects::new(HttpConfig {
@@ -117,7 +127,7 @@ pub async fn start_with(url: &str, key: MasterKey, config: ServerConfig) -> Serv
         store,
         Arc::new(Effects::http_only(Arc::new(http))),
         config,
-        None,
+        metrics,
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -149,9 +159,18 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
 
 /// `spawn_app` with the server's own settings (e.g. OpenAI's API base pointing at a simulator).
 pub async fn spawn_app_with(backend: Backend, config: ServerConfig) -> TestApp {
+    spawn_app_with_metrics(backend, config, None).await
+}
+
+/// `spawn_app_with`, rendering `/metrics` from the given recorder.
+pub async fn spawn_app_with_metrics(
+    backend: Backend,
+    config: ServerConfig,
+    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+) -> TestApp {
     let (url, cleanup) = database(backend).await;
     let key = MasterKey::generate();
-    let (base, state, tx, server) = start_with(&url, key.clone(), config).await;
+    let (base, state, tx, server) = start_with_metrics(&url, key.clone(), config, metrics).await;
     let (_, admin) = state
         .store
         .create_api_key(None, "test admin")
