@@ -572,20 +572,58 @@ fn describe_init(e: &rmcp::service::ClientInitializeError, scrubber: &Scrubber) 
         rmcp::service::ClientInitializeError::TransportError { error, .. } => error.error.as_ref(),
         other => other,
     };
-    let text = error_chain(cause);
-    if text.contains("onnect") || text.contains("dns error") {
-        let mut deepest = cause;
-        while let Some(s) = deepest.source() {
-            deepest = s;
+    match http_cause(cause) {
+        Some(http) if http.is_connect() => {
+            let mut deepest: &(dyn std::error::Error + 'static) = http;
+            while let Some(s) = deepest.source() {
+                deepest = s;
+            }
+            format!(
+                "could not connect to {} ({})",
+                scrubber.origin(),
+                scrubber.brief(&deepest.to_string())
+            )
         }
-        format!(
-            "could not connect to {}: {}",
-            scrubber.origin(),
-            scrubber.brief(&deepest.to_string())
-        )
-    } else {
-        format!("the MCP handshake failed: {}", scrubber.brief(&text))
+        Some(http) if http.is_timeout() => {
+            format!("{} did not answer in time", scrubber.origin())
+        }
+        _ => format!(
+            "the MCP handshake failed: {}",
+            scrubber.brief(&error_chain(cause))
+        ),
     }
+}
+
+/// The reqwest error behind a transport failure, if that is what it was (rmcp keeps it in
+/// fields its errors do not give as their `source`).
+fn http_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a reqwest::Error> {
+    type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>;
+    let mut current = Some(e);
+    while let Some(e) = current {
+        let http = match e.downcast_ref::<HttpError>() {
+            Some(h) => Some(h),
+            None => {
+                match e.downcast_ref::<rmcp::transport::worker::WorkerQuitReason<HttpError>>() {
+                    Some(rmcp::transport::worker::WorkerQuitReason::Fatal { error, .. }) => {
+                        Some(error)
+                    }
+                    _ => None,
+                }
+            }
+        };
+        match http {
+            Some(rmcp::transport::streamable_http_client::StreamableHttpError::Client(r)) => {
+                return Some(r);
+            }
+            Some(_) => return None,
+            None => {}
+        }
+        if let Some(r) = e.downcast_ref::<reqwest::Error>() {
+            return Some(r);
+        }
+        current = e.source();
+    }
+    None
 }
 
 /// An error and its sources, as one line.

@@ -199,6 +199,15 @@ async fn an_mcp_servers_url_never_leaks() {
         ],
     )
     .await;
+    // What went wrong is said, so the tenant knows where to look.
+    let (_, refused) = app
+        .get("/v1/mcp-servers/refused/tools?refresh=true", &key)
+        .await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("could not connect to http://127.0.0.1:{nobody}")),
+        "{refused}"
+    );
     // The page's status is said, so the tenant knows where to look.
     let (_, put) = app
         .get("/v1/mcp-servers/echo/tools?refresh=true", &key)

@@ -165,9 +165,13 @@ fn origins_only(text: &str) -> String {
     let mut at = 0;
     while let Some(found) = next_url(&lower[at..]) {
         let start = at + found;
-        let end = text[start..]
+        let mut end = text[start..]
             .find(|c: char| c.is_whitespace() || "\"'<>`\\)".contains(c))
             .map_or(text.len(), |n| start + n);
+        // Punctuation after a URL belongs to the sentence.
+        while end > start && text[..end].ends_with(['.', ',', ';', ':', '!', '?']) {
+            end -= 1;
+        }
         out.push_str(&text[at..start]);
         match Url::parse(&text[start..end]) {
             Ok(url) if url.host_str().is_some() => out.push_str(&origin_of(&url)),
@@ -255,6 +259,10 @@ mod tests {
             ),
             ("path was /v1/mcp", "path was [redacted]"),
             ("bad url http://[::1", "bad url <url>"),
+            (
+                "connect to http://10.0.0.1:8/x?y=z: refused.",
+                "connect to http://10.0.0.1:8: refused.",
+            ),
             ("nothing to hide", "nothing to hide"),
         ];
         for (text, expected) in cases {
