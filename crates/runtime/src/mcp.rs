@@ -38,8 +38,9 @@ mod transport;
 
 pub use scrub::{Scrubber, origin_of};
 
-/// How to reach one registered MCP server.
-#[derive(Debug, Clone)]
+/// How to reach one registered MCP server. Its `Debug` shows only where (`scheme://host:port`,
+/// or the program): the URL may carry a credential.
+#[derive(Clone)]
 pub enum McpTransportSpec {
     /// Streamable HTTP: the endpoint URL and headers sent with every request (e.g. a token).
     Http {
@@ -52,6 +53,18 @@ pub enum McpTransportSpec {
         args: Vec<String>,
         env: Vec<(String, SecretString)>,
     },
+}
+
+impl std::fmt::Debug for McpTransportSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self {
+            McpTransportSpec::Http { .. } => "Http",
+            McpTransportSpec::Stdio { .. } => "Stdio",
+        };
+        f.debug_struct(kind)
+            .field("at", &Scrubber::new(self).origin())
+            .finish_non_exhaustive()
+    }
 }
 
 /// One tenant's registered MCP server as the pool needs it.

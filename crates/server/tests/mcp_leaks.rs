@@ -4,12 +4,16 @@
 //! subscriber is process-wide.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "mcp/python.rs"]
+#[allow(dead_code)]
+mod python;
 #[path = "api/support.rs"]
 #[allow(dead_code)]
 mod support;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use python::{CalcServer, free_port};
 use reqwest::StatusCode;
 use serde_json::json;
 use support::{Backend, TestApp, acme, invoke, spawn_app};
@@ -44,13 +48,6 @@ fn logs() -> LogBuffer {
         buffer
     })
     .clone()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
 }
 
 /// A server on 127.0.0.1 that answers every request with a 404 page quoting the URL it was
@@ -215,8 +212,41 @@ async fn an_mcp_servers_url_never_leaks() {
     let message = put["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("404"), "{put}");
 
+    // A server that works, with a token in its URL and a key in a header: its tools are listed
+    // and called, and neither reaches a log line on the way.
+    let calc = CalcServer::start(free_port()).await;
+    let (s, put) = app
+        .put(
+            "/v1/mcp-servers/calc",
+            &key,
+            json!({"url": format!("{}?access_token=tok-CALC-6", calc.url()), "headers": {"X-Api-Key": "k-CALC-8"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{put}");
+    assert!(
+        put["tools"].as_array().unwrap().contains(&json!("add")),
+        "{put}"
+    );
+    let (s, body) = app
+        .put(
+            "/v1/agents/math",
+            &key,
+            json!({"tools": [{"tool": "calc/add"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let (s, body) = app
+        .post("/v1/calls", &key, json!({"call_id": "m1", "agent": "math"}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    let r = invoke(&app, &key, "m1", "f1", "add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(r["result"]["data"], json!({"sum": 5}), "{r}");
+    drop(calc);
+
     app.stop().await;
     assert_logs_free_of(&[
+        "tok-CALC-6",
+        "k-CALC-8",
         "tok-REFUSED-1",
         "p-refused-7",
         "tok-NOWHERE-2",

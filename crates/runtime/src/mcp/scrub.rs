@@ -284,6 +284,20 @@ mod tests {
     }
 
     #[test]
+    fn a_transport_shows_only_where_it_goes() {
+        let spec = McpTransportSpec::Http {
+            url: "https://u:p@mcp.example.com/mcp?access_token=tok-SECRET".into(),
+            headers: vec![],
+        };
+        let shown = format!("{spec:?}");
+        assert!(shown.contains("https://mcp.example.com:443"), "{shown}");
+        assert!(
+            !shown.contains("tok-SECRET") && !shown.contains("/mcp"),
+            "{shown}"
+        );
+    }
+
+    #[test]
     fn stdio_servers_hide_their_environment() {
         let s = Scrubber::new(&McpTransportSpec::Stdio {
             command: "crm-mcp".into(),
