@@ -292,7 +292,7 @@ mod tests {
         let shown = format!("{spec:?}");
         assert!(shown.contains("https://mcp.example.com:443"), "{shown}");
         assert!(
-            !shown.contains("tok-SECRET") && !shown.contains("/mcp"),
+            !shown.contains("tok-SECRET") && !shown.contains(".com/mcp"),
             "{shown}"
         );
     }
