@@ -83,6 +83,9 @@ pub struct ServeArgs {
     /// Let tenants register stdio MCP servers (programs started on this machine).
     #[arg(long, env = "SWITCHBOARD_ALLOW_MCP_STDIO")]
     allow_mcp_stdio: bool,
+    /// Most MCP sessions one tenant may have open on this node; a new one beyond it gets 429.
+    #[arg(long, env = "SWITCHBOARD_MCP_MAX_SESSIONS", default_value_t = McpSettings::default().max_sessions_per_tenant)]
+    mcp_max_sessions: usize,
     /// Log format: `json` (one event per line) or `text`.
     #[arg(long, env = "SWITCHBOARD_LOG_FORMAT", default_value = "json")]
     log_format: String,
@@ -205,6 +208,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
             },
             stateless: args.mcp_stateless,
             allow_stdio: args.allow_mcp_stdio,
+            max_sessions_per_tenant: args.mcp_max_sessions,
         },
         openai: switchboard_realtime::Endpoints::from_api_base(&args.openai_api_base),
         tool_cache_bytes: args.tool_cache_bytes,

@@ -6,7 +6,8 @@
 //! Failures are outcomes, never panics: a server that cannot be reached is `upstream_unavailable`,
 //! one that does not answer by the tool's deadline is `timeout` (and is sent
 //! `notifications/cancelled`), and a session that broke is dropped so the next call opens a new
-//! one.
+//! one. Every error leaving the pool, and every log line it writes, names the server by its
+//! label and `scheme://host:port` ([`Scrubber`]), never by its URL.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,8 +33,14 @@ use tracing::Instrument;
 use crate::BoxFuture;
 use crate::effects::McpCalls;
 
-/// How to reach one registered MCP server.
-#[derive(Debug, Clone)]
+mod scrub;
+mod transport;
+
+pub use scrub::{Scrubber, origin_of};
+
+/// How to reach one registered MCP server. Its `Debug` shows only where (`scheme://host:port`,
+/// or the program): the URL may carry a credential.
+#[derive(Clone)]
 pub enum McpTransportSpec {
     /// Streamable HTTP: the endpoint URL and headers sent with every request (e.g. a token).
     Http {
@@ -46,6 +53,18 @@ pub enum McpTransportSpec {
         args: Vec<String>,
         env: Vec<(String, SecretString)>,
     },
+}
+
+impl std::fmt::Debug for McpTransportSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self {
+            McpTransportSpec::Http { .. } => "Http",
+            McpTransportSpec::Stdio { .. } => "Stdio",
+        };
+        f.debug_struct(kind)
+            .field("at", &Scrubber::new(self).origin())
+            .finish_non_exhaustive()
+    }
 }
 
 /// One tenant's registered MCP server as the pool needs it.
@@ -218,7 +237,19 @@ impl McpClients {
         refresh: bool,
     ) -> Result<Arc<Vec<McpToolInfo>>, ToolError> {
         let spec = self.spec(tenant_id, label).await?;
-        let pooled = self.pooled(tenant_id, &spec);
+        self.list_tools_of(tenant_id, &spec, refresh)
+            .await
+            .map_err(|e| scrubbed(e, &spec))
+    }
+
+    async fn list_tools_of(
+        &self,
+        tenant_id: &str,
+        spec: &McpServerSpec,
+        refresh: bool,
+    ) -> Result<Arc<Vec<McpToolInfo>>, ToolError> {
+        let label = spec.label.as_str();
+        let pooled = self.pooled(tenant_id, spec);
         if !refresh && !pooled.stale.load(Ordering::Acquire) {
             let cached = pooled
                 .tools
@@ -230,7 +261,7 @@ impl McpClients {
             }
         }
         let session = self
-            .session(&pooled, &spec, self.options.connect_timeout)
+            .session(&pooled, spec, self.options.connect_timeout)
             .await?;
         // Cleared before asking, so a change announced while the list travels is not lost.
         pooled.stale.store(false, Ordering::Release);
@@ -241,7 +272,7 @@ impl McpClients {
                 Ok(Ok(tools)) => tools,
                 Ok(Err(e)) => {
                     pooled.stale.store(true, Ordering::Release);
-                    return Err(self.failed(&pooled, label, "tools/list", e).await);
+                    return Err(self.failed(&pooled, spec, "tools/list", e).await);
                 }
                 Err(_) => {
                     pooled.stale.store(true, Ordering::Release);
@@ -351,18 +382,22 @@ impl McpClients {
                 Ok(session)
             }
             Err(e) => {
-                tracing::warn!(name: "mcp_session_failed", server = %label, error = %e, "mcp_session_failed");
+                let scrubber = Scrubber::new(&spec.transport);
+                let origin = scrubber.origin();
+                tracing::warn!(name: "mcp_session_failed", server = %label, origin = %origin, error = %e, "mcp_session_failed");
                 Err(ToolError::new(
                     ErrorCode::UpstreamUnavailable,
                     format!(
-                        "MCP server `{label}` is not reachable ({e}). Tell the caller this cannot be done right now."
+                        "MCP server `{label}` ({origin}) is not reachable ({e}). Tell the caller this cannot be done right now."
                     ),
                 ))
             }
         }
     }
 
+    /// Opens a session; the error says why it could not, scrubbed.
     async fn open(&self, listener: Listener, spec: &McpServerSpec) -> Result<Session, String> {
+        let scrubber = Arc::new(Scrubber::new(&spec.transport));
         match &spec.transport {
             McpTransportSpec::Http { url, headers } => {
                 check_url(url, self.options.allow_private_networks)?;
@@ -385,8 +420,15 @@ impl McpClients {
                     .http
                     .clone()
                     .ok_or("the MCP HTTP client could not be built (see the server's log)")?;
+                let http = transport::UrlFreeClient {
+                    http,
+                    scrubber: Arc::clone(&scrubber),
+                };
                 let transport = StreamableHttpClientTransport::with_client(http, config);
-                listener.serve(transport).await.map_err(describe_init)
+                listener
+                    .serve(transport)
+                    .await
+                    .map_err(|e| describe_init(&e, &scrubber))
             }
             McpTransportSpec::Stdio { command, args, env } => {
                 if !self.options.allow_stdio {
@@ -404,29 +446,46 @@ impl McpClients {
                     .stderr(std::process::Stdio::null())
                     .spawn()
                     .map(|(t, _)| t)
-                    .map_err(|e| format!("could not start `{command}`: {e}"))?;
-                listener.serve(transport).await.map_err(describe_init)
+                    .map_err(|e| scrubber.brief(&format!("could not start `{command}`: {e}")))?;
+                listener
+                    .serve(transport)
+                    .await
+                    .map_err(|e| describe_init(&e, &scrubber))
             }
         }
     }
 
     /// Turns a failed request into the model's error; a broken session is dropped so the next
     /// call opens a new one.
-    async fn failed(&self, pooled: &Pooled, label: &str, what: &str, e: ServiceError) -> ToolError {
+    async fn failed(
+        &self,
+        pooled: &Pooled,
+        spec: &McpServerSpec,
+        what: &str,
+        e: ServiceError,
+    ) -> ToolError {
+        let label = &spec.label;
+        let scrubber = Scrubber::new(&spec.transport);
         match e {
             ServiceError::McpError(err) => ToolError::new(
                 ErrorCode::ToolExecutionFailed,
-                format!("MCP server `{label}` refused {what}: {}", err.message),
+                format!(
+                    "MCP server `{label}` ({}) refused {what}: {}",
+                    scrubber.origin(),
+                    scrubber.brief(&err.message)
+                ),
             ),
             other => {
-                tracing::warn!(name: "mcp_session_broken", server = %label, error = %other, "mcp_session_broken");
+                let other = scrubber.brief(&other.to_string());
+                tracing::warn!(name: "mcp_session_broken", server = %label, origin = %scrubber.origin(), error = %other, "mcp_session_broken");
                 if let Some(s) = pooled.session.lock().await.take() {
                     s.cancellation_token().cancel();
                 }
                 ToolError::new(
                     ErrorCode::UpstreamUnavailable,
                     format!(
-                        "MCP server `{label}` went away during {what} ({other}). Tell the caller this cannot be done right now; it may work again later."
+                        "MCP server `{label}` ({}) went away during {what} ({other}). Tell the caller this cannot be done right now; it may work again later.",
+                        scrubber.origin()
                     ),
                 )
             }
@@ -439,11 +498,24 @@ impl McpClients {
         request: &McpRequest,
         timeout: Duration,
     ) -> Result<Value, ToolError> {
-        let label = request.server.as_str();
         let started = tokio::time::Instant::now();
-        let spec = self.spec(tenant_id, label).await?;
-        let pooled = self.pooled(tenant_id, &spec);
-        let session = self.session(&pooled, &spec, timeout).await?;
+        let spec = self.spec(tenant_id, &request.server).await?;
+        self.call_tool_on(tenant_id, &spec, request, timeout, started)
+            .await
+            .map_err(|e| scrubbed(e, &spec))
+    }
+
+    async fn call_tool_on(
+        &self,
+        tenant_id: &str,
+        spec: &McpServerSpec,
+        request: &McpRequest,
+        timeout: Duration,
+        started: tokio::time::Instant,
+    ) -> Result<Value, ToolError> {
+        let label = spec.label.as_str();
+        let pooled = self.pooled(tenant_id, spec);
+        let session = self.session(&pooled, spec, timeout).await?;
         let arguments = match &request.arguments {
             Value::Object(m) => m.clone(),
             _ => Map::new(),
@@ -470,7 +542,7 @@ impl McpClients {
                     timeout.as_secs_f64()
                 ),
             )),
-            Ok(Err(e)) => Err(self.failed(&pooled, label, &what, e).await),
+            Ok(Err(e)) => Err(self.failed(&pooled, spec, &what, e).await),
             Ok(Ok(CallToolResponse::Complete(result))) => tool_result(label, &request.tool, result),
             Ok(Ok(_)) => Err(ToolError::new(
                 ErrorCode::ToolExecutionFailed,
@@ -506,18 +578,86 @@ impl McpCalls for McpClients {
     }
 }
 
-fn describe_init(e: rmcp::service::ClientInitializeError) -> String {
-    // The transport's errors may quote the URL (and so a token in it): say what kind it was.
-    let text = e.to_string();
-    if text.contains("onnect") {
-        "connection refused or failed".to_owned()
-    } else {
-        format!("the MCP handshake failed: {}", first_line(&text))
+/// Why a session could not be opened, in a few words and scrubbed: the transport's errors
+/// may quote the URL (and so a token in it).
+fn describe_init(e: &rmcp::service::ClientInitializeError, scrubber: &Scrubber) -> String {
+    let cause: &(dyn std::error::Error + 'static) = match e {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => error.error.as_ref(),
+        other => other,
+    };
+    match http_cause(cause) {
+        Some(http) if http.is_connect() => {
+            let mut deepest: &(dyn std::error::Error + 'static) = http;
+            while let Some(s) = deepest.source() {
+                deepest = s;
+            }
+            format!(
+                "could not connect to {} ({})",
+                scrubber.origin(),
+                scrubber.brief(&deepest.to_string())
+            )
+        }
+        Some(http) if http.is_timeout() => {
+            format!("{} did not answer in time", scrubber.origin())
+        }
+        _ => format!(
+            "the MCP handshake failed: {}",
+            scrubber.brief(&error_chain(cause))
+        ),
     }
 }
 
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or_default()
+/// The reqwest error behind a transport failure, if that is what it was (rmcp keeps it in
+/// fields its errors do not give as their `source`).
+fn http_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a reqwest::Error> {
+    type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>;
+    let mut current = Some(e);
+    while let Some(e) = current {
+        let http = match e.downcast_ref::<HttpError>() {
+            Some(h) => Some(h),
+            None => {
+                match e.downcast_ref::<rmcp::transport::worker::WorkerQuitReason<HttpError>>() {
+                    Some(rmcp::transport::worker::WorkerQuitReason::Fatal { error, .. }) => {
+                        Some(error)
+                    }
+                    _ => None,
+                }
+            }
+        };
+        match http {
+            Some(rmcp::transport::streamable_http_client::StreamableHttpError::Client(r)) => {
+                return Some(r);
+            }
+            Some(_) => return None,
+            None => {}
+        }
+        if let Some(r) = e.downcast_ref::<reqwest::Error>() {
+            return Some(r);
+        }
+        current = e.source();
+    }
+    None
+}
+
+/// An error and its sources, as one line.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// A pool error with its message scrubbed of the server's URL and secrets, whatever produced it.
+fn scrubbed(mut error: ToolError, spec: &McpServerSpec) -> ToolError {
+    error.message = Scrubber::new(&spec.transport).scrub(&error.message);
+    error
 }
 
 /// Refuses URLs that are not http(s), and IP-literal hosts the outbound guard forbids (names

@@ -33,7 +33,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use switchboard_core::builder::{Format, Toolset};
@@ -42,6 +41,7 @@ use switchboard_runtime::{CallConfig, Invocation};
 use crate::auth::Tenant;
 use crate::calls::LiveCall;
 use crate::error::ApiError;
+use crate::mcp::sessions::{OwnedSessions, Owner, current_opener, opened_by};
 use crate::routes::calls::{NewCall, live, start_call, submit_and_wait};
 use crate::state::AppState;
 use crate::toolset::agent_toolset;
@@ -50,6 +50,8 @@ use crate::toolset::agent_toolset;
 pub const CALL_HEADER: &str = "x-switchboard-call-id";
 /// The call's `user` scope, as a JSON object.
 pub const USER_HEADER: &str = "x-switchboard-user";
+/// The header naming an MCP session (streamable HTTP).
+const SESSION_HEADER: &str = "mcp-session-id";
 /// `_meta` key of a `tools/call` that sets its function call id (repeats get the first answer).
 pub const META_FUNCTION_CALL_ID: &str = "switchboard/function_call_id";
 
@@ -63,7 +65,7 @@ pub struct McpCaller {
 }
 
 /// The tower service for `/v1/agents/{name}/mcp`, authenticated by [`authenticate`].
-pub fn service(state: &AppState) -> StreamableHttpService<AgentServer, LocalSessionManager> {
+pub fn service(state: &AppState) -> StreamableHttpService<AgentServer, OwnedSessions> {
     let settings = &state.config.mcp;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.allowed_hosts.clone())
@@ -72,8 +74,10 @@ pub fn service(state: &AppState) -> StreamableHttpService<AgentServer, LocalSess
         .with_cancellation_token(state.mcp.shutdown.child_token());
     let for_factory = state.clone();
     StreamableHttpService::new(
-        move || Ok(AgentServer::new(for_factory.clone())),
-        LocalSessionManager::default().into(),
+        // Made while serving the request that opens the session (or, stateless, the request):
+        // the server remembers whose it is.
+        move || Ok(AgentServer::new(for_factory.clone(), current_opener())),
+        Arc::clone(&state.mcp.sessions),
         config,
     )
 }
@@ -111,8 +115,9 @@ fn caller_headers(headers: &HeaderMap) -> Result<(Option<String>, Option<Value>)
     Ok((call_id, user))
 }
 
-/// Checks the tenant key and the agent, then hands the request to the MCP service with an
-/// [`McpCaller`] in its extensions.
+/// Checks the tenant key, the agent and, when the request names an MCP session, that the session
+/// is this tenant's and this agent's; then hands the request to the MCP service with an
+/// [`McpCaller`] in its extensions, as the session's [`Owner`] should it open one.
 pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     let tenant = match Tenant::from_request_parts(&mut parts, &state).await {
@@ -131,13 +136,59 @@ pub async fn authenticate(State(state): State<AppState>, request: Request, next:
         Ok(h) => h,
         Err(e) => return e.into_response(),
     };
-    parts.extensions.insert(McpCaller {
+    let owner = Owner {
         tenant_id: tenant.id,
         agent,
+    };
+    if !state.config.mcp.stateless
+        && let Some(session) = parts.headers.get(SESSION_HEADER)
+        && !session
+            .to_str()
+            .is_ok_and(|id| state.mcp.sessions.owns(id, &owner))
+    {
+        // Another tenant's or another agent's session is not found, exactly like one that
+        // never existed: nothing about it is told and nothing of it changes.
+        return ApiError::not_found(format!(
+            "MCP session (of agent `{}` for this key)",
+            owner.agent
+        ))
+        .into_response();
+    }
+    if let Err(e) = session_room(&state, &parts, &owner) {
+        return e.into_response();
+    }
+    parts.extensions.insert(McpCaller {
+        tenant_id: owner.tenant_id.clone(),
+        agent: owner.agent.clone(),
         call_id,
         user,
     });
-    next.run(Request::from_parts(parts, body)).await
+    opened_by(owner, next.run(Request::from_parts(parts, body))).await
+}
+
+/// Refuses a request that would open a session (a POST naming none) when the tenant has as many
+/// open as it may.
+fn session_room(
+    state: &AppState,
+    parts: &axum::http::request::Parts,
+    owner: &Owner,
+) -> Result<(), ApiError> {
+    let max = state.config.mcp.max_sessions_per_tenant;
+    if state.config.mcp.stateless
+        || parts.method != axum::http::Method::POST
+        || parts.headers.contains_key(SESSION_HEADER)
+        || state.mcp.sessions.count_of(&owner.tenant_id) < max
+    {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        axum::http::StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        format!(
+            "this tenant already has {max} open MCP sessions on this node (serve --mcp-max-sessions); close sessions it no longer uses (DELETE with their mcp-session-id) or wait for idle ones to expire"
+        ),
+    )
+    .with_details(json!({"retry_after_s": 5, "limit": max})))
 }
 
 /// The call an MCP session runs its tools in.
@@ -152,6 +203,9 @@ struct SessionCall {
 /// One MCP session's server (or, when stateless, one request's).
 pub struct AgentServer {
     state: AppState,
+    /// Who opened the session; every request in it must come from the same tenant and agent
+    /// (the door's middleware already refuses others; this holds should a request slip past).
+    owner: Option<Owner>,
     call: tokio::sync::Mutex<Option<SessionCall>>,
 }
 
@@ -162,23 +216,30 @@ impl std::fmt::Debug for AgentServer {
 }
 
 impl AgentServer {
-    fn new(state: AppState) -> Self {
+    fn new(state: AppState, owner: Option<Owner>) -> Self {
         AgentServer {
             state,
+            owner,
             call: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Refuses a request from anyone but the session's owner.
+    fn check_owner(&self, caller: &McpCaller) -> Result<(), McpError> {
+        match &self.owner {
+            Some(o) if o.tenant_id == caller.tenant_id && o.agent == caller.agent => Ok(()),
+            _ => Err(McpError::invalid_request(
+                "this MCP session was opened for another agent or key; open a session of your own",
+                None,
+            )),
         }
     }
 
     /// The session's call: the one it has, the one the request names, or a new one.
     async fn call_for(&self, caller: &McpCaller) -> Result<Arc<LiveCall>, McpError> {
+        self.check_owner(caller)?;
         let mut slot = self.call.lock().await;
         if let Some(c) = slot.as_ref() {
-            if c.tenant_id != caller.tenant_id {
-                return Err(McpError::invalid_request(
-                    "this MCP session belongs to another tenant; open a session with your own key",
-                    None,
-                ));
-            }
             return live(&self.state, &c.tenant_id, &c.call_id)
                 .await
                 .map_err(call_error);
@@ -306,6 +367,7 @@ impl ServerHandler for AgentServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let caller = caller(&context)?;
+        self.check_owner(&caller)?;
         if let Some(live) = self.current_call().await
             && let Some(snapshot) = live.session.snapshot().await
         {

@@ -19,6 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 pub mod door;
+pub mod sessions;
 pub mod sources;
 
 /// The path of an agent's MCP endpoint (what an MCP client is pointed at).
@@ -34,6 +35,9 @@ pub struct McpSettings {
     pub stateless: bool,
     /// Let tenants register stdio MCP servers (processes started on this machine).
     pub allow_stdio: bool,
+    /// Most MCP sessions one tenant may have open on this node (each holds a worker and, once
+    /// it calls a tool, a call); a new one beyond it is refused with 429.
+    pub max_sessions_per_tenant: usize,
 }
 
 impl Default for McpSettings {
@@ -42,14 +46,18 @@ impl Default for McpSettings {
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             stateless: false,
             allow_stdio: false,
+            max_sessions_per_tenant: 100,
         }
     }
 }
 
-/// What the MCP code shares: the client pool and the signal that ends MCP streams on shutdown.
+/// What the MCP code shares: the client pool, the door's sessions and the signal that ends MCP
+/// streams on shutdown.
 #[derive(Debug, Clone)]
 pub struct McpState {
     pub clients: Arc<McpClients>,
+    /// The MCP door's sessions, each bound to the tenant and agent that opened it.
+    pub sessions: Arc<sessions::OwnedSessions>,
     /// Cancelled when the server shuts down: open MCP streams end so shutdown is not held up.
     pub shutdown: CancellationToken,
 }
@@ -68,6 +76,7 @@ impl McpState {
                 Arc::new(sources::StoreSource(store)),
                 options,
             )),
+            sessions: Arc::new(sessions::OwnedSessions::default()),
             shutdown: CancellationToken::new(),
         }
     }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod python;
+mod sessions;
 #[allow(dead_code)]
 #[path = "../api/support.rs"]
 mod support;

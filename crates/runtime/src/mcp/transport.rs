@@ -1,0 +1,134 @@
+//! The HTTP client of the MCP transport, whose errors never carry the server's URL.
+//!
+//! rmcp formats transport errors into its own log lines (`worker quit with fatal: …`) before we
+//! see them, and reqwest's errors embed the request URL, so the URL is taken out where the
+//! errors are made: each reqwest error loses its URL, and a server's answer quoted in an error
+//! (an HTTP error page, which may echo the URL) is scrubbed.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::common::client_side_sse::BoxedSseResponse;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+};
+
+use super::scrub::Scrubber;
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// The guarded reqwest client, its errors made URL-free for one server.
+#[derive(Clone, Debug)]
+pub(super) struct UrlFreeClient {
+    pub(super) http: reqwest::Client,
+    pub(super) scrubber: Arc<Scrubber>,
+}
+
+impl UrlFreeClient {
+    fn clean(&self, error: HttpError) -> HttpError {
+        match error {
+            StreamableHttpError::Client(e) => StreamableHttpError::Client(e.without_url()),
+            StreamableHttpError::UnexpectedServerResponse(text) => {
+                StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                    self.scrubber.brief(&text),
+                ))
+            }
+            StreamableHttpError::UnexpectedContentType(Some(text)) => {
+                StreamableHttpError::UnexpectedContentType(Some(self.scrubber.brief(&text)))
+            }
+            other => other,
+        }
+    }
+}
+
+impl StreamableHttpClient for UrlFreeClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.http
+            .post_message(uri, message, session_id, auth_header, custom_headers)
+            .await
+            .map_err(|e| self.clean(e))
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.http
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+            .map_err(|e| self.clean(e))
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        self.http
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+            .map_err(|e| self.clean(e))
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxedSseResponse, HttpError> {
+        self.http
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+            .map_err(|e| self.clean(e))
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxedSseResponse, HttpError> {
+        self.http
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+            .map_err(|e| self.clean(e))
+    }
+}
