@@ -94,6 +94,10 @@ pub struct ServeArgs {
         default_value = "https://api.openai.com/v1"
     )]
     openai_api_base: String,
+    /// How long a tool's commit is retried while the database fails, in milliseconds, before
+    /// the tool is answered with an error and nothing of it is applied.
+    #[arg(long, env = "SWITCHBOARD_COMMIT_RETRY_MS", default_value_t = 2000)]
+    commit_retry_ms: u64,
 }
 
 fn init_logs(format: &str) {
@@ -193,6 +197,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
             allow_stdio: args.allow_mcp_stdio,
         },
         openai: switchboard_realtime::Endpoints::from_api_base(&args.openai_api_base),
+        commit_retry: std::time::Duration::from_millis(args.commit_retry_ms),
         ..ServerConfig::default()
     }
 }

@@ -10,6 +10,7 @@
 //!   fill in (call control for REFER and hangup, MCP calls).
 //! - [`mcp`]: MCP servers as tool sources: a per-tenant pool of client sessions that lists
 //!   their tools and performs `mcp.call` ([`mcp::McpClients`]).
+//! - [`commit`]: a tool's changes land on the context all together or not at all.
 //! - [`journal`]: what a call records so it survives a restart ([`CallJournal`]).
 //! - [`invocation`]: the function call, its delivery, and its record.
 //! - [`redact`]: keeps secrets and tokens out of outputs, records and logs.
@@ -17,6 +18,7 @@
 //! This crate knows no HTTP server and no database: doors and stores plug in through traits.
 #![forbid(unsafe_code)]
 
+pub mod commit;
 pub mod effects;
 pub mod executor;
 pub mod http;

@@ -1071,7 +1071,7 @@ impl switchboard_runtime::CallJournal for SlowJournal {
         commit: switchboard_runtime::journal::Commit,
     ) -> switchboard_runtime::BoxFuture<
         'a,
-        Result<(switchboard_core::Context, u32), switchboard_runtime::journal::JournalError>,
+        Result<(switchboard_core::Context, u32), switchboard_runtime::commit::CommitError>,
     > {
         self.inner.commit(call_id, commit)
     }

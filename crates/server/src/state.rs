@@ -19,7 +19,8 @@ use crate::calls::Registry;
 pub struct ServerConfig {
     /// Requests per second per tenant (with a burst of twice that).
     pub tenant_rate_per_s: u32,
-    /// Live calls per tenant on this node.
+    /// Live calls per tenant: active calls in the database (every node's), checked when a
+    /// call starts; a node also serves no more of a tenant's calls than this.
     pub max_calls_per_tenant: usize,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
@@ -28,6 +29,9 @@ pub struct ServerConfig {
     pub openai: switchboard_realtime::Endpoints,
     /// The MCP endpoint and MCP servers as tool sources.
     pub mcp: crate::mcp::McpSettings,
+    /// How long a tool's commit is retried while the database fails before the tool is
+    /// answered with an error (nothing of it applied).
+    pub commit_retry: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -39,6 +43,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             openai: switchboard_realtime::Endpoints::default(),
             mcp: crate::mcp::McpSettings::default(),
+            commit_retry: std::time::Duration::from_secs(2),
         }
     }
 }
