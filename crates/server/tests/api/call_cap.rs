@@ -61,3 +61,56 @@ async fn concurrent_starts_take_exactly_the_places_the_cap_leaves() {
         }
     }
 }
+
+#[tokio::test]
+async fn picking_a_call_up_checks_the_nodes_cap_too() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        // Node A may hold five of the tenant's calls, node B one.
+        let a = spawn_app_with(
+            backend,
+            ServerConfig {
+                tenant_rate_per_s: 10_000,
+                max_calls_per_tenant: 5,
+                ..ServerConfig::default()
+            },
+        )
+        .await;
+        let key = acme(&a, "acme").await;
+        for id in ["c1", "c2"] {
+            let (s, body) = a.post("/v1/calls", &key, json!({"call_id": id})).await;
+            assert_eq!(s, StatusCode::CREATED, "{body}");
+        }
+        let config = ServerConfig {
+            tenant_rate_per_s: 10_000,
+            max_calls_per_tenant: 1,
+            ..ServerConfig::default()
+        };
+        let (base, state, stop, server) =
+            crate::support::start_with(&a.url, a.key.clone(), config).await;
+        let b = crate::support::TestApp::view(&a, base);
+        let meal = json!({"meal_type": "lunch", "dishes": ["soup"]});
+        // Two requests for one call at once: one pick-up, both answered.
+        let (first, second) = tokio::join!(
+            crate::support::invoke(&b, &key, "c1", "f1", "save_meal", meal.clone()),
+            crate::support::invoke(&b, &key, "c1", "f1", "save_meal", meal.clone()),
+        );
+        assert_eq!(
+            (first["ok"].clone(), second["ok"].clone()),
+            (json!(true), json!(true))
+        );
+        assert_eq!(state.calls.count("acme"), 1);
+        // A second call would be over node B's cap.
+        let (s, body) = b
+            .post(
+                "/v1/calls/c2/invocations",
+                &key,
+                json!({"function_call_id": "f2", "name": "save_meal", "arguments": meal}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{body}");
+        let _ = stop.send(());
+        let _ = server.await;
+        state.store.close().await;
+        a.stop().await;
+    }
+}
