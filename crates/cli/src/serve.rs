@@ -111,6 +111,10 @@ pub struct ServeArgs {
     #[arg(long, env = "SWITCHBOARD_MAX_RECORD_FIELD_BYTES", default_value_t = 16 * 1024,
         value_parser = clap::value_parser!(u64).range(256..))]
     max_record_field_bytes: u64,
+    /// How long a tool's commit is retried while the database fails, in milliseconds, before
+    /// the tool is answered with an error and nothing of it is applied.
+    #[arg(long, env = "SWITCHBOARD_COMMIT_RETRY_MS", default_value_t = 2000)]
+    commit_retry_ms: u64,
 }
 
 fn init_logs(format: &str) {
@@ -217,6 +221,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
             max_record_field_bytes: usize::try_from(args.max_record_field_bytes)
                 .unwrap_or(usize::MAX),
         },
+        commit_retry: std::time::Duration::from_millis(args.commit_retry_ms),
         ..ServerConfig::default()
     }
 }

@@ -311,26 +311,32 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
     }
 }
 
+/// How big the context would be with the run's writes, when that is over the tool's limit.
+fn over_limit(tool: &Tool, st: &RunState) -> Option<(usize, usize)> {
+    if st.writes.is_empty() {
+        return None;
+    }
+    let size = st.ctx.approx_size()
+        + st.writes[st.pending..]
+            .iter()
+            .map(Write::approx_size)
+            .sum::<usize>();
+    let limit = tool.limits.max_context_bytes;
+    (size > limit).then_some((size, limit))
+}
+
 /// The success outcome, or `None` after turning an over-limit context into a failure.
 fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
-    if !st.writes.is_empty() {
-        let size = st.ctx.approx_size()
-            + st.writes[st.pending..]
-                .iter()
-                .map(Write::approx_size)
-                .sum::<usize>();
-        let limit = tool.limits.max_context_bytes;
-        if size > limit {
-            let e = ToolError::new(
-                ErrorCode::ToolExecutionFailed,
-                format!(
-                    "{}: the call's context would hold about {size} bytes, over the limit of {limit}",
-                    tool.name()
-                ),
-            );
-            fail(st, e, "");
-            return None;
-        }
+    if let Some((size, limit)) = over_limit(tool, st) {
+        let e = ToolError::new(
+            ErrorCode::ToolExecutionFailed,
+            format!(
+                "{}: the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes); nothing was saved",
+                tool.name()
+            ),
+        );
+        fail(st, e, "");
+        return None;
     }
     let data = match Arc::unwrap_or_clone(std::mem::take(&mut st.result)) {
         Value::Object(m) => m,
@@ -347,7 +353,28 @@ fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
     })
 }
 
-fn finish_failure(tool: &Tool, st: RunState) -> Outcome {
+/// The failure outcome. `on_failure`'s writes are held to the same context limit as the
+/// tool's: over it, none of them is kept, and the error says so.
+fn finish_failure(tool: &Tool, mut st: RunState) -> Outcome {
+    if let Some((size, limit)) = over_limit(tool, &st) {
+        let why = format!(
+            "the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes)"
+        );
+        st.logs.push(LogEntry {
+            level: LogLevel::Error,
+            message: format!("on_failure's changes were not saved: {why}"),
+            action: String::new(),
+        });
+        st.writes.clear();
+        st.handoff = None;
+        st.message = None;
+        if let Some(e) = &mut st.failure {
+            e.message = format!(
+                "{} (its on_failure changes were not saved either: {why})",
+                e.message
+            );
+        }
+    }
     Outcome {
         tool: tool.name().to_owned(),
         error: st.failure,

@@ -5,7 +5,8 @@
 //! response once all of that response's calls are answered and the response itself is done
 //! (sending it earlier would collide with the active response). Filler speech for slow tools and
 //! the goodbye before a hang-up wait for the model to be idle too, so nothing is said twice and
-//! nothing is lost. A dropped socket is re-attached; answers wait in the queue meanwhile.
+//! nothing is lost. A dropped socket (or one closed with any code but 1000) is re-attached;
+//! answers wait in the queue meanwhile. A normal close (1000) is the end of the call.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::api::{CallsApi, jitter};
@@ -34,7 +36,8 @@ pub(crate) enum DriverMsg {
         goodbye: Option<String>,
         done: oneshot::Sender<Result<(), String>>,
     },
-    /// A REFER succeeded: the call is leaving; no more responses.
+    /// A REFER succeeded: the call is leaving; function calls are still answered, but no more
+    /// responses are asked for.
     Transferred,
     /// A slow tool's `messages.delayed` is due.
     Delayed {
@@ -187,6 +190,11 @@ impl Driver {
             let step = tokio::select! {
                 frame = socket.next() => match frame {
                     Some(Ok(Message::Text(text))) => { self.on_event(text.as_str()); Step::Go }
+                    Some(Ok(Message::Close(Some(frame)))) if frame.code == CloseCode::Normal => {
+                        // OpenAI closes normally when the call is over: nothing to re-attach to.
+                        tracing::info!(name: "realtime_socket_closed", code = u16::from(frame.code), "realtime_socket_closed");
+                        Step::End(if self.transferred { CallEnd::Transferred } else { CallEnd::Gone })
+                    }
                     Some(Ok(Message::Close(_))) | None | Some(Err(_)) => Step::Dropped,
                     Some(Ok(_)) => Step::Go,
                 },
@@ -582,14 +590,13 @@ impl Driver {
             self.agent = h.agent.clone();
             self.send(events::session_update(profile.session()));
         }
-        if self.transferred {
-            // The call is leaving; the model has nothing more to say about it.
-            return;
-        }
+        // Every function call gets its output, also once the call is being transferred (the
+        // transfer's own call included): the conversation stays whole until the call ends.
+        // Only `response.create` stops: the call is leaving, the model has nothing more to say.
         self.send(events::function_call_output(&call, &d.result.output));
         match self.call_response.get(&call).cloned() {
             Some(r) => self.settle(&r),
-            None if !d.interrupted => self.owe_response = true,
+            None if !d.interrupted && !self.transferred => self.owe_response = true,
             None => {}
         }
     }

@@ -15,6 +15,7 @@ use switchboard_core::context::Write;
 use switchboard_core::{CallInfo, Context, EffectRequest};
 
 use crate::BoxFuture;
+use crate::commit::{CommitError, Refusal, apply_all};
 use crate::invocation::{Invocation, InvocationRecord};
 
 /// A run stopped at an effect: enough to perform the effect and continue the run elsewhere.
@@ -60,36 +61,72 @@ pub struct CallState {
 }
 
 /// A finished invocation, committed to a shared journal: its writes are applied to the stored
-/// context (which other nodes may have changed since this node read it) under a lock.
+/// context (which other nodes may have changed since this node read it) under a lock, all
+/// together or not at all (see [`crate::commit`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Commit {
     pub record: InvocationRecord,
     pub writes: Vec<Write>,
     /// The agent to make active.
     pub handoff: Option<String>,
+    /// The most bytes the context may hold after the commit (the tool's `max_context_bytes`).
+    #[serde(default = "default_max_context_bytes")]
+    pub max_context_bytes: usize,
+}
+
+fn default_max_context_bytes() -> usize {
+    switchboard_core::Limits::default().max_context_bytes
+}
+
+impl Commit {
+    /// A commit of `record` alone: no writes, no handoff.
+    pub fn record_only(record: InvocationRecord) -> Self {
+        Commit {
+            record,
+            writes: Vec::new(),
+            handoff: None,
+            max_context_bytes: default_max_context_bytes(),
+        }
+    }
+
+    /// Applies the commit's writes and handoff to `ctx` and `handoffs`, all or nothing;
+    /// `Ok(false)` when there was nothing to change.
+    pub fn apply_to(&self, ctx: &mut Context, handoffs: &mut u32) -> Result<bool, Refusal> {
+        match apply_all(
+            ctx,
+            &self.writes,
+            self.handoff.as_deref(),
+            self.max_context_bytes,
+        )? {
+            Some(next) => {
+                *ctx = next;
+                if self.handoff.is_some() {
+                    *handoffs = handoffs.saturating_add(1);
+                }
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
 }
 
 impl CallState {
-    /// Applies a commit to the state's context; `false` when the invocation was recorded
-    /// already (a retry), which changes nothing.
-    pub fn apply_commit(&mut self, commit: Commit) -> bool {
+    /// Applies a commit to the state's context, all or nothing; `Ok(false)` when the
+    /// invocation was recorded already (a retry), which changes nothing.
+    pub fn apply_commit(&mut self, commit: Commit) -> Result<bool, Refusal> {
         if self
             .records
             .iter()
             .any(|r| r.function_call_id == commit.record.function_call_id)
         {
-            return false;
+            return Ok(false);
         }
         if let Some(ctx) = &mut self.context {
-            apply_writes(ctx, &commit.writes);
-            if let Some(agent) = &commit.handoff {
-                ctx.set_active_agent(agent);
-                self.handoffs += 1;
-            }
+            commit.apply_to(ctx, &mut self.handoffs)?;
         }
         self.checkpoints.remove(&commit.record.function_call_id);
         self.records.push(commit.record);
-        true
+        Ok(true)
     }
 
     /// Folds one entry into the state.
@@ -123,21 +160,6 @@ impl CallState {
             }
         }
     }
-}
-
-/// Applies writes in order; a write that no longer fits (another tool changed the type there)
-/// is skipped and logged, the rest still land.
-pub fn apply_writes(ctx: &mut Context, writes: &[Write]) -> bool {
-    let mut changed = false;
-    for w in writes {
-        match ctx.apply(w) {
-            Ok(()) => changed = true,
-            Err(e) => {
-                tracing::warn!(name: "context_write_conflict", error = %e, "context_write_conflict")
-            }
-        }
-    }
-    changed
 }
 
 /// Why the journal could not record or load.
@@ -178,13 +200,14 @@ pub trait CallJournal: Send + Sync {
     }
 
     /// Commits a finished invocation atomically (shared journals): its writes and handoff are
-    /// applied to the stored context under a lock and its record is kept; returns the context
-    /// and handoff count after. A record already present (a retry) changes nothing.
+    /// applied to the stored context under a lock, all or nothing, and its record is kept;
+    /// returns the context and handoff count after. A record already present (a retry) changes
+    /// nothing. Writes that do not fit are [`CommitError::Refused`] and nothing is stored.
     fn commit<'a>(
         &'a self,
         call_id: &'a str,
         commit: Commit,
-    ) -> BoxFuture<'a, Result<(Context, u32), JournalError>>;
+    ) -> BoxFuture<'a, Result<(Context, u32), CommitError>>;
 
     /// [`CallJournal::load`] keeping only the newest `max_records` records: a session holds no
     /// more (a journal that can should not read the rest at all).
@@ -290,20 +313,18 @@ impl CallJournal for MemoryJournal {
         &'a self,
         call_id: &'a str,
         commit: Commit,
-    ) -> BoxFuture<'a, Result<(Context, u32), JournalError>> {
+    ) -> BoxFuture<'a, Result<(Context, u32), CommitError>> {
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         let result = match calls.get_mut(call_id) {
-            Some(state) => {
-                state.apply_commit(commit);
-                state
+            Some(state) => match state.apply_commit(commit) {
+                Ok(_) => state
                     .context
                     .clone()
                     .map(|c| (c, state.handoffs))
-                    .ok_or_else(|| JournalError(format!("call `{call_id}` has no context")))
-            }
-            None => Err(JournalError(format!(
-                "call `{call_id}` is not in the journal"
-            ))),
+                    .ok_or_else(|| JournalError(format!("call `{call_id}` has no context")).into()),
+                Err(refusal) => Err(CommitError::Refused(refusal)),
+            },
+            None => Err(JournalError(format!("call `{call_id}` is not in the journal")).into()),
         };
         Box::pin(async { result })
     }

@@ -10,6 +10,7 @@
 //!   fill in (call control for REFER and hangup, MCP calls).
 //! - [`mcp`]: MCP servers as tool sources: a per-tenant pool of client sessions that lists
 //!   their tools and performs `mcp.call` ([`mcp::McpClients`]).
+//! - [`commit`]: a tool's changes land on the context all together or not at all.
 //! - [`journal`]: what a call records so it survives a restart ([`CallJournal`]).
 //! - [`invocation`]: the function call, its delivery, and its record; [`records`]: how much a
 //!   call keeps of its records.
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod bookkeeping;
+pub mod commit;
 pub mod effects;
 pub mod executor;
 pub mod http;

@@ -37,10 +37,11 @@ use crate::BoxFuture;
 use crate::bookkeeping::{
     Answered, DedupeAnswers, DedupeKey, RecentRecords, Responses, dedupe_digest,
 };
+use crate::commit::{CommitError, refused_outcome, unsaved_outcome, with_retry};
 use crate::effects::{CallAction, TransferLedger};
 use crate::executor::{CallConfig, Execution, Executor, Gate};
 use crate::invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
-use crate::journal::{CallJournal, Checkpoint, Commit, JournalEntry, JournalError, apply_writes};
+use crate::journal::{CallJournal, Checkpoint, Commit, JournalEntry, JournalError};
 use crate::records::RecordLimits;
 use crate::redact::Redactor;
 
@@ -67,6 +68,9 @@ pub struct SessionOptions {
     /// Answers of successful write calls kept for their dedupe window, at most this many (the
     /// ones closest to expiring go first). Default 256.
     pub max_dedupe_answers: usize,
+    /// How long a failed commit to the journal is retried (with backoff) before the tool is
+    /// answered with an error and nothing of it is applied.
+    pub commit_retry: Duration,
 }
 
 impl Default for SessionOptions {
@@ -79,6 +83,7 @@ impl Default for SessionOptions {
             records: RecordLimits::default(),
             max_finished_responses: 1024,
             max_dedupe_answers: 256,
+            commit_retry: Duration::from_secs(2),
         }
     }
 }
@@ -309,6 +314,8 @@ struct Pending {
     dedupe_key: Option<DedupeKey>,
     /// How long this write's answer is kept for identical calls.
     dedupe_window: Duration,
+    /// The tool's `max_context_bytes`, which its commit may not exceed.
+    max_context_bytes: usize,
     /// Identical write calls waiting for this one's result.
     followers: Vec<(Invocation, Instant, String)>,
 }
@@ -577,6 +584,7 @@ impl Actor {
                 started_at,
                 dedupe_key,
                 dedupe_window: Duration::from_secs(tool.dedupe_window_s()),
+                max_context_bytes: tool.limits().max_context_bytes,
                 followers: Vec::new(),
             },
         );
@@ -657,8 +665,10 @@ impl Actor {
             && c.outcome.writes.is_empty()
             && c.outcome.handoff.is_none();
         c.actions = actions;
-        let (first_id, error) = (fc.to_owned(), c.outcome.code());
-        let output = self.conclude(c).await;
+        c.max_context_bytes = p.max_context_bytes;
+        let first_id = fc.to_owned();
+        let answered = self.conclude(c).await;
+        let (output, error) = (answered.output, answered.error);
         if let (None, Some(key)) = (error, p.dedupe_key) {
             let answered = Answered {
                 function_call_id: first_id.clone(),
@@ -845,27 +855,56 @@ impl Actor {
         self.conclude(c).await;
     }
 
-    /// Records an invocation's end, journals it, and delivers its one answer. Returns the output.
-    async fn conclude(&mut self, c: Conclusion) -> String {
-        let fc = c.invocation.function_call_id.clone();
+    /// Records an invocation's end, commits and journals it, and delivers its one answer.
+    /// Returns the answer as delivered: a commit that was refused (a write that no longer fits,
+    /// a context over its limit) or that could not be stored answers with an error instead, and
+    /// then nothing of the tool's changes is applied, here or in the journal.
+    async fn conclude(&mut self, mut c: Conclusion) -> ToolResult {
+        // An answer is held until the journal has it when the call depends on it being durable
+        // (its context changed, the agent changed, or a write tool's record guards against
+        // running it twice). Where the door allows it, a read tool that changed nothing is
+        // answered first: its answer does not wait behind the disk.
+        if c.answer_first {
+            let (result, record) = self.settle(&c);
+            self.account(&c, &result, record.clone());
+            self.deliver(&c, result.clone()).await;
+            if let Err(e) = self.commit(&record, &c).await {
+                tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+            }
+            return result;
+        }
+        let (mut result, mut record) = self.settle(&c);
+        match self.commit(&record, &c).await {
+            Ok(()) => {}
+            Err(CommitError::Refused(refusal)) => {
+                tracing::warn!(name: "context_commit_refused", tool_name = %c.tool, reason = %refusal, "context_commit_refused");
+                c.outcome = refused_outcome(&c.outcome, &refusal);
+                c.result_override = None;
+                (result, record) = self.settle(&c);
+                // The record of the refusal; the context stays as it is.
+                if let Err(e) = self.commit(&record, &c).await {
+                    tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+                }
+            }
+            Err(CommitError::Journal(e)) => {
+                c.outcome = unsaved_outcome(&c.outcome, &e);
+                c.result_override = None;
+                (result, record) = self.settle(&c);
+            }
+        }
+        self.account(&c, &result, record);
+        self.deliver(&c, result.clone()).await;
+        result
+    }
+
+    /// The answer and the record of a conclusion, secrets redacted.
+    fn settle(&self, c: &Conclusion) -> (ToolResult, InvocationRecord) {
+        let fc = &c.invocation.function_call_id;
         let mut result = c
             .result_override
-            .unwrap_or_else(|| ToolResult::from_outcome(&fc, &c.outcome));
+            .clone()
+            .unwrap_or_else(|| ToolResult::from_outcome(fc, &c.outcome));
         result.output = self.redactor.redact(&result.output);
-        let tenant = self.deps.config.tenant_id.clone();
-        let label = result.error.map_or("ok", |e| e.as_str());
-        // A label names only what the tenant configured: a name the model made up is one
-        // series, not one each.
-        let tool_label = if c.unverified_tool {
-            UNKNOWN_TOOL_LABEL.to_owned()
-        } else {
-            c.tool.clone()
-        };
-        metrics::counter!("switchboard_invocations_total", "tenant" => tenant.clone(), "tool" => tool_label.clone(), "outcome" => label).increment(1);
-        metrics::histogram!("switchboard_invocation_duration_seconds", "tenant" => tenant.clone(), "tool" => tool_label).record(c.started.elapsed().as_secs_f64());
-        if let Some(code) = result.error {
-            metrics::counter!("switchboard_tool_errors_total", "tenant" => tenant, "code" => code.as_str()).increment(1);
-        }
         let logs = c
             .outcome
             .logs
@@ -883,7 +922,7 @@ impl Actor {
             error: result.error,
             output: result.output.clone(),
             latency_ms: c.started.elapsed().as_secs_f64() * 1000.0,
-            started_at: c.started_at,
+            started_at: c.started_at.clone(),
             finished_at: crate::now_rfc3339(),
             response_id: c.invocation.response_id.clone(),
             interrupted: c.interrupted,
@@ -891,87 +930,92 @@ impl Actor {
             logs,
         };
         let record = self.deps.options.records.bound(record);
-        self.records.push(record.clone());
-        let output = result.output.clone();
+        (result, record)
+    }
+
+    /// Counts the answer in the metrics and keeps its record.
+    fn account(&mut self, c: &Conclusion, result: &ToolResult, record: InvocationRecord) {
+        let tenant = self.deps.config.tenant_id.clone();
+        let label = result.error.map_or("ok", |e| e.as_str());
+        // A label names only what the tenant configured: a name the model made up is one
+        // series, not one each.
+        let tool_label = if c.unverified_tool {
+            UNKNOWN_TOOL_LABEL.to_owned()
+        } else {
+            c.tool.clone()
+        };
+        metrics::counter!("switchboard_invocations_total", "tenant" => tenant.clone(), "tool" => tool_label.clone(), "outcome" => label).increment(1);
+        metrics::histogram!("switchboard_invocation_duration_seconds", "tenant" => tenant.clone(), "tool" => tool_label).record(c.started.elapsed().as_secs_f64());
+        if let Some(code) = result.error {
+            metrics::counter!("switchboard_tool_errors_total", "tenant" => tenant, "code" => code.as_str()).increment(1);
+        }
+        self.records.push(record);
+    }
+
+    async fn deliver(&self, c: &Conclusion, result: ToolResult) {
         let delivery = Delivery {
             result,
-            tool: c.tool,
-            response_id: c.invocation.response_id,
+            tool: c.tool.clone(),
+            response_id: c.invocation.response_id.clone(),
             interrupted: c.interrupted,
             async_completion: c.async_completion,
             handoff: c.outcome.handoff.clone(),
-            duplicate_of: c.duplicate_of,
-            actions: c.actions,
+            duplicate_of: c.duplicate_of.clone(),
+            actions: c.actions.clone(),
         };
-        // An answer is held until the journal has it when the call depends on it being durable
-        // (its context changed, the agent changed, or a write tool's record guards against
-        // running it twice). Where the door allows it, a read tool that changed nothing is
-        // answered first: its answer does not wait behind the disk.
-        if c.answer_first {
-            self.deps.sink.deliver(delivery).await;
-            self.commit(&record, &c.outcome).await;
-        } else {
-            self.commit(&record, &c.outcome).await;
-            self.deps.sink.deliver(delivery).await;
-        }
-        output
+        self.deps.sink.deliver(delivery).await;
     }
 
-    /// Commits an invocation's writes and handoff, and journals its record: to the shared
-    /// journal when there is one (the authority, other nodes may have written since this node
-    /// read), else to this session's context, then the journal.
-    async fn commit(&mut self, record: &InvocationRecord, outcome: &Outcome) {
-        let handoff = outcome.handoff.as_ref().map(|h| h.agent.clone());
-        if self.deps.journal.shared() {
-            let commit = Commit {
-                record: record.clone(),
-                writes: outcome.writes.clone(),
-                handoff: handoff.clone(),
-            };
-            match self.deps.journal.commit(&self.call_id, commit).await {
-                Ok((ctx, handoffs)) => {
-                    self.ctx = ctx;
-                    self.handoffs = handoffs;
-                    if let Some(agent) = &handoff {
-                        tracing::info!(name: "agent_handoff", agent = %agent, handoffs = self.handoffs, "agent_handoff");
-                    }
-                    return;
-                }
-                // The answer still goes to the model; this node keeps what it knows.
-                Err(e) => {
-                    tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed")
-                }
-            }
-            self.apply_locally(&outcome.writes, handoff.as_deref());
-            return;
-        }
-        let changed = self.apply_locally(&outcome.writes, handoff.as_deref());
-        let entry = JournalEntry::Finished {
-            record: Box::new(record.clone()),
-            context: changed.then(|| self.ctx.clone()),
-            handoffs: self.handoffs,
-        };
-        if let Err(e) = self.deps.journal.append(&self.call_id, entry).await {
-            tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
-        }
-    }
-
-    fn apply_locally(
+    /// Commits an invocation's writes and handoff, all or nothing, with its record: to the
+    /// shared journal when there is one (the authority: other nodes may have written since
+    /// this node read), else to this session's context and then the journal. A journal that
+    /// fails is retried for `commit_retry`; if it still fails, this session's context stays
+    /// as the journal has it.
+    async fn commit(
         &mut self,
-        writes: &[switchboard_core::context::Write],
-        handoff: Option<&str>,
-    ) -> bool {
-        let mut changed = apply_writes(&mut self.ctx, writes);
-        if let Some(agent) = handoff {
-            self.ctx.set_active_agent(agent);
-            self.handoffs += 1;
-            changed = true;
+        record: &InvocationRecord,
+        c: &Conclusion,
+    ) -> Result<(), CommitError> {
+        let commit = Commit {
+            record: record.clone(),
+            writes: c.outcome.writes.clone(),
+            handoff: c.outcome.handoff.as_ref().map(|h| h.agent.clone()),
+            max_context_bytes: c.max_context_bytes,
+        };
+        let budget = self.deps.options.commit_retry;
+        let journal = Arc::clone(&self.deps.journal);
+        let call_id = self.call_id.clone();
+        let (ctx, handoffs, changed) = if journal.shared() {
+            let (ctx, handoffs) =
+                with_retry(budget, || journal.commit(&call_id, commit.clone())).await?;
+            let changed = !commit.writes.is_empty() || commit.handoff.is_some();
+            (ctx, handoffs, changed)
+        } else {
+            let (mut ctx, mut handoffs) = (self.ctx.clone(), self.handoffs);
+            let changed = commit
+                .apply_to(&mut ctx, &mut handoffs)
+                .map_err(CommitError::Refused)?;
+            let entry = JournalEntry::Finished {
+                record: Box::new(record.clone()),
+                context: changed.then(|| ctx.clone()),
+                handoffs,
+            };
+            with_retry(budget, || {
+                let append = journal.append(&call_id, entry.clone());
+                async move { append.await.map_err(CommitError::from) }
+            })
+            .await?;
+            (ctx, handoffs, changed)
+        };
+        self.ctx = ctx;
+        self.handoffs = handoffs;
+        if let Some(agent) = &commit.handoff {
             tracing::info!(name: "agent_handoff", agent = %agent, handoffs = self.handoffs, "agent_handoff");
         }
         if changed {
-            tracing::info!(name: "context_committed", writes = writes.len(), "context_committed");
+            tracing::info!(name: "context_committed", writes = commit.writes.len(), "context_committed");
         }
-        changed
+        Ok(())
     }
 
     /// With a shared journal, the context as committed by any node, before a tool starts.
@@ -1019,6 +1063,8 @@ struct Conclusion {
     /// `tool` is a name from the model that the call does not have (metrics label it
     /// [`UNKNOWN_TOOL_LABEL`]).
     unverified_tool: bool,
+    /// The tool's `max_context_bytes`, which its commit may not exceed.
+    max_context_bytes: usize,
 }
 
 impl Conclusion {
@@ -1056,6 +1102,7 @@ impl Conclusion {
             result_override: None,
             answer_first: false,
             unverified_tool: false,
+            max_context_bytes: switchboard_core::Limits::default().max_context_bytes,
         }
     }
 }

@@ -1071,7 +1071,7 @@ impl switchboard_runtime::CallJournal for SlowJournal {
         commit: switchboard_runtime::journal::Commit,
     ) -> switchboard_runtime::BoxFuture<
         'a,
-        Result<(switchboard_core::Context, u32), switchboard_runtime::journal::JournalError>,
+        Result<(switchboard_core::Context, u32), switchboard_runtime::commit::CommitError>,
     > {
         self.inner.commit(call_id, commit)
     }
@@ -1130,5 +1130,111 @@ async fn answer_before_journal_answers_unchanged_reads_first_and_holds_writes() 
         gate.add_permits(1);
         let d = rx.recv().await.unwrap();
         assert_eq!(output(&d)["message"], "noted");
+    }
+}
+
+/// A journal whose first `failures` appends of `Finished` entries fail: a database that is
+/// unavailable for a while.
+struct FailingJournal {
+    inner: MemoryJournal,
+    failures: std::sync::atomic::AtomicUsize,
+}
+
+impl switchboard_runtime::CallJournal for FailingJournal {
+    fn append<'a>(
+        &'a self,
+        call_id: &'a str,
+        entry: switchboard_runtime::journal::JournalEntry,
+    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
+    {
+        use std::sync::atomic::Ordering;
+        let finished = matches!(
+            entry,
+            switchboard_runtime::journal::JournalEntry::Finished { .. }
+        );
+        if finished
+            && self
+                .failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Box::pin(async {
+                Err(switchboard_runtime::journal::JournalError(
+                    "the disk is unavailable".into(),
+                ))
+            });
+        }
+        self.inner.append(call_id, entry)
+    }
+
+    fn load<'a>(
+        &'a self,
+        call_id: &'a str,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<
+            Option<switchboard_runtime::journal::CallState>,
+            switchboard_runtime::journal::JournalError,
+        >,
+    > {
+        self.inner.load(call_id)
+    }
+
+    fn commit<'a>(
+        &'a self,
+        call_id: &'a str,
+        commit: switchboard_runtime::journal::Commit,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<(switchboard_core::Context, u32), switchboard_runtime::commit::CommitError>,
+    > {
+        self.inner.commit(call_id, commit)
+    }
+}
+
+#[tokio::test]
+async fn a_journal_that_fails_is_retried_and_the_context_stays_as_journaled() {
+    let note = tool(json!({"name": "note", "description": "Note.", "actions": [
+        {"type": "context.set", "data": {"noted": true}},
+        {"type": "respond", "message": "noted"}]}));
+    // Failing for good: an error, and nothing applied; failing for a moment: retried, stored.
+    for (failures, ok) in [(usize::MAX, false), (2, true)] {
+        let options = SessionOptions {
+            commit_retry: Duration::from_millis(300),
+            ..SessionOptions::default()
+        };
+        let h = harness(vec![("main", vec![note.clone()])], options).await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let journal = Arc::new(FailingJournal {
+            inner: MemoryJournal::default(),
+            failures: failures.into(),
+        });
+        let deps = SessionDeps {
+            sink: Arc::new(ChannelSink(tx)),
+            journal: journal.clone(),
+            ..h.deps.clone()
+        };
+        let session = CallSession::start(call_info("rtc_fail"), json!({}), deps)
+            .await
+            .unwrap();
+        let mut i = inv("fc1", "note", json!({}), None);
+        i.call_id = "rtc_fail".into();
+        session.submit(i);
+        let d = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(d.result.ok, ok, "{}", d.result.output);
+        let live = session.snapshot().await.unwrap().context;
+        let stored = journal
+            .inner
+            .load("rtc_fail")
+            .await
+            .unwrap()
+            .unwrap()
+            .context
+            .unwrap();
+        assert_eq!(live, stored);
+        assert_eq!(live.workflow.get("noted").is_some(), ok, "{live:?}");
     }
 }

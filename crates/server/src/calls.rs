@@ -76,9 +76,16 @@ pub struct LiveCall {
 #[derive(Debug, Default)]
 pub struct Registry {
     calls: Mutex<HashMap<String, Arc<LiveCall>>>,
+    /// Held while a call started elsewhere is picked up (see `routes::calls::live`).
+    pickup: tokio::sync::Mutex<()>,
 }
 
 impl Registry {
+    /// Waits for the node's pick-up turn.
+    pub async fn pickup(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.pickup.lock().await
+    }
+
     pub fn get(&self, tenant_id: &str, call_id: &str) -> Option<Arc<LiveCall>> {
         let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         calls

@@ -207,12 +207,6 @@ async fn prepare(
         status: 480,
         reason: e.to_string(),
     };
-    if state.calls.count(tenant) >= state.config.max_calls_per_tenant {
-        return Err(Decline {
-            status: 486,
-            reason: "the tenant's live call limit on this node is reached".into(),
-        });
-    }
     let feature = match features.get("realtime") {
         None | Some(Value::Null) => RealtimeFeature::default(),
         Some(v) => RealtimeFeature::parse(v).map_err(|reason| Decline {
@@ -337,7 +331,7 @@ async fn run(
     prepared: Prepared,
 ) {
     let call_id = incoming.call_id.clone();
-    let Some((sink, opened)) = state.realtime.open(&call_id, key) else {
+    let Some((sink, opened)) = state.realtime.open(&call_id, key.clone()) else {
         return;
     };
     let call = CallInfo {
@@ -350,15 +344,27 @@ async fn run(
     };
     let user = Value::Object(Map::new());
     let ctx = Context::new(&call, user.clone());
-    if let Err(e) = state
+    let cap = state.config.max_calls_per_tenant;
+    match state
         .store
-        .create_call(&tenant, &call, &prepared.pinned, &ctx)
+        .create_call_within(&tenant, &call, &prepared.pinned, &ctx, cap)
         .await
     {
-        // Another node took this call (or the store is down): this node leaves it alone.
-        tracing::warn!(name: "realtime_call_not_recorded", call_id = %call_id, error = %e, "realtime_call_not_recorded");
-        state.realtime.forget(&call_id);
-        return;
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            tracing::warn!(name: "realtime_call_declined", call_id = %call_id, status = 486, reason = "the tenant's live call limit (max_calls_per_tenant) is reached", "realtime_call_declined");
+            state.realtime.forget(&call_id);
+            if let Err(e) = state.realtime.api().reject(&key, &call_id, Some(486)).await {
+                tracing::error!(name: "realtime_reject_failed", call_id = %call_id, error = %e, "realtime_reject_failed");
+            }
+            return;
+        }
+        Err(e) => {
+            // Another node took this call (or the store is down): this node leaves it alone.
+            tracing::warn!(name: "realtime_call_not_recorded", call_id = %call_id, error = %e, "realtime_call_not_recorded");
+            state.realtime.forget(&call_id);
+            return;
+        }
     }
     let deps = SessionDeps {
         config: Arc::new(prepared.config),
@@ -370,6 +376,7 @@ async fn run(
             answer_before_journal: true,
             max_handoffs: state.config.limits.max_handoffs,
             records: state.config.records,
+            commit_retry: state.config.commit_retry,
             ..SessionOptions::default()
         },
     };
@@ -458,7 +465,7 @@ impl switchboard_runtime::CallJournal for OwnedJournal {
         commit: switchboard_runtime::journal::Commit,
     ) -> switchboard_runtime::BoxFuture<
         'a,
-        Result<(switchboard_core::Context, u32), switchboard_runtime::journal::JournalError>,
+        Result<(switchboard_core::Context, u32), switchboard_runtime::commit::CommitError>,
     > {
         // Not called for a journal that is not shared; kept correct all the same.
         self.0.commit(call_id, commit)

@@ -19,7 +19,8 @@ pub use crate::tool_cache::ToolCache;
 pub struct ServerConfig {
     /// Requests per second per tenant (with a burst of twice that).
     pub tenant_rate_per_s: u32,
-    /// Live calls per tenant on this node.
+    /// Live calls per tenant: active calls in the database (every node's), checked when a
+    /// call starts; a node also serves no more of a tenant's calls than this.
     pub max_calls_per_tenant: usize,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
@@ -33,6 +34,9 @@ pub struct ServerConfig {
     pub tool_cache_bytes: u64,
     /// Bounds on what a call keeps of its invocations (in memory, in the store, in answers).
     pub records: switchboard_runtime::RecordLimits,
+    /// How long a tool's commit is retried while the database fails before the tool is
+    /// answered with an error (nothing of it applied).
+    pub commit_retry: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +50,7 @@ impl Default for ServerConfig {
             mcp: crate::mcp::McpSettings::default(),
             tool_cache_bytes: ToolCache::DEFAULT_MAX_BYTES,
             records: switchboard_runtime::RecordLimits::default(),
+            commit_retry: std::time::Duration::from_secs(2),
         }
     }
 }

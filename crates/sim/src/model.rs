@@ -243,6 +243,12 @@ impl ModelHandle {
         }
     }
 
+    /// Closes the WebSocket normally (close code 1000), as the API does when the call is over;
+    /// the call itself stays as it is, so a client that attached again would be let in.
+    pub async fn close(self) {
+        let _ = self.to_socket.send(Outbound::Close);
+    }
+
     /// Queues an event for the connection task; a closed connection swallows it, as a dead
     /// socket would.
     fn emit(&self, event: &Value) {

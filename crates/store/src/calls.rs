@@ -11,8 +11,9 @@ use serde_json::Value;
 use switchboard_core::{CallInfo, Context};
 use switchboard_runtime::BoxFuture;
 use switchboard_runtime::InvocationRecord;
+use switchboard_runtime::commit::{CommitError, Refusal};
 use switchboard_runtime::journal::{
-    CallJournal, CallState, Checkpoint, Commit, JournalEntry, JournalError, apply_writes,
+    CallJournal, CallState, Checkpoint, Commit, JournalEntry, JournalError,
 };
 
 use crate::crypto::{open_with, seal_with};
@@ -138,6 +139,35 @@ impl Store {
         pinned: &Value,
         context: &Context,
     ) -> Result<CallRow, StoreError> {
+        self.insert_call(tenant_id, call, pinned, context, None)
+            .await?
+            .ok_or_else(|| StoreError::Conflict(format!("call `{}` was not created", call.id)))
+    }
+
+    /// [`Store::create_call`] unless the tenant has `max_active` active calls already (on any
+    /// node), then `None`. The count and the insert are one transaction under a lock on the
+    /// tenant's row (PostgreSQL `FOR UPDATE`; SQLite's write lock), so concurrent starts cannot
+    /// both take the last place.
+    pub async fn create_call_within(
+        &self,
+        tenant_id: &str,
+        call: &CallInfo,
+        pinned: &Value,
+        context: &Context,
+        max_active: usize,
+    ) -> Result<Option<CallRow>, StoreError> {
+        self.insert_call(tenant_id, call, pinned, context, Some(max_active))
+            .await
+    }
+
+    async fn insert_call(
+        &self,
+        tenant_id: &str,
+        call: &CallInfo,
+        pinned: &Value,
+        context: &Context,
+        max_active: Option<usize>,
+    ) -> Result<Option<CallRow>, StoreError> {
         check_call_id(&call.id)?;
         if call.tenant_id != tenant_id {
             return Err(StoreError::Invalid(format!(
@@ -150,24 +180,51 @@ impl Store {
         let pinned_text = to_json(pinned)?;
         let at = now();
         let agent = context.active_agent().to_owned();
-        let inserted = with_pool!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at) \
-                 VALUES ($1, $2, $3, 'active', $4, $5, $6, 0, 0, $7)",
-            )
-            .bind(&call.id)
-            .bind(tenant_id)
-            .bind(&agent)
-            .bind(&call_info)
-            .bind(&context_text)
-            .bind(&pinned_text)
-            .bind(&at)
-            .execute(pool)
+        let inserted: Result<bool, sqlx::Error> = with_pool!(self, |pool| {
+            async {
+                let mut tx = pool.begin_write().await?;
+                if let Some(max) = max_active {
+                    let lock = match pool.kind() {
+                        Backend::Sqlite => "SELECT id FROM tenants WHERE id = $1",
+                        Backend::Postgres => "SELECT id FROM tenants WHERE id = $1 FOR UPDATE",
+                    };
+                    // A missing tenant is the insert's foreign key error below.
+                    let _: Option<String> = sqlx::query_scalar(lock)
+                        .bind(tenant_id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    let active: i64 = sqlx::query_scalar(
+                        "SELECT COUNT(*) FROM calls WHERE tenant_id = $1 AND status = 'active'",
+                    )
+                    .bind(tenant_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if usize::try_from(active).unwrap_or(usize::MAX) >= max {
+                        tx.rollback().await?;
+                        return Ok(false);
+                    }
+                }
+                sqlx::query(
+                    "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at) \
+                     VALUES ($1, $2, $3, 'active', $4, $5, $6, 0, 0, $7)",
+                )
+                .bind(&call.id)
+                .bind(tenant_id)
+                .bind(&agent)
+                .bind(&call_info)
+                .bind(&context_text)
+                .bind(&pinned_text)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok::<bool, sqlx::Error>(true)
+            }
             .await
-            .map(|r| r.rows_affected())
         });
         match inserted {
-            Ok(_) => Ok(CallRow {
+            Ok(false) => Ok(None),
+            Ok(true) => Ok(Some(CallRow {
                 id: call.id.clone(),
                 tenant_id: tenant_id.to_owned(),
                 agent,
@@ -178,7 +235,7 @@ impl Store {
                 handoffs: 0,
                 created_at: at,
                 ended_at: None,
-            }),
+            })),
             Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict(format!(
                 "call `{}` already exists; call ids must be unique",
                 call.id
@@ -642,13 +699,15 @@ impl Store {
     }
 
     /// Commits a finished invocation as one transaction against concurrent nodes: the call's row
-    /// is locked, its writes and handoff are applied to the context as stored now, the record is
-    /// kept and the checkpoint dropped. A record already present (a retry) changes nothing.
+    /// is locked, its writes and handoff are applied to the context as stored now (all of them,
+    /// or none: `Ok(Err(refusal))` when one no longer fits or the context would outgrow its
+    /// limit, and then nothing is stored), the record is kept and the checkpoint dropped. A
+    /// record already present (a retry) changes nothing.
     pub async fn commit_invocation(
         &self,
         call_id: &str,
         commit: Commit,
-    ) -> Result<(Context, u32), StoreError> {
+    ) -> Result<Result<(Context, u32), Refusal>, StoreError> {
         let record_text = to_json(&commit.record)?;
         let at = now();
         with_pool!(self, |pool| {
@@ -677,12 +736,11 @@ impl Store {
                 // Recorded already (a retry), or the call ended meanwhile: the context stays.
                 if inserted.rows_affected() == 0 || CallStatus::parse(&status)? == CallStatus::Ended {
                     tx.rollback().await?;
-                    return Ok((context, handoffs));
+                    return Ok(Ok((context, handoffs)));
                 }
-                apply_writes(&mut context, &commit.writes);
-                if let Some(agent) = &commit.handoff {
-                    context.set_active_agent(agent);
-                    handoffs = handoffs.saturating_add(1);
+                if let Err(refusal) = commit.apply_to(&mut context, &mut handoffs) {
+                    tx.rollback().await?;
+                    return Ok(Err(refusal));
                 }
                 sqlx::query("UPDATE calls SET context = $2, agent = $3, handoffs = $4, version = version + 1 WHERE id = $1")
                     .bind(call_id)
@@ -697,7 +755,7 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
                 tx.commit().await?;
-                Ok((context, handoffs))
+                Ok(Ok((context, handoffs)))
             }
             .await
         })
@@ -724,11 +782,13 @@ impl CallJournal for Store {
         &'a self,
         call_id: &'a str,
         commit: Commit,
-    ) -> BoxFuture<'a, Result<(Context, u32), JournalError>> {
+    ) -> BoxFuture<'a, Result<(Context, u32), CommitError>> {
         Box::pin(async move {
-            self.commit_invocation(call_id, commit)
-                .await
-                .map_err(|e| JournalError(e.to_string()))
+            match self.commit_invocation(call_id, commit).await {
+                Ok(Ok(committed)) => Ok(committed),
+                Ok(Err(refusal)) => Err(CommitError::Refused(refusal)),
+                Err(e) => Err(JournalError(e.to_string()).into()),
+            }
         })
     }
 

@@ -1473,6 +1473,7 @@ async fn concurrent_commits_from_two_nodes_all_land_once(h: Harness) {
                 record: record(&format!("fc{i}"), true),
                 writes: vec![append_item(i)],
                 handoff: (i == 7).then(|| "billing".to_owned()),
+                max_context_bytes: 1 << 20,
             };
             node.commit("rtc_commit", commit.clone()).await.unwrap();
             node.commit("rtc_commit", commit).await.unwrap()

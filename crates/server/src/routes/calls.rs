@@ -117,6 +117,7 @@ fn session_options(state: &AppState) -> SessionOptions {
         hold_terminal_effects: false,
         max_handoffs: state.config.limits.max_handoffs,
         records: state.config.records,
+        commit_retry: state.config.commit_retry,
         ..SessionOptions::default()
     }
 }
@@ -170,17 +171,6 @@ pub(crate) async fn start_call(
         id: tenant_id.to_owned(),
         key_id: String::new(),
     };
-    if state.calls.count(&tenant.id) >= state.config.max_calls_per_tenant {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            format!(
-                "this tenant already has {} live calls on this node; end some first",
-                state.config.max_calls_per_tenant
-            ),
-        )
-        .with_details(json!({"retry_after_s": 1})));
-    }
     let agent = match new.agent {
         Some(a) => a,
         None => state
@@ -215,10 +205,15 @@ pub(crate) async fn start_call(
     };
     let user = new.user.unwrap_or_else(|| Value::Object(Map::new()));
     let ctx = Context::new(&call, user.clone());
-    state
+    let cap = state.config.max_calls_per_tenant;
+    if state
         .store
-        .create_call(&tenant.id, &call, &pinned, &ctx)
-        .await?;
+        .create_call_within(&tenant.id, &call, &pinned, &ctx, cap)
+        .await?
+        .is_none()
+    {
+        return Err(too_many_calls(cap));
+    }
     let toolset = realtime_toolset(&config, &agent);
     let sink = Arc::new(HttpSink::default());
     let session = CallSession::start(call, user, deps(state, config, Arc::clone(&sink)))
@@ -235,6 +230,16 @@ pub(crate) async fn start_call(
         agent,
         toolset,
     })
+}
+
+/// The answer when the tenant has as many live calls as it may have.
+fn too_many_calls(cap: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        format!("this tenant already has {cap} live calls (max_calls_per_tenant); end some first"),
+    )
+    .with_details(json!({"retry_after_s": 1, "max_calls_per_tenant": cap}))
 }
 
 fn fastrand_id() -> String {
@@ -281,6 +286,17 @@ pub(crate) async fn live(
 ) -> ApiResult<Arc<LiveCall>> {
     if let Some(c) = state.calls.get(tenant, call_id) {
         return Ok(c);
+    }
+    // One pick-up at a time on this node: two requests for a call served elsewhere must not
+    // both restore it (each would resume its waiting runs), and the cap is checked and the
+    // call registered with nothing in between.
+    let _pickup = state.calls.pickup().await;
+    if let Some(c) = state.calls.get(tenant, call_id) {
+        return Ok(c);
+    }
+    let cap = state.config.max_calls_per_tenant;
+    if state.calls.count(tenant) >= cap {
+        return Err(too_many_calls(cap));
     }
     let row = state
         .store

@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod memory;
+mod call_cap;
+mod commits;
 mod realtime;
 mod support;
 

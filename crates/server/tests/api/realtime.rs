@@ -772,3 +772,60 @@ async fn an_mcp_agent_hands_openai_its_mcp_endpoint_instead_of_functions() {
     );
     phone.stop().await;
 }
+
+#[tokio::test]
+async fn after_a_transfer_every_function_call_still_gets_its_output() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let mut m = phone.ring("rtc_xfer_out").await;
+    ask(
+        &mut m,
+        "call_t",
+        "request_transfer",
+        json!({"destination_id": "support"}),
+    )
+    .await;
+    phone
+        .sim
+        .wait_request("refer", "rtc_xfer_out", WAIT)
+        .await
+        .expect("REFER");
+    // The transfer's own call is answered, without a response.create.
+    let out = output(&mut m, "call_t").await;
+    assert_eq!(out["ok"], true, "{out}");
+    // So is a call the model makes while the call is leaving.
+    ask(
+        &mut m,
+        "call_late",
+        "save_meal",
+        json!({"meal_type": "dinner", "dishes": ["rice"]}),
+    )
+    .await;
+    assert_eq!(output(&mut m, "call_late").await["ok"], true);
+    no_response_create(&mut m).await;
+    assert!(phone.sim.response_creates("rtc_xfer_out").is_empty());
+    assert_eq!(phone.sim.outputs("rtc_xfer_out").len(), 2);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_normal_close_ends_the_line_without_a_reattach() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let m = phone.ring("rtc_close").await;
+    m.close().await;
+    let app = &phone.app;
+    wait_until("the call to end", || {
+        app.state.calls.get("acme", "rtc_close").is_none()
+    })
+    .await;
+    assert!(
+        phone
+            .sim
+            .model("rtc_close", Duration::from_millis(500))
+            .await
+            .is_none(),
+        "the socket was attached again after a normal close"
+    );
+    let call = call_view(&phone, "rtc_close").await;
+    assert_eq!(call["status"], "ended", "{call}");
+    phone.stop().await;
+}

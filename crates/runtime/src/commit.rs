@@ -1,0 +1,231 @@
+//! How a finished tool's changes land on the call's context: all together or not at all.
+//!
+//! Every path that changes a call's context — a tool's writes, `on_failure`'s writes, a
+//! handoff — goes through [`apply_all`], against the context as it is at commit time (which
+//! other tools may have changed since the run read it). A write that no longer fits (another
+//! tool made `profile` a string, this one sets `profile.name`) or a context grown past
+//! `max_context_bytes` refuses the whole commit: nothing is applied, and the session answers the
+//! tool with an error naming the path or the size. Appends are operations, so two tools
+//! appending to one list both land.
+//!
+//! [`with_retry`] retries a journal write that failed (a database that is briefly unavailable)
+//! with backoff, for a bounded time.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use switchboard_core::context::{Write, WriteError};
+use switchboard_core::{Context, ErrorCode, Outcome, ToolError};
+
+use crate::journal::JournalError;
+
+/// Why a commit's changes cannot land; nothing of it was applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// A write no longer fits the context as it is now.
+    #[error("{0}")]
+    Conflict(WriteError),
+    /// The context would grow past the limit.
+    #[error(
+        "the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes)"
+    )]
+    TooLarge { size: usize, limit: usize },
+}
+
+/// Applies `writes` and `handoff` to a copy of `ctx`, all or nothing: `Ok(Some(new))` when the
+/// context changed, `Ok(None)` when there was nothing to change. A context may not grow past
+/// `limit` (one already over it may still shrink).
+pub fn apply_all(
+    ctx: &Context,
+    writes: &[Write],
+    handoff: Option<&str>,
+    limit: usize,
+) -> Result<Option<Context>, Refusal> {
+    if writes.is_empty() && handoff.is_none() {
+        return Ok(None);
+    }
+    let mut next = ctx.clone();
+    for w in writes {
+        next.apply(w).map_err(Refusal::Conflict)?;
+    }
+    if let Some(agent) = handoff {
+        next.set_active_agent(agent);
+    }
+    if !writes.is_empty() {
+        let size = next.approx_size();
+        if size > limit && size > ctx.approx_size() {
+            return Err(Refusal::TooLarge { size, limit });
+        }
+    }
+    Ok(Some(next))
+}
+
+/// The outcome a refused commit answers with: an error naming what did not fit, no writes, no
+/// handoff. A run that had failed already keeps its first error in the message.
+pub fn refused_outcome(outcome: &Outcome, refusal: &Refusal) -> Outcome {
+    let tool = &outcome.tool;
+    let (why, details) = match refusal {
+        Refusal::Conflict(e) => (
+            format!(
+                "cannot write {}: {} (another tool changed the call's context meanwhile)",
+                e.path, e.reason
+            ),
+            json!({"path": e.path, "reason": e.reason}),
+        ),
+        Refusal::TooLarge { size, limit } => (
+            refusal.to_string(),
+            json!({"context_bytes": size, "limit": limit}),
+        ),
+    };
+    let fix = match refusal {
+        Refusal::Conflict(_) => "Check the call's current state and try again.",
+        Refusal::TooLarge { .. } => {
+            "Keep less in the call's context (delete what the call no longer needs)."
+        }
+    };
+    let message = match &outcome.error {
+        None => format!("{tool}: its changes were not saved: {why}. Nothing was changed. {fix}"),
+        Some(first) => format!(
+            "{tool} failed ({}), and its on_failure changes were not saved either: {why}. Nothing was changed.",
+            first.message
+        ),
+    };
+    let mut logs = outcome.logs.clone();
+    logs.push(switchboard_core::result::LogEntry {
+        level: switchboard_core::result::LogLevel::Error,
+        message: format!("nothing was committed: {why}"),
+        action: String::new(),
+    });
+    Outcome {
+        logs,
+        ..Outcome::failed(
+            tool,
+            ToolError::new(ErrorCode::ToolExecutionFailed, message).with_details(details),
+        )
+    }
+}
+
+/// The outcome of a tool whose commit could not be stored: nothing changed.
+pub fn unsaved_outcome(outcome: &Outcome, error: &JournalError) -> Outcome {
+    let tool = &outcome.tool;
+    let mut logs = outcome.logs.clone();
+    logs.push(switchboard_core::result::LogEntry {
+        level: switchboard_core::result::LogLevel::Error,
+        message: format!("nothing was committed: {error}"),
+        action: String::new(),
+    });
+    Outcome {
+        logs,
+        ..Outcome::failed(
+            tool,
+            ToolError::new(
+                ErrorCode::ToolExecutionFailed,
+                format!(
+                    "{tool}: its result could not be saved (the call's storage did not answer), so nothing was changed. Tell the caller it cannot be done right now."
+                ),
+            ),
+        )
+    }
+}
+
+/// Runs `attempt` until it succeeds, returns a refusal, or `budget` is spent, sleeping with
+/// exponential backoff (and jitter) between journal failures. The last failure is returned.
+pub async fn with_retry<T, F, Fut>(budget: Duration, mut attempt: F) -> Result<T, CommitError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CommitError>>,
+{
+    let until = Instant::now() + budget;
+    let mut delay = Duration::from_millis(50);
+    let mut tries = 0u32;
+    loop {
+        tries += 1;
+        match attempt().await {
+            Err(CommitError::Journal(e)) => {
+                let now = Instant::now();
+                if now >= until {
+                    tracing::error!(name: "journal_commit_failed", error = %e, tries, "journal_commit_failed");
+                    return Err(CommitError::Journal(e));
+                }
+                tracing::warn!(name: "journal_commit_retry", error = %e, tries, "journal_commit_retry");
+                let jittered = delay.mul_f64(0.5 + fastrand::f64() * 0.5);
+                tokio::time::sleep(jittered.min(until - now)).await;
+                delay = (delay * 2).min(Duration::from_millis(500));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Why a commit did not land.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommitError {
+    /// The changes do not fit the context as it is now; nothing was written.
+    #[error("commit refused: {0}")]
+    Refused(Refusal),
+    /// The journal could not record it.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use switchboard_core::CallInfo;
+    use switchboard_core::context::Scope;
+
+    fn ctx() -> Context {
+        let call = CallInfo {
+            id: "c1".into(),
+            tenant_id: "t".into(),
+            agent: "a".into(),
+            from: None,
+            to: None,
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        Context::new(&call, json!({}))
+    }
+
+    fn set(keys: &[&str], value: serde_json::Value) -> Write {
+        Write::Set {
+            scope: Scope::Workflow,
+            keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+            value,
+        }
+    }
+
+    #[test]
+    fn a_write_that_no_longer_fits_refuses_the_whole_commit() {
+        let mut live = ctx();
+        live.apply(&set(&["profile"], json!("a string"))).unwrap();
+        let writes = [
+            set(&["order_confirmed"], json!(true)),
+            set(&["profile", "name"], json!("Ada")),
+        ];
+        let e = apply_all(&live, &writes, Some("billing"), 1 << 20).unwrap_err();
+        let Refusal::Conflict(e) = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(e.path, "workflow.profile.name");
+        // Nothing landed: not the first write, not the handoff.
+        assert!(live.workflow.get("order_confirmed").is_none());
+        assert_eq!(live.active_agent(), "a");
+    }
+
+    #[test]
+    fn the_limit_holds_but_an_oversized_context_may_shrink() {
+        let live = ctx();
+        let big = set(&["blob"], json!("x".repeat(500)));
+        let e = apply_all(&live, std::slice::from_ref(&big), None, 100).unwrap_err();
+        assert!(matches!(e, Refusal::TooLarge { limit: 100, .. }), "{e:?}");
+        let grown = apply_all(&live, &[big], None, 1 << 20).unwrap().unwrap();
+        let shrink = Write::Delete {
+            scope: Scope::Workflow,
+            keys: vec!["blob".into()],
+        };
+        assert!(apply_all(&grown, &[shrink], None, 100).is_ok());
+        assert_eq!(apply_all(&live, &[], None, 100), Ok(None));
+    }
+}
