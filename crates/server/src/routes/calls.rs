@@ -99,7 +99,8 @@ pub struct CallView {
     pub call_id: String,
     pub agent: String,
     pub status: String,
-    /// The call's context; secret-like `user` fields are redacted.
+    /// The call's context; the call's secrets and the user's tokens are redacted wherever they
+    /// appear.
     #[schema(value_type = Object)]
     pub context: Value,
     #[schema(value_type = Vec<Object>)]
@@ -116,11 +117,12 @@ fn session_options(state: &AppState) -> SessionOptions {
 }
 
 fn deps(state: &AppState, config: CallConfig, sink: Arc<HttpSink>) -> SessionDeps {
+    let journal = Arc::new(state.store.journal(&config.tenant_id));
     SessionDeps {
         config: Arc::new(config),
         executor: state.executor.clone(),
         sink,
-        journal: Arc::new(state.store.clone()),
+        journal,
         options: session_options(state),
     }
 }
@@ -404,7 +406,11 @@ pub(crate) async fn submit_and_wait(
         Some(Lookup::Pending) => {}
         None => {
             // Another node may have answered it: the database holds every node's records.
-            if let Some(record) = state.store.invocation(&call_id, &fc).await? {
+            if let Some(record) = state
+                .store
+                .invocation(&live.tenant_id, &call_id, &fc)
+                .await?
+            {
                 live.sink.forget(&fc);
                 return Ok(result_from_record(&record));
             }
@@ -443,7 +449,26 @@ pub async fn cancel_response(
     ))
 }
 
+/// The redactor of a call's view: the secrets of its tools as the call pinned them (when it is
+/// live here) and as they are now, the signing secret, and the user's tokens.
+async fn view_redactor(
+    state: &AppState,
+    tenant: &str,
+    live: Option<&LiveCall>,
+    context: &Context,
+) -> ApiResult<Redactor> {
+    let (current, _) = call_config(state, tenant).await?;
+    let pinned = live.map(|l| l.session.config());
+    Ok(Redactor::for_calls(
+        std::iter::once(&current).chain(pinned.as_deref()),
+        &context.user,
+    ))
+}
+
+/// The call as `GET /v1/calls/{id}` shows it: every string of the context (all namespaces) and
+/// of the records, keys included, with the call's secrets replaced.
 fn view(
+    redactor: &Redactor,
     call_id: &str,
     agent: &str,
     status: &str,
@@ -451,20 +476,20 @@ fn view(
     records: &[InvocationRecord],
     live: bool,
 ) -> CallView {
-    let redactor = Redactor::new([], &context.user);
     let mut ctx = serde_json::to_value(context).unwrap_or(Value::Null);
-    if let Some(user) = ctx.get_mut("user") {
-        let text = redactor.redact(&user.to_string());
-        *user = serde_json::from_str(&text).unwrap_or(Value::Null);
-    }
+    redactor.redact_value(&mut ctx);
     CallView {
-        call_id: call_id.to_owned(),
-        agent: agent.to_owned(),
+        call_id: redactor.redact(call_id),
+        agent: redactor.redact(agent),
         status: status.to_owned(),
         context: ctx,
         invocations: records
             .iter()
-            .filter_map(|r| serde_json::to_value(r).ok())
+            .filter_map(|r| serde_json::to_value(redactor.redact_record(r)).ok())
+            .map(|mut v| {
+                redactor.redact_value(&mut v);
+                v
+            })
             .collect(),
         live_on_this_node: live,
     }
@@ -484,14 +509,16 @@ pub async fn get_call(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
     let records = state.store.invocations(&tenant.id, &call_id).await?;
-    let live = state.calls.get(&tenant.id, &call_id).is_some();
+    let live = state.calls.get(&tenant.id, &call_id);
+    let redactor = view_redactor(&state, &tenant.id, live.as_deref(), &row.context).await?;
     Ok(Json(view(
+        &redactor,
         &call_id,
         &row.agent,
         row.status.as_str(),
         &row.context,
         &records,
-        live,
+        live.is_some(),
     )))
 }
 
@@ -504,12 +531,14 @@ pub async fn end_call(
 ) -> ApiResult<Json<CallView>> {
     let live = live(&state, &tenant.id, &call_id).await;
     if let Ok(live) = live {
-        state.calls.remove(&call_id);
+        state.calls.remove(&tenant.id, &call_id);
         if live.realtime {
             state.realtime.stop(&call_id);
         }
         if let Some(s) = live.session.end().await {
+            let redactor = view_redactor(&state, &tenant.id, Some(&live), &s.context).await?;
             return Ok(Json(view(
+                &redactor,
                 &call_id,
                 s.context.active_agent(),
                 "ended",
@@ -525,7 +554,9 @@ pub async fn end_call(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
     let records = state.store.invocations(&tenant.id, &call_id).await?;
+    let redactor = view_redactor(&state, &tenant.id, None, &row.context).await?;
     Ok(Json(view(
+        &redactor,
         &call_id,
         &row.agent,
         row.status.as_str(),

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod realtime;
+mod redaction;
 mod support;
 
 use reqwest::{Method, StatusCode};
