@@ -32,7 +32,7 @@ use crate::toolset::{call_config, compile};
 pub struct NewCall {
     /// The agent to start with; the tenant's default agent when absent.
     pub agent: Option<String>,
-    /// Your id for the call (unique); one is made when absent.
+    /// Your id for the call (unique within your tenant); one is made when absent.
     pub call_id: Option<String>,
     /// Caller and callee numbers (`call.from`, `call.to`).
     pub from: Option<String>,

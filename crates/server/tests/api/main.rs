@@ -5,6 +5,7 @@
 mod realtime;
 mod redaction;
 mod support;
+mod tenancy;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
