@@ -62,6 +62,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "SWITCHBOARD_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
+    /// Also serve `/metrics` without a key on this address (for Prometheus on a private
+    /// interface); on `--listen`, `/metrics` needs the admin key.
+    #[arg(long, env = "SWITCHBOARD_METRICS_LISTEN")]
+    metrics_listen: Option<SocketAddr>,
     /// Create the `acme-corp` demo tenant (if missing) and print a key and curl commands.
     #[arg(long)]
     demo: bool,
@@ -183,13 +187,30 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
                 switchboard_server::demo::instructions(&format!("http://{addr}"), &key)
             );
         }
+        let metrics_server = match args.metrics_listen {
+            Some(at) => {
+                let listener = tokio::net::TcpListener::bind(at)
+                    .await
+                    .map_err(|e| format!("cannot listen on {at} (--metrics-listen): {e}"))?;
+                let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                eprintln!("metrics on http://{addr}/metrics (no key: keep this address private)");
+                Some(tokio::spawn(switchboard_server::serve_metrics(
+                    listener,
+                    state.clone(),
+                    std::future::pending(),
+                )))
+            }
+            None => None,
+        };
         eprintln!(
             "switchboard listening on http://{addr} (database {})",
             redact_url(&args.db.database)
         );
-        switchboard_server::serve(listener, state, shutdown_signal())
-            .await
-            .map_err(|e| e.to_string())?;
+        let served = switchboard_server::serve(listener, state, shutdown_signal()).await;
+        if let Some(m) = metrics_server {
+            m.abort();
+        }
+        served.map_err(|e| e.to_string())?;
         eprintln!("switchboard stopped");
         Ok(ExitCode::SUCCESS)
     })

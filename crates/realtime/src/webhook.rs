@@ -16,7 +16,11 @@ pub enum VerifyError {
     )]
     Stale,
     #[error(
-        "no webhook-signature entry matches; check that the tenant's `openai_webhook_secret` is the project's webhook secret"
+        "webhook-timestamp must be the send time in whole seconds since 1970 (a positive integer, at most 19 digits)"
+    )]
+    BadTimestamp,
+    #[error(
+        "no webhook-signature entry matches for this webhook URL; check the tenant id in the URL and that the tenant's `openai_webhook_secret` is the project's webhook secret"
     )]
     BadSignature,
     #[error("the body is not UTF-8 text")]
@@ -27,6 +31,7 @@ pub enum VerifyError {
 /// not base64), the signature covers `{webhook-id}.{webhook-timestamp}.{body}`, timestamps more
 /// than 300 s away either way are refused, and signatures are compared in constant time.
 pub fn verify(secret: &str, headers: &HeaderMap, body: &[u8]) -> Result<(), VerifyError> {
+    precheck(headers, unix_now())?;
     let key = Webhook::new(secret).or_else(|_| Webhook::from_bytes(secret.as_bytes().to_vec()));
     let key = key.map_err(|_| VerifyError::BadSignature)?;
     key.verify(body, headers).map_err(|e| match e {
@@ -44,6 +49,49 @@ pub fn verify(secret: &str, headers: &HeaderMap, body: &[u8]) -> Result<(), Veri
         WebhookError::InvalidPayload => VerifyError::BadPayload,
         _ => VerifyError::BadSignature,
     })
+}
+
+/// How far a delivery's timestamp may be from this server's clock, either way, in seconds.
+pub const TOLERANCE_S: i64 = 300;
+
+/// The longest `webhook-timestamp` read: 19 digits hold every positive `i64`.
+const MAX_TIMESTAMP_DIGITS: usize = 19;
+
+/// This server's clock, in whole seconds since 1970 (0 before it, which refuses everything).
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|d| i64::try_from(d.as_secs()).ok())
+        .unwrap_or(0)
+}
+
+/// What can be checked before any secret is known: the three headers are there, and the
+/// timestamp is a positive integer within [`TOLERANCE_S`] of `now` (checked arithmetic, so no
+/// value can wrap around into the window). The signature library is only handed timestamps
+/// that pass.
+pub fn precheck(headers: &HeaderMap, now: i64) -> Result<(), VerifyError> {
+    let header = |name: &'static str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
+            .ok_or(VerifyError::MissingHeader(name))
+    };
+    header("webhook-id")?;
+    header("webhook-signature")?;
+    let ts = header("webhook-timestamp")?;
+    if ts.len() > MAX_TIMESTAMP_DIGITS || !ts.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(VerifyError::BadTimestamp);
+    }
+    let ts: i64 = ts.parse().map_err(|_| VerifyError::BadTimestamp)?;
+    if ts <= 0 {
+        return Err(VerifyError::BadTimestamp);
+    }
+    match now.checked_sub(ts).and_then(i64::checked_abs) {
+        Some(skew) if skew <= TOLERANCE_S => Ok(()),
+        _ => Err(VerifyError::Stale),
+    }
 }
 
 /// The event envelope; only `realtime.call.incoming` is acted on.
@@ -151,6 +199,49 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(sip_user(input).as_deref(), want, "{input}");
         }
+    }
+
+    #[test]
+    fn timestamps_outside_a_sane_range_are_refused_before_the_signature() {
+        let now = 1_800_000_000;
+        let headers = |ts: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("webhook-id", "wh_1".parse().unwrap());
+            h.insert("webhook-signature", "v1,abc".parse().unwrap());
+            h.insert("webhook-timestamp", ts.parse().unwrap());
+            h
+        };
+        for ts in [
+            "-9223372036854775808",
+            "-1",
+            "0",
+            "+1800000000",
+            " 1800000000",
+            "1800000000.5",
+            "1e9",
+            "99999999999999999999",
+            "",
+        ] {
+            let err = precheck(&headers(ts), now).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    VerifyError::BadTimestamp | VerifyError::MissingHeader(_)
+                ),
+                "{ts:?}: {err:?}"
+            );
+        }
+        for ts in ["9223372036854775807", "1", "1799999699", "1800000301"] {
+            assert_eq!(precheck(&headers(ts), now), Err(VerifyError::Stale), "{ts}");
+        }
+        for ts in ["1799999700", "1800000000", "1800000300"] {
+            assert_eq!(precheck(&headers(ts), now), Ok(()), "{ts}");
+        }
+        assert_eq!(
+            precheck(&headers("1"), i64::MIN),
+            Err(VerifyError::Stale),
+            "no overflow on a broken clock either"
+        );
     }
 
     #[test]

@@ -338,17 +338,7 @@ struct Actor {
 
 /// The secrets of every tool the call may use, and the user's tokens.
 fn call_redactor(config: &CallConfig, ctx: &Context) -> Redactor {
-    use secrecy::ExposeSecret;
-    let signing = config
-        .signing_secret
-        .as_ref()
-        .map(|s| Value::String(s.expose_secret().to_owned()));
-    let secrets = config
-        .agents
-        .values()
-        .flat_map(|tools| tools.values().map(|e| &*e.secrets))
-        .chain(signing.as_ref());
-    Redactor::new(secrets, &ctx.user)
+    Redactor::for_call(config, &ctx.user)
 }
 
 impl Actor {
@@ -904,7 +894,7 @@ impl Actor {
             .result_override
             .clone()
             .unwrap_or_else(|| ToolResult::from_outcome(fc, &c.outcome));
-        result.output = self.redactor.redact(&result.output);
+        result.output = self.redactor.redact_json(&result.output);
         let logs = c
             .outcome
             .logs
@@ -917,7 +907,7 @@ impl Actor {
         let record = InvocationRecord {
             function_call_id: fc.clone(),
             tool: c.tool.clone(),
-            arguments: self.redactor.redact(&c.invocation.arguments_json),
+            arguments: self.redactor.redact_json(&c.invocation.arguments_json),
             ok: result.ok,
             error: result.error,
             output: result.output.clone(),
@@ -959,11 +949,21 @@ impl Actor {
             response_id: c.invocation.response_id.clone(),
             interrupted: c.interrupted,
             async_completion: c.async_completion,
-            handoff: c.outcome.handoff.clone(),
+            handoff: c.outcome.handoff.clone().map(|h| self.redact_handoff(h)),
             duplicate_of: c.duplicate_of.clone(),
             actions: c.actions.clone(),
         };
         self.deps.sink.deliver(delivery).await;
+    }
+
+    /// The handoff's words for the model, with the call's secrets replaced.
+    fn redact_handoff(
+        &self,
+        mut h: switchboard_core::result::Handoff,
+    ) -> switchboard_core::result::Handoff {
+        h.reason = h.reason.map(|r| self.redactor.redact(&r));
+        h.message = h.message.map(|m| self.redactor.redact(&m));
+        h
     }
 
     /// Commits an invocation's writes and handoff, all or nothing, with its record: to the

@@ -72,12 +72,16 @@ pub struct LiveCall {
     pub realtime: bool,
 }
 
-/// The calls this node serves, by id.
+/// The calls this node serves, by tenant and id: two tenants may use one call id.
 #[derive(Debug, Default)]
 pub struct Registry {
-    calls: Mutex<HashMap<String, Arc<LiveCall>>>,
+    calls: Mutex<HashMap<(String, String), Arc<LiveCall>>>,
     /// Held while a call started elsewhere is picked up (see `routes::calls::live`).
     pickup: tokio::sync::Mutex<()>,
+}
+
+fn key(tenant_id: &str, call_id: &str) -> (String, String) {
+    (tenant_id.to_owned(), call_id.to_owned())
 }
 
 impl Registry {
@@ -88,25 +92,22 @@ impl Registry {
 
     pub fn get(&self, tenant_id: &str, call_id: &str) -> Option<Arc<LiveCall>> {
         let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        calls
-            .get(call_id)
-            .filter(|c| c.tenant_id == tenant_id)
-            .cloned()
+        calls.get(&key(tenant_id, call_id)).cloned()
     }
 
     pub fn insert(&self, call: Arc<LiveCall>) {
-        let id = call.session.call_id().to_owned();
+        let id = key(&call.tenant_id, call.session.call_id());
         self.calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id, call);
     }
 
-    pub fn remove(&self, call_id: &str) -> Option<Arc<LiveCall>> {
+    pub fn remove(&self, tenant_id: &str, call_id: &str) -> Option<Arc<LiveCall>> {
         self.calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(call_id)
+            .remove(&key(tenant_id, call_id))
     }
 
     /// Live calls of one tenant, for the per-tenant cap.
@@ -114,8 +115,8 @@ impl Registry {
         self.calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .filter(|c| c.tenant_id == tenant_id)
+            .keys()
+            .filter(|(t, _)| t == tenant_id)
             .count()
     }
 

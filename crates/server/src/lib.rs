@@ -15,7 +15,8 @@
 //! - [`demo`]: the `acme-corp` demo tenant.
 //!
 //! [`serve`] takes its listener and its shutdown signal, so tests bind `127.0.0.1:0` and drive a
-//! real server.
+//! real server. `/metrics` there needs the admin key; [`serve_metrics`] serves it without one on
+//! a listener of its own (`--metrics-listen`, for a private interface).
 #![forbid(unsafe_code)]
 
 use std::future::Future;
@@ -69,6 +70,26 @@ pub fn app(state: AppState) -> Router {
         }))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
+}
+
+/// The metrics listener's application: `/metrics` without a key, and nothing else. Serve it
+/// only where Prometheus alone can reach it (the series name tenants).
+pub fn metrics_app(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", axum::routing::get(routes::health::metrics_open))
+        .fallback(|| async { error::ApiError::not_found("this path") })
+        .with_state(state)
+}
+
+/// Serves [`metrics_app`] until `shutdown` completes.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, metrics_app(state))
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 /// The OpenAPI 3.1 document of the API.

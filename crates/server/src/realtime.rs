@@ -103,33 +103,30 @@ impl RealtimeFeature {
     description = "Where OpenAI posts `realtime.call.incoming` for this tenant (set it as the project's webhook URL). Verified with the tenant secret `openai_webhook_secret` (Standard Webhooks); answered at once, the call is accepted in the background; a repeated `webhook-id` is acknowledged and ignored.",
     request_body = Object,
     responses((status = 200, body = Object, description = "Taken (or a repeat, or an event type that needs nothing)"),
-              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody, description = "Bad, stale or missing signature"),
-              (status = 404, body = ErrorBody)))]
+              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody, description = "Bad, stale or missing signature or timestamp; also an unknown tenant or one without a webhook secret, answered alike")))]
 pub async fn webhook_route(
     State(state): State<AppState>,
     Path(tenant_id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let tenant = state
-        .store
-        .get_tenant(&tenant_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("tenant `{tenant_id}`")))?;
-    let Some(secret) = state
-        .store
-        .get_secret(&tenant.id, OPENAI_WEBHOOK_SECRET)
-        .await?
-    else {
-        return Err(ApiError::unauthorized(format!(
-            "tenant `{}` has no `{OPENAI_WEBHOOK_SECRET}` secret to verify webhooks with; PUT /v1/secrets/{OPENAI_WEBHOOK_SECRET}",
-            tenant.id
-        )));
+    // What needs no secret is checked first; then an unknown tenant, a tenant without a webhook
+    // secret and a bad signature get one and the same answer, so the URL reveals nothing.
+    if let Err(e) = webhook::precheck(&headers, webhook::unix_now()) {
+        return Err(refused(&tenant_id, &e.to_string(), e.to_string()));
+    }
+    let tenant = state.store.get_tenant(&tenant_id).await?;
+    let secret = match &tenant {
+        Some(t) => state.store.get_secret(&t.id, OPENAI_WEBHOOK_SECRET).await?,
+        None => None,
+    };
+    let (Some(tenant), Some(secret)) = (tenant, secret) else {
+        let why = "unknown tenant, or no `openai_webhook_secret` secret";
+        let answer = webhook::VerifyError::BadSignature.to_string();
+        return Err(refused(&tenant_id, why, answer));
     };
     if let Err(e) = webhook::verify(secret.expose_secret(), &headers, &body) {
-        tracing::warn!(name: "realtime_webhook_refused", tenant_id = %tenant.id, error = %e, "realtime_webhook_refused");
-        metrics::counter!("switchboard_realtime_webhooks_refused_total").increment(1);
-        return Err(ApiError::unauthorized(e.to_string()));
+        return Err(refused(&tenant.id, &e.to_string(), e.to_string()));
     }
     let event: webhook::WebhookEvent = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("the webhook body is not an event: {e}")))?;
@@ -152,6 +149,14 @@ pub async fn webhook_route(
     let features = tenant.features.clone();
     tokio::spawn(answer(state.clone(), tenant.id, features, incoming));
     Ok(Json(json!({"status": "accepted", "call_id": call_id})))
+}
+
+/// A refused delivery: logged with its tenant and reason, answered with `answer`, which never
+/// names the tenant.
+fn refused(tenant_id: &str, why: &str, answer: String) -> ApiError {
+    tracing::warn!(name: "realtime_webhook_refused", tenant_id = %tenant_id, error = %why, "realtime_webhook_refused");
+    metrics::counter!("switchboard_realtime_webhooks_refused_total").increment(1);
+    ApiError::unauthorized(answer)
 }
 
 /// Why an incoming call is declined, with the SIP status to decline it with.
@@ -370,7 +375,7 @@ async fn run(
         config: Arc::new(prepared.config),
         executor: state.realtime_executor.clone(),
         sink,
-        journal: Arc::new(OwnedJournal(state.store.clone())),
+        journal: Arc::new(OwnedJournal(state.store.journal(&tenant))),
         options: SessionOptions {
             hold_terminal_effects: true,
             answer_before_journal: true,
@@ -389,7 +394,7 @@ async fn run(
         }
     };
     state.calls.insert(Arc::new(LiveCall {
-        tenant_id: tenant,
+        tenant_id: tenant.clone(),
         session: session.clone(),
         sink: Default::default(),
         realtime: true,
@@ -398,7 +403,7 @@ async fn run(
         .realtime
         .run(opened, prepared.plan, session.clone())
         .await;
-    state.calls.remove(&call_id);
+    state.calls.remove(&tenant, &call_id);
     let _ = session.end().await;
     tracing::info!(name: "realtime_call_finished", call_id = %call_id, end = ?end, "realtime_call_finished");
 }
@@ -406,7 +411,7 @@ async fn run(
 /// The database journal of a call only this node serves. A Realtime call lives on the node
 /// attached to its WebSocket (the HTTP door refuses its invocations), so the session's own
 /// context is the authority: it is journaled after each tool, not read back before each one.
-struct OwnedJournal(switchboard_store::Store);
+struct OwnedJournal(switchboard_store::TenantJournal);
 
 impl switchboard_runtime::CallJournal for OwnedJournal {
     fn append<'a>(

@@ -1,6 +1,15 @@
 //! Calls: their context, the tool versions pinned at their start, their invocation records,
 //! and the runtime's call journal ([`CallJournal`]) on top of the same rows.
 //!
+//! A call is identified by its tenant and its id: two tenants may use one call id, each with
+//! its own call. Every query here names both, and the journal a session gets
+//! ([`Store::journal`]) is bound to one tenant.
+//!
+//! The context (it holds the `user` scope, tokens included) is sealed at rest like checkpoints:
+//! stored as `sealed:v1:<base64>`, bound to its tenant and call. Rows written before sealing hold
+//! plain JSON; they are read as they are and sealed by [`Store::seal_call_contexts`], which
+//! [`Store::migrate`] runs.
+//!
 //! Journal appends are idempotent: a `Finished` whose function call id is already recorded is
 //! ignored whole, so a retried append cannot record an invocation twice.
 
@@ -16,7 +25,10 @@ use switchboard_runtime::journal::{
     CallJournal, CallState, Checkpoint, Commit, JournalEntry, JournalError,
 };
 
-use crate::crypto::{open_with, seal_with};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use crate::crypto::{MasterKey, open_with, seal_with};
 use crate::error::{is_fk_violation, is_unique_violation};
 use crate::page::{encode_cursor, paginate};
 use crate::{
@@ -57,7 +69,7 @@ impl CallStatus {
 /// A call as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallRow {
-    /// The call's id (global: it comes from the voice platform).
+    /// The call's id (unique within its tenant).
     pub id: String,
     /// The tenant it belongs to.
     pub tenant_id: String,
@@ -92,12 +104,12 @@ type CallRowTuple = (
     Option<String>,
 );
 
-fn call_from_row(row: CallRowTuple) -> Result<CallRow, StoreError> {
+fn call_from_row(key: &MasterKey, row: CallRowTuple) -> Result<CallRow, StoreError> {
     let (id, tenant_id, agent, status, context, pinned, version, handoffs, created_at, ended_at) =
         row;
     Ok(CallRow {
         status: CallStatus::parse(&status)?,
-        context: parse_json("call context", &context)?,
+        context: open_context(key, &tenant_id, &id, &context)?,
         pinned: parse_json("call pinned tools", &pinned)?,
         handoffs: u32::try_from(handoffs).unwrap_or(u32::MAX),
         id,
@@ -109,9 +121,55 @@ fn call_from_row(row: CallRowTuple) -> Result<CallRow, StoreError> {
     })
 }
 
-/// Binds a sealed checkpoint to its call and function call.
-fn checkpoint_aad(call_id: &str, function_call_id: &str) -> Vec<u8> {
+/// Binds a sealed checkpoint to its tenant, call and function call.
+fn checkpoint_aad(tenant_id: &str, call_id: &str, function_call_id: &str) -> Vec<u8> {
+    format!("checkpoint\u{0}{tenant_id}\u{0}{call_id}\u{0}{function_call_id}").into_bytes()
+}
+
+/// How checkpoints sealed before call ids were scoped by tenant were bound.
+fn legacy_checkpoint_aad(call_id: &str, function_call_id: &str) -> Vec<u8> {
     format!("checkpoint\u{0}{call_id}\u{0}{function_call_id}").into_bytes()
+}
+
+/// The prefix of a sealed context in the `context` column (plain JSON starts with `{`).
+const SEALED_CONTEXT: &str = "sealed:v1:";
+
+/// Binds a sealed context to its tenant and call.
+fn context_aad(tenant_id: &str, call_id: &str) -> Vec<u8> {
+    format!("call-context\u{0}{tenant_id}\u{0}{call_id}").into_bytes()
+}
+
+/// The context as the `context` column stores it: sealed, bound to its row.
+fn seal_context(
+    key: &MasterKey,
+    tenant_id: &str,
+    call_id: &str,
+    context: &Context,
+) -> Result<String, StoreError> {
+    let sealed = seal_with(
+        key,
+        to_json(context)?.as_bytes(),
+        &context_aad(tenant_id, call_id),
+    )?;
+    Ok(format!("{SEALED_CONTEXT}{}", STANDARD.encode(sealed)))
+}
+
+/// Reads the `context` column: sealed, or plain JSON from before sealing.
+fn open_context(
+    key: &MasterKey,
+    tenant_id: &str,
+    call_id: &str,
+    text: &str,
+) -> Result<Context, StoreError> {
+    let Some(encoded) = text.strip_prefix(SEALED_CONTEXT) else {
+        return parse_json("call context", text);
+    };
+    let sealed = STANDARD
+        .decode(encoded)
+        .map_err(|_| StoreError::Corrupt(format!("the sealed context of call `{call_id}`")))?;
+    let plain = open_with(key, &sealed, &context_aad(tenant_id, call_id))?;
+    serde_json::from_slice(&plain)
+        .map_err(|e| StoreError::Corrupt(format!("the context of call `{call_id}`: {e}")))
 }
 
 const MAX_CALL_ID: usize = 200;
@@ -176,7 +234,7 @@ impl Store {
             )));
         }
         let call_info = to_json(call)?;
-        let context_text = to_json(context)?;
+        let context_text = seal_context(self.master_key(), tenant_id, &call.id, context)?;
         let pinned_text = to_json(pinned)?;
         let at = now();
         let agent = context.active_agent().to_owned();
@@ -237,7 +295,7 @@ impl Store {
                 ended_at: None,
             })),
             Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict(format!(
-                "call `{}` already exists; call ids must be unique",
+                "call `{}` already exists; give each call of this tenant its own id",
                 call.id
             ))),
             Err(e) if is_fk_violation(&e) => {
@@ -260,7 +318,7 @@ impl Store {
                 .fetch_optional(pool)
                 .await?
         });
-        row.map(call_from_row).transpose()
+        row.map(|r| call_from_row(self.master_key(), r)).transpose()
     }
 
     /// The tenant's calls, newest first.
@@ -290,7 +348,7 @@ impl Store {
         });
         let items = rows
             .into_iter()
-            .map(call_from_row)
+            .map(|r| call_from_row(self.master_key(), r))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(paginate(items, &page, |c| {
             encode_cursor(&[&c.created_at, &c.id])
@@ -310,9 +368,9 @@ impl Store {
         let (rows, total): (Vec<String>, i64) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let rows = sqlx::query_scalar(
-                "SELECT record FROM (SELECT i.record, i.seq FROM call_invocations i \
-                 JOIN calls c ON c.id = i.call_id WHERE c.tenant_id = $1 AND i.call_id = $2 \
-                 ORDER BY i.seq DESC LIMIT $3) recent ORDER BY seq",
+                "SELECT record FROM (SELECT record, seq FROM call_invocations \
+                 WHERE tenant_id = $1 AND call_id = $2 ORDER BY seq DESC LIMIT $3) recent \
+                 ORDER BY seq",
             )
             .bind(tenant_id)
             .bind(call_id)
@@ -320,8 +378,7 @@ impl Store {
             .fetch_all(&mut *tx)
             .await?;
             let total = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM call_invocations i JOIN calls c ON c.id = i.call_id \
-                 WHERE c.tenant_id = $1 AND i.call_id = $2",
+                "SELECT COUNT(*) FROM call_invocations WHERE tenant_id = $1 AND call_id = $2",
             )
             .bind(tenant_id)
             .bind(call_id)
@@ -346,8 +403,7 @@ impl Store {
     ) -> Result<Vec<InvocationRecord>, StoreError> {
         let rows: Vec<String> = with_pool!(self, |pool| {
             sqlx::query_scalar(
-                "SELECT i.record FROM call_invocations i JOIN calls c ON c.id = i.call_id \
-                 WHERE c.tenant_id = $1 AND i.call_id = $2 ORDER BY i.seq",
+                "SELECT record FROM call_invocations WHERE tenant_id = $1 AND call_id = $2 ORDER BY seq",
             )
             .bind(tenant_id)
             .bind(call_id)
@@ -398,9 +454,9 @@ impl Store {
                         "call `{call_id}` has ended; its context can no longer change"
                     )));
                 }
-                let mut context: Context = parse_json("call context", &text)?;
+                let mut context = open_context(self.master_key(), tenant_id, call_id, &text)?;
                 f(&mut context).map_err(|e| StoreError::Rejected(e.into()))?;
-                let new_text = to_json(&context)?;
+                let new_text = seal_context(self.master_key(), tenant_id, call_id, &context)?;
                 sqlx::query(
                     "UPDATE calls SET context = $3, agent = $4, version = version + 1 \
                      WHERE tenant_id = $1 AND id = $2",
@@ -418,21 +474,23 @@ impl Store {
         })
     }
 
-    /// Records one journal entry of a call (see the module docs).
+    /// Records one journal entry of a tenant's call (see the module docs).
     pub async fn journal_append(
         &self,
+        tenant_id: &str,
         call_id: &str,
         entry: JournalEntry,
     ) -> Result<(), StoreError> {
         match entry {
             JournalEntry::Started { call, context } => {
-                self.journal_started(call_id, &call, &context).await
+                self.journal_started(tenant_id, call_id, &call, &context)
+                    .await
             }
             JournalEntry::Checkpoint {
                 function_call_id,
                 checkpoint,
             } => {
-                self.journal_checkpoint(call_id, &function_call_id, &checkpoint)
+                self.journal_checkpoint(tenant_id, call_id, &function_call_id, &checkpoint)
                     .await
             }
             JournalEntry::Finished {
@@ -440,34 +498,39 @@ impl Store {
                 context,
                 handoffs,
             } => {
-                self.journal_finished(call_id, &record, context.as_ref(), handoffs)
+                self.journal_finished(tenant_id, call_id, &record, context.as_ref(), handoffs)
                     .await
             }
-            JournalEntry::Ended => self.journal_ended(call_id).await,
+            JournalEntry::Ended => self.journal_ended(tenant_id, call_id).await,
         }
     }
 
     async fn journal_started(
         &self,
+        tenant_id: &str,
         call_id: &str,
         call: &CallInfo,
         context: &Context,
     ) -> Result<(), StoreError> {
         check_call_id(call_id)?;
+        if call.tenant_id != tenant_id {
+            return Err(StoreError::Invalid(format!(
+                "call `{call_id}` names another tenant than its journal's"
+            )));
+        }
         let call_info = to_json(call)?;
-        let context_text = to_json(context)?;
+        let context_text = seal_context(self.master_key(), tenant_id, call_id, context)?;
         let at = now();
         // A call made by `create_call` keeps its pinned versions; the context is the session's.
         let result = with_pool!(self, |pool| {
             sqlx::query(
                 "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at) \
                  VALUES ($1, $2, $3, 'active', $4, $5, '{}', 0, 0, $6) \
-                 ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, call_info = excluded.call_info, \
-                 context = excluded.context, version = calls.version + 1 \
-                 WHERE calls.tenant_id = excluded.tenant_id",
+                 ON CONFLICT (tenant_id, id) DO UPDATE SET agent = excluded.agent, call_info = excluded.call_info, \
+                 context = excluded.context, version = calls.version + 1",
             )
             .bind(call_id)
-            .bind(&call.tenant_id)
+            .bind(tenant_id)
             .bind(context.active_agent())
             .bind(&call_info)
             .bind(&context_text)
@@ -477,12 +540,9 @@ impl Store {
             .map(|r| r.rows_affected())
         });
         match result {
-            Ok(0) => Err(StoreError::Conflict(format!(
-                "call `{call_id}` belongs to another tenant"
-            ))),
             Ok(_) => Ok(()),
             Err(e) if is_fk_violation(&e) => {
-                Err(StoreError::NotFound(format!("tenant `{}`", call.tenant_id)))
+                Err(StoreError::NotFound(format!("tenant `{tenant_id}`")))
             }
             Err(e) => Err(e.into()),
         }
@@ -490,6 +550,7 @@ impl Store {
 
     async fn journal_checkpoint(
         &self,
+        tenant_id: &str,
         call_id: &str,
         function_call_id: &str,
         checkpoint: &Checkpoint,
@@ -497,15 +558,16 @@ impl Store {
         let sealed = seal_with(
             self.master_key(),
             to_json(checkpoint)?.as_bytes(),
-            &checkpoint_aad(call_id, function_call_id),
+            &checkpoint_aad(tenant_id, call_id, function_call_id),
         )?;
         let at = now();
         let result = with_pool!(self, |pool| {
             sqlx::query(
-                "INSERT INTO call_checkpoints (call_id, function_call_id, checkpoint, updated_at) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (call_id, function_call_id) DO UPDATE SET \
+                "INSERT INTO call_checkpoints (tenant_id, call_id, function_call_id, checkpoint, updated_at) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (tenant_id, call_id, function_call_id) DO UPDATE SET \
                  checkpoint = excluded.checkpoint, updated_at = excluded.updated_at",
             )
+            .bind(tenant_id)
             .bind(call_id)
             .bind(function_call_id)
             .bind(&sealed)
@@ -523,13 +585,16 @@ impl Store {
 
     async fn journal_finished(
         &self,
+        tenant_id: &str,
         call_id: &str,
         record: &InvocationRecord,
         context: Option<&Context>,
         handoffs: u32,
     ) -> Result<(), StoreError> {
         let record_text = to_json(record)?;
-        let context_text = context.map(to_json).transpose()?;
+        let context_text = context
+            .map(|c| seal_context(self.master_key(), tenant_id, call_id, c))
+            .transpose()?;
         let agent = context.map(|c| c.active_agent().to_owned());
         let at = now();
         with_pool!(self, |pool| {
@@ -538,15 +603,17 @@ impl Store {
                 // The call's row first: it locks the call, so its finishes are serialised.
                 let updated = match &context_text {
                     Some(text) => sqlx::query(
-                        "UPDATE calls SET context = $2, agent = $3, handoffs = $4, version = version + 1 WHERE id = $1",
+                        "UPDATE calls SET context = $3, agent = $4, handoffs = $5, version = version + 1 WHERE tenant_id = $1 AND id = $2",
                     )
+                    .bind(tenant_id)
                     .bind(call_id)
                     .bind(text)
                     .bind(agent.as_deref())
                     .bind(i64::from(handoffs))
                     .execute(&mut *tx)
                     .await?,
-                    None => sqlx::query("UPDATE calls SET handoffs = $2 WHERE id = $1")
+                    None => sqlx::query("UPDATE calls SET handoffs = $3 WHERE tenant_id = $1 AND id = $2")
+                        .bind(tenant_id)
                         .bind(call_id)
                         .bind(i64::from(handoffs))
                         .execute(&mut *tx)
@@ -556,9 +623,10 @@ impl Store {
                     return Err(StoreError::NotFound(format!("call `{call_id}`")));
                 }
                 let inserted = sqlx::query(
-                    "INSERT INTO call_invocations (call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT (call_id, function_call_id) DO NOTHING",
+                    "INSERT INTO call_invocations (tenant_id, call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING",
                 )
+                .bind(tenant_id)
                 .bind(call_id)
                 .bind(&record.function_call_id)
                 .bind(&record_text)
@@ -570,7 +638,8 @@ impl Store {
                     tx.rollback().await?;
                     return Ok(());
                 }
-                sqlx::query("DELETE FROM call_checkpoints WHERE call_id = $1 AND function_call_id = $2")
+                sqlx::query("DELETE FROM call_checkpoints WHERE tenant_id = $1 AND call_id = $2 AND function_call_id = $3")
+                    .bind(tenant_id)
                     .bind(call_id)
                     .bind(&record.function_call_id)
                     .execute(&mut *tx)
@@ -582,14 +651,15 @@ impl Store {
         })
     }
 
-    async fn journal_ended(&self, call_id: &str) -> Result<(), StoreError> {
+    async fn journal_ended(&self, tenant_id: &str, call_id: &str) -> Result<(), StoreError> {
         let at = now();
         with_pool!(self, |pool| {
             async {
                 let mut tx = pool.begin_write().await?;
                 let updated = sqlx::query(
-                    "UPDATE calls SET status = 'ended', ended_at = COALESCE(ended_at, $2) WHERE id = $1",
+                    "UPDATE calls SET status = 'ended', ended_at = COALESCE(ended_at, $3) WHERE tenant_id = $1 AND id = $2",
                 )
+                .bind(tenant_id)
                 .bind(call_id)
                 .bind(&at)
                 .execute(&mut *tx)
@@ -597,7 +667,8 @@ impl Store {
                 if updated.rows_affected() == 0 {
                     return Err(StoreError::NotFound(format!("call `{call_id}`")));
                 }
-                sqlx::query("DELETE FROM call_checkpoints WHERE call_id = $1")
+                sqlx::query("DELETE FROM call_checkpoints WHERE tenant_id = $1 AND call_id = $2")
+                    .bind(tenant_id)
                     .bind(call_id)
                     .execute(&mut *tx)
                     .await?;
@@ -608,15 +679,22 @@ impl Store {
         })
     }
 
-    /// A call's journal state rebuilt from its rows (one snapshot); `None` for an unknown call.
-    pub async fn journal_load(&self, call_id: &str) -> Result<Option<CallState>, StoreError> {
-        self.journal_load_recent(call_id, usize::MAX).await
+    /// A tenant's call's journal state rebuilt from its rows (one snapshot); `None` for an
+    /// unknown call.
+    pub async fn journal_load(
+        &self,
+        tenant_id: &str,
+        call_id: &str,
+    ) -> Result<Option<CallState>, StoreError> {
+        self.journal_load_recent(tenant_id, call_id, usize::MAX)
+            .await
     }
 
     /// [`Store::journal_load`] with only the newest `max_records` invocation records read (a
     /// session holds no more; the rest stay in the database and are found one by one).
     pub async fn journal_load_recent(
         &self,
+        tenant_id: &str,
         call_id: &str,
         max_records: usize,
     ) -> Result<Option<CallState>, StoreError> {
@@ -625,23 +703,27 @@ impl Store {
         let (head, records, checkpoints) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let head: Option<Head> = sqlx::query_as(
-                "SELECT call_info, context, handoffs, status FROM calls WHERE id = $1",
+                "SELECT call_info, context, handoffs, status FROM calls WHERE tenant_id = $1 AND id = $2",
             )
+            .bind(tenant_id)
             .bind(call_id)
             .fetch_optional(&mut *tx)
             .await?;
             let (records, checkpoints): (Vec<String>, Vec<(String, Vec<u8>)>) = if head.is_some() {
                 let records = sqlx::query_scalar(
-                    "SELECT record FROM (SELECT record, seq FROM call_invocations WHERE call_id = $1 \
-                     ORDER BY seq DESC LIMIT $2) recent ORDER BY seq",
+                    "SELECT record FROM (SELECT record, seq FROM call_invocations \
+                     WHERE tenant_id = $1 AND call_id = $2 ORDER BY seq DESC LIMIT $3) recent \
+                     ORDER BY seq",
                 )
+                .bind(tenant_id)
                 .bind(call_id)
                 .bind(max_records)
                 .fetch_all(&mut *tx)
                 .await?;
                 let checkpoints = sqlx::query_as(
-                    "SELECT function_call_id, checkpoint FROM call_checkpoints WHERE call_id = $1",
+                    "SELECT function_call_id, checkpoint FROM call_checkpoints WHERE tenant_id = $1 AND call_id = $2",
                 )
+                .bind(tenant_id)
                 .bind(call_id)
                 .fetch_all(&mut *tx)
                 .await?;
@@ -657,7 +739,12 @@ impl Store {
         };
         let mut state = CallState {
             call: Some(parse_json("call info", &call_info)?),
-            context: Some(parse_json("call context", &context)?),
+            context: Some(open_context(
+                self.master_key(),
+                tenant_id,
+                call_id,
+                &context,
+            )?),
             handoffs: u32::try_from(handoffs).unwrap_or(u32::MAX),
             ended: CallStatus::parse(&status)? == CallStatus::Ended,
             ..CallState::default()
@@ -666,11 +753,19 @@ impl Store {
             state.records.push(parse_json("invocation record", r)?);
         }
         for (function_call_id, sealed) in checkpoints {
+            let key = self.master_key();
             let plain = open_with(
-                self.master_key(),
+                key,
                 &sealed,
-                &checkpoint_aad(call_id, &function_call_id),
-            )?;
+                &checkpoint_aad(tenant_id, call_id, &function_call_id),
+            )
+            .or_else(|_| {
+                open_with(
+                    key,
+                    &sealed,
+                    &legacy_checkpoint_aad(call_id, &function_call_id),
+                )
+            })?;
             let checkpoint: Checkpoint = serde_json::from_slice(&plain).map_err(|e| {
                 StoreError::Corrupt(format!("checkpoint of `{function_call_id}`: {e}"))
             })?;
@@ -681,17 +776,22 @@ impl Store {
 }
 
 impl Store {
-    /// The stored context of a call and its handoff count.
-    pub async fn call_context(&self, call_id: &str) -> Result<Option<(Context, u32)>, StoreError> {
+    /// The stored context of a tenant's call and its handoff count.
+    pub async fn call_context(
+        &self,
+        tenant_id: &str,
+        call_id: &str,
+    ) -> Result<Option<(Context, u32)>, StoreError> {
         let row: Option<(String, i64)> = with_pool!(self, |pool| {
-            sqlx::query_as("SELECT context, handoffs FROM calls WHERE id = $1")
+            sqlx::query_as("SELECT context, handoffs FROM calls WHERE tenant_id = $1 AND id = $2")
+                .bind(tenant_id)
                 .bind(call_id)
                 .fetch_optional(pool)
                 .await?
         });
         row.map(|(text, handoffs)| {
             Ok((
-                parse_json("call context", &text)?,
+                open_context(self.master_key(), tenant_id, call_id, &text)?,
                 u32::try_from(handoffs).unwrap_or(u32::MAX),
             ))
         })
@@ -705,28 +805,31 @@ impl Store {
     /// record already present (a retry) changes nothing.
     pub async fn commit_invocation(
         &self,
+        tenant_id: &str,
         call_id: &str,
         commit: Commit,
     ) -> Result<Result<(Context, u32), Refusal>, StoreError> {
         let record_text = to_json(&commit.record)?;
         let at = now();
+        let key = self.master_key();
         with_pool!(self, |pool| {
             async {
                 let mut tx = pool.begin_write().await?;
                 let select = match pool.kind() {
-                    Backend::Sqlite => "SELECT context, handoffs, status FROM calls WHERE id = $1",
-                    Backend::Postgres => "SELECT context, handoffs, status FROM calls WHERE id = $1 FOR UPDATE",
+                    Backend::Sqlite => "SELECT context, handoffs, status FROM calls WHERE tenant_id = $1 AND id = $2",
+                    Backend::Postgres => "SELECT context, handoffs, status FROM calls WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
                 };
-                let row: Option<(String, i64, String)> = sqlx::query_as(select).bind(call_id).fetch_optional(&mut *tx).await?;
+                let row: Option<(String, i64, String)> = sqlx::query_as(select).bind(tenant_id).bind(call_id).fetch_optional(&mut *tx).await?;
                 let Some((text, handoffs, status)) = row else {
                     return Err(StoreError::NotFound(format!("call `{call_id}`")));
                 };
-                let mut context: Context = parse_json("call context", &text)?;
+                let mut context = open_context(key, tenant_id, call_id, &text)?;
                 let mut handoffs = u32::try_from(handoffs).unwrap_or(u32::MAX);
                 let inserted = sqlx::query(
-                    "INSERT INTO call_invocations (call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT (call_id, function_call_id) DO NOTHING",
+                    "INSERT INTO call_invocations (tenant_id, call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING",
                 )
+                .bind(tenant_id)
                 .bind(call_id)
                 .bind(&commit.record.function_call_id)
                 .bind(&record_text)
@@ -742,14 +845,16 @@ impl Store {
                     tx.rollback().await?;
                     return Ok(Err(refusal));
                 }
-                sqlx::query("UPDATE calls SET context = $2, agent = $3, handoffs = $4, version = version + 1 WHERE id = $1")
+                sqlx::query("UPDATE calls SET context = $3, agent = $4, handoffs = $5, version = version + 1 WHERE tenant_id = $1 AND id = $2")
+                    .bind(tenant_id)
                     .bind(call_id)
-                    .bind(to_json(&context)?)
+                    .bind(seal_context(key, tenant_id, call_id, &context)?)
                     .bind(context.active_agent())
                     .bind(i64::from(handoffs))
                     .execute(&mut *tx)
                     .await?;
-                sqlx::query("DELETE FROM call_checkpoints WHERE call_id = $1 AND function_call_id = $2")
+                sqlx::query("DELETE FROM call_checkpoints WHERE tenant_id = $1 AND call_id = $2 AND function_call_id = $3")
+                    .bind(tenant_id)
                     .bind(call_id)
                     .bind(&commit.record.function_call_id)
                     .execute(&mut *tx)
@@ -760,9 +865,94 @@ impl Store {
             .await
         })
     }
+
+    /// One invocation's record, if the tenant's call has it (any node may have run it).
+    pub async fn invocation(
+        &self,
+        tenant_id: &str,
+        call_id: &str,
+        function_call_id: &str,
+    ) -> Result<Option<InvocationRecord>, StoreError> {
+        let row: Option<String> = with_pool!(self, |pool| {
+            sqlx::query_scalar(
+                "SELECT record FROM call_invocations WHERE tenant_id = $1 AND call_id = $2 AND function_call_id = $3",
+            )
+            .bind(tenant_id)
+            .bind(call_id)
+            .bind(function_call_id)
+            .fetch_optional(pool)
+            .await?
+        });
+        row.map(|r| parse_json("invocation record", &r)).transpose()
+    }
+
+    /// Seals the contexts stored as plain JSON before contexts were sealed; returns how many.
+    /// [`Store::migrate`] runs it, so it is done once per database (later runs find none).
+    pub async fn seal_call_contexts(&self) -> Result<u64, StoreError> {
+        const BATCH: i64 = 500;
+        let mut sealed = 0;
+        loop {
+            let plain: Vec<(String, String, String)> = with_pool!(self, |pool| {
+                sqlx::query_as(
+                    "SELECT tenant_id, id, context FROM calls WHERE context NOT LIKE 'sealed:%' LIMIT $1",
+                )
+                .bind(BATCH)
+                .fetch_all(pool)
+                .await?
+            });
+            if plain.is_empty() {
+                return Ok(sealed);
+            }
+            let mut changed = 0;
+            for (tenant_id, call_id, text) in plain {
+                let context: Context = parse_json("call context", &text)?;
+                let new_text = seal_context(self.master_key(), &tenant_id, &call_id, &context)?;
+                // Only if it is still the plain text read: a session may have written since.
+                changed += with_pool!(self, |pool| {
+                    sqlx::query(
+                        "UPDATE calls SET context = $4 WHERE tenant_id = $1 AND id = $2 AND context = $3",
+                    )
+                    .bind(&tenant_id)
+                    .bind(&call_id)
+                    .bind(&text)
+                    .bind(&new_text)
+                    .execute(pool)
+                    .await?
+                    .rows_affected()
+                });
+            }
+            if changed == 0 {
+                return Ok(sealed);
+            }
+            sealed += changed;
+        }
+    }
+
+    /// The call journal of one tenant's calls, for a session.
+    pub fn journal(&self, tenant_id: &str) -> TenantJournal {
+        TenantJournal {
+            store: self.clone(),
+            tenant_id: tenant_id.to_owned(),
+        }
+    }
 }
 
-impl CallJournal for Store {
+/// The store as the runtime's [`CallJournal`] for one tenant: the runtime names calls by id,
+/// and this journal reads and writes only that tenant's call of that id.
+#[derive(Debug, Clone)]
+pub struct TenantJournal {
+    store: Store,
+    tenant_id: String,
+}
+
+impl TenantJournal {
+    /// The tenant whose calls this journal keeps.
+    pub fn tenant_id(&self) -> &str {
+        &self.tenant_id
+    }
+}
+
+impl CallJournal for TenantJournal {
     fn shared(&self) -> bool {
         true
     }
@@ -772,7 +962,8 @@ impl CallJournal for Store {
         call_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<(Context, u32)>, JournalError>> {
         Box::pin(async move {
-            self.call_context(call_id)
+            self.store
+                .call_context(&self.tenant_id, call_id)
                 .await
                 .map_err(|e| JournalError(e.to_string()))
         })
@@ -784,7 +975,11 @@ impl CallJournal for Store {
         commit: Commit,
     ) -> BoxFuture<'a, Result<(Context, u32), CommitError>> {
         Box::pin(async move {
-            match self.commit_invocation(call_id, commit).await {
+            match self
+                .store
+                .commit_invocation(&self.tenant_id, call_id, commit)
+                .await
+            {
                 Ok(Ok(committed)) => Ok(committed),
                 Ok(Err(refusal)) => Err(CommitError::Refused(refusal)),
                 Err(e) => Err(JournalError(e.to_string()).into()),
@@ -798,7 +993,8 @@ impl CallJournal for Store {
         entry: JournalEntry,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(async move {
-            self.journal_append(call_id, entry)
+            self.store
+                .journal_append(&self.tenant_id, call_id, entry)
                 .await
                 .map_err(|e| JournalError(e.to_string()))
         })
@@ -809,7 +1005,8 @@ impl CallJournal for Store {
         call_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>> {
         Box::pin(async move {
-            self.journal_load(call_id)
+            self.store
+                .journal_load(&self.tenant_id, call_id)
                 .await
                 .map_err(|e| JournalError(e.to_string()))
         })
@@ -821,7 +1018,8 @@ impl CallJournal for Store {
         max_records: usize,
     ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>> {
         Box::pin(async move {
-            self.journal_load_recent(call_id, max_records)
+            self.store
+                .journal_load_recent(&self.tenant_id, call_id, max_records)
                 .await
                 .map_err(|e| JournalError(e.to_string()))
         })
@@ -833,29 +1031,10 @@ impl CallJournal for Store {
         function_call_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<InvocationRecord>, JournalError>> {
         Box::pin(async move {
-            self.invocation(call_id, function_call_id)
+            self.store
+                .invocation(&self.tenant_id, call_id, function_call_id)
                 .await
                 .map_err(|e| JournalError(e.to_string()))
         })
-    }
-}
-
-impl Store {
-    /// One invocation's record, if the call has it (any node may have run it).
-    pub async fn invocation(
-        &self,
-        call_id: &str,
-        function_call_id: &str,
-    ) -> Result<Option<InvocationRecord>, StoreError> {
-        let row: Option<String> = with_pool!(self, |pool| {
-            sqlx::query_scalar(
-                "SELECT record FROM call_invocations WHERE call_id = $1 AND function_call_id = $2",
-            )
-            .bind(call_id)
-            .bind(function_call_id)
-            .fetch_optional(pool)
-            .await?
-        });
-        row.map(|r| parse_json("invocation record", &r)).transpose()
     }
 }

@@ -6,7 +6,8 @@
 //!   `$1` placeholders) and runs on whichever pool the store holds.
 //! - [`crypto`]: the [`MasterKey`] and AES-256-GCM [`seal`]/[`open`] for values at rest.
 //! - Each resource has its own module: [`tenants`], [`keys`], [`tools`], [`agents`],
-//!   [`secrets`], [`mcp_servers`], [`calls`] (which also implements [`switchboard_runtime::CallJournal`]).
+//!   [`secrets`], [`mcp_servers`], [`calls`] (whose [`TenantJournal`] is the runtime's
+//!   [`switchboard_runtime::CallJournal`] for one tenant's calls).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -37,7 +38,7 @@ use sqlx::sqlite::{
 use sqlx::{Postgres, Sqlite, Transaction};
 
 pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret};
-pub use calls::{CallRow, CallStatus};
+pub use calls::{CallRow, CallStatus, TenantJournal};
 pub use crypto::{MasterKey, open, open_with, seal, seal_with};
 pub use error::StoreError;
 pub use keys::{ApiKey, Principal};
@@ -234,7 +235,13 @@ impl Store {
             Db::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await,
             Db::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await,
         }
-        .map_err(StoreError::Migrate)
+        .map_err(StoreError::Migrate)?;
+        // Contexts stored before they were sealed: sealing needs the master key, not SQL.
+        let sealed = self.seal_call_contexts().await?;
+        if sealed > 0 {
+            tracing::info!(name: "call_contexts_sealed", calls = sealed, "call_contexts_sealed");
+        }
+        Ok(())
     }
 
     /// Checks that the database answers.

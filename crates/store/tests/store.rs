@@ -32,6 +32,8 @@ use switchboard_store::{
 /// One test's database and the store on it.
 struct Harness {
     store: Store,
+    /// The store's master key, for more nodes over the same database.
+    key: MasterKey,
     backend: Backend,
     /// The URL the store connected to (a file path for SQLite).
     url: String,
@@ -78,11 +80,13 @@ async fn setup(backend: Backend) -> (Harness, Cleanup) {
         Backend::Sqlite => {
             let path = std::env::temp_dir().join(format!("sb-store-test-{}.db", unique()));
             let url = path.to_string_lossy().into_owned();
-            let store = Store::connect(&url, MasterKey::generate()).await.unwrap();
+            let key = MasterKey::generate();
+            let store = Store::connect(&url, key.clone()).await.unwrap();
             store.migrate().await.unwrap();
             (
                 Harness {
                     store,
+                    key,
                     backend,
                     url,
                 },
@@ -105,11 +109,13 @@ async fn setup(backend: Backend) -> (Harness, Cleanup) {
                 .unwrap();
             conn.close().await.unwrap();
             let url = with_database(&admin, &name);
-            let store = Store::connect(&url, MasterKey::generate()).await.unwrap();
+            let key = MasterKey::generate();
+            let store = Store::connect(&url, key.clone()).await.unwrap();
             store.migrate().await.unwrap();
             (
                 Harness {
                     store,
+                    key,
                     backend,
                     url,
                 },
@@ -207,6 +213,7 @@ on_both_backends!(
     update_call_context_refusals,
     calls_list_newest_first_with_a_cursor,
     a_wrong_master_key_fails_with_crypto,
+    plain_contexts_from_before_sealing_are_read_then_sealed,
     mcp_servers_are_sealed_and_shown_without_secrets,
 );
 
@@ -428,6 +435,7 @@ async fn deleting_a_tenant_cascades(h: Harness) {
         .await
         .unwrap();
     s.journal_append(
+        "acme",
         "call_1",
         JournalEntry::Checkpoint {
             function_call_id: "fc_1".into(),
@@ -437,6 +445,7 @@ async fn deleting_a_tenant_cascades(h: Harness) {
     .await
     .unwrap();
     s.journal_append(
+        "acme",
         "call_1",
         JournalEntry::Finished {
             record: Box::new(record("fc_2", true)),
@@ -462,7 +471,7 @@ async fn deleting_a_tenant_cascades(h: Harness) {
     assert!(s.secret_names("acme").await.unwrap().is_empty());
     assert_eq!(s.get_agent("acme", "booking").await.unwrap(), None);
     assert_eq!(s.get_call("acme", "call_1").await.unwrap(), None);
-    assert_eq!(s.journal_load("call_1").await.unwrap(), None);
+    assert_eq!(s.journal_load("acme", "call_1").await.unwrap(), None);
     for table in [
         "api_keys",
         "tool_versions",
@@ -1081,6 +1090,7 @@ async fn tenants_are_isolated(h: Harness) {
         .await
         .unwrap();
     s.journal_append(
+        "a",
         "call_a",
         JournalEntry::Finished {
             record: Box::new(record("fc_1", true)),
@@ -1143,24 +1153,47 @@ async fn tenants_are_isolated(h: Harness) {
         .await
         .unwrap_err();
     assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
-    // A call of `b` cannot take over `a`'s call id.
-    let stolen = call_info("b", "call_a");
-    let e = s
-        .create_call("b", &stolen, &json!({}), &Context::new(&stolen, json!({})))
+    // Nor are another tenant's calls: `b`'s journal does not see `a`'s call.
+    assert_eq!(s.journal_load(b, "call_a").await.unwrap(), None);
+    assert_eq!(s.call_context(b, "call_a").await.unwrap(), None);
+    assert_eq!(s.invocation(b, "call_a", "fc_1").await.unwrap(), None);
+    // `b` may use the same call id: it gets a call of its own, and `a`'s is untouched.
+    let own = call_info("b", "call_a");
+    let own_ctx = Context::new(&own, json!({"id": "b-user"}));
+    s.create_call("b", &own, &json!({}), &own_ctx)
         .await
-        .unwrap_err();
-    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+        .unwrap();
+    s.journal_append(
+        b,
+        "call_a",
+        JournalEntry::Started {
+            call: own.clone(),
+            context: own_ctx.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    s.journal_append(b, "call_a", JournalEntry::Ended)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.get_call(b, "call_a").await.unwrap().unwrap().context,
+        own_ctx
+    );
+    assert!(s.invocations(b, "call_a").await.unwrap().is_empty());
+    // A journal entry naming another tenant than its journal's is refused.
     let e = s
         .journal_append(
+            "a",
             "call_a",
             JournalEntry::Started {
-                call: stolen.clone(),
-                context: Context::new(&stolen, json!({})),
+                call: own.clone(),
+                context: own_ctx.clone(),
             },
         )
         .await
         .unwrap_err();
-    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+    assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
     let e = s
         .create_call("b", &info, &json!({}), &ctx)
         .await
@@ -1180,6 +1213,8 @@ async fn tenants_are_isolated(h: Harness) {
     );
     let call = s.get_call("a", "call_a").await.unwrap().unwrap();
     assert_eq!(call.tenant_id, "a");
+    assert_eq!(call.status, CallStatus::Active);
+    assert_eq!(call.context, ctx);
     assert_eq!(call.pinned, json!({"save_meal": 1}));
     assert_eq!(s.invocations("a", "call_a").await.unwrap().len(), 1);
 }
@@ -1188,7 +1223,7 @@ async fn journal_round_trip_equals_the_in_memory_fold(h: Harness) {
     let s = &h.store;
     tenant(s, "acme").await;
     let info = call_info("acme", "rtc_1");
-    let start = Context::new(&info, json!({"auth_token": "tok"}));
+    let start = Context::new(&info, json!({"auth_token": "SENTINEL-CONTEXT-TOKEN"}));
     let mut changed = start.clone();
     changed.apply(&append_item(1)).unwrap();
     changed.set_active_agent("billing");
@@ -1216,7 +1251,7 @@ async fn journal_round_trip_equals_the_in_memory_fold(h: Harness) {
             handoffs: 1,
         },
     ];
-    let journal: Arc<dyn CallJournal> = Arc::new(s.clone());
+    let journal: Arc<dyn CallJournal> = Arc::new(s.journal("acme"));
     let mut folded = CallState::default();
     for e in entries {
         folded.apply(e.clone());
@@ -1234,6 +1269,9 @@ async fn journal_round_trip_equals_the_in_memory_fold(h: Harness) {
 
     // The checkpoint's run may hold credentials: it is sealed at rest.
     assert_absent(&h, "call_checkpoints", "SENTINEL-CHECKPOINT-TOKEN").await;
+    // The context holds the user's tokens: it is sealed at rest too.
+    assert_absent(&h, "calls", "SENTINEL-CONTEXT-TOKEN").await;
+    assert_absent(&h, "calls", "auth_token").await;
 
     let row = s.get_call("acme", "rtc_1").await.unwrap().unwrap();
     assert_eq!(row.status, CallStatus::Active);
@@ -1282,6 +1320,7 @@ async fn journal_appends_are_idempotent_and_ended_clears_checkpoints(h: Harness)
     let info = call_info("acme", "rtc_2");
     let ctx = Context::new(&info, json!({}));
     s.journal_append(
+        "acme",
         "rtc_2",
         JournalEntry::Started {
             call: info.clone(),
@@ -1297,16 +1336,16 @@ async fn journal_appends_are_idempotent_and_ended_clears_checkpoints(h: Harness)
         context: c,
         handoffs: 0,
     };
-    s.journal_append("rtc_2", finished(Some(first.clone())))
+    s.journal_append("acme", "rtc_2", finished(Some(first.clone())))
         .await
         .unwrap();
     // A retried append of the same function call changes nothing, not even the context.
     let mut other = ctx.clone();
     other.apply(&append_item(99)).unwrap();
-    s.journal_append("rtc_2", finished(Some(other)))
+    s.journal_append("acme", "rtc_2", finished(Some(other)))
         .await
         .unwrap();
-    let state = s.journal_load("rtc_2").await.unwrap().unwrap();
+    let state = s.journal_load("acme", "rtc_2").await.unwrap().unwrap();
     assert_eq!(state.records.len(), 1);
     assert_eq!(state.context, Some(first));
     assert_eq!(
@@ -1317,6 +1356,7 @@ async fn journal_appends_are_idempotent_and_ended_clears_checkpoints(h: Harness)
     // A checkpoint is replaced by a later one of the same function call.
     let mut cp = checkpoint("rtc_2", "fc_9");
     s.journal_append(
+        "acme",
         "rtc_2",
         JournalEntry::Checkpoint {
             function_call_id: "fc_9".into(),
@@ -1327,6 +1367,7 @@ async fn journal_appends_are_idempotent_and_ended_clears_checkpoints(h: Harness)
     .unwrap();
     cp.suspended = json!({"pc": 4});
     s.journal_append(
+        "acme",
         "rtc_2",
         JournalEntry::Checkpoint {
             function_call_id: "fc_9".into(),
@@ -1335,17 +1376,17 @@ async fn journal_appends_are_idempotent_and_ended_clears_checkpoints(h: Harness)
     )
     .await
     .unwrap();
-    let state = s.journal_load("rtc_2").await.unwrap().unwrap();
+    let state = s.journal_load("acme", "rtc_2").await.unwrap().unwrap();
     assert_eq!(state.checkpoints.get("fc_9"), Some(&cp));
 
-    s.journal_append("rtc_2", JournalEntry::Ended)
+    s.journal_append("acme", "rtc_2", JournalEntry::Ended)
         .await
         .unwrap();
     let ended_at = s.get_call("acme", "rtc_2").await.unwrap().unwrap().ended_at;
-    s.journal_append("rtc_2", JournalEntry::Ended)
+    s.journal_append("acme", "rtc_2", JournalEntry::Ended)
         .await
         .unwrap();
-    let state = s.journal_load("rtc_2").await.unwrap().unwrap();
+    let state = s.journal_load("acme", "rtc_2").await.unwrap().unwrap();
     assert!(state.ended);
     assert!(state.checkpoints.is_empty());
     assert!(raw_cells(&h, "call_checkpoints").await.is_empty());
@@ -1376,6 +1417,7 @@ async fn create_call_then_started_keeps_pinned_versions(h: Harness) {
     assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
 
     s.journal_append(
+        "acme",
         "rtc_3",
         JournalEntry::Started {
             call: info.clone(),
@@ -1387,7 +1429,7 @@ async fn create_call_then_started_keeps_pinned_versions(h: Harness) {
     let after = s.get_call("acme", "rtc_3").await.unwrap().unwrap();
     assert_eq!(after.pinned, pinned);
     assert_eq!(after.context, ctx);
-    let state = s.journal_load("rtc_3").await.unwrap().unwrap();
+    let state = s.journal_load("acme", "rtc_3").await.unwrap().unwrap();
     assert_eq!(state.call, Some(info));
 }
 
@@ -1406,7 +1448,7 @@ async fn concurrent_context_updates_all_land(h: Harness) {
     let mut nodes = Vec::new();
     for _ in 0..2 {
         nodes.push(
-            Store::connect_with(&h.url, MasterKey::generate(), options.clone())
+            Store::connect_with(&h.url, h.key.clone(), options.clone())
                 .await
                 .unwrap(),
         );
@@ -1456,7 +1498,7 @@ async fn concurrent_commits_from_two_nodes_all_land_once(h: Harness) {
     let mut nodes = Vec::new();
     for _ in 0..2 {
         nodes.push(
-            Store::connect_with(&h.url, MasterKey::generate(), options.clone())
+            Store::connect_with(&h.url, h.key.clone(), options.clone())
                 .await
                 .unwrap(),
         );
@@ -1475,14 +1517,15 @@ async fn concurrent_commits_from_two_nodes_all_land_once(h: Harness) {
                 handoff: (i == 7).then(|| "billing".to_owned()),
                 max_context_bytes: 1 << 20,
             };
-            node.commit("rtc_commit", commit.clone()).await.unwrap();
-            node.commit("rtc_commit", commit).await.unwrap()
+            let journal = node.journal("acme");
+            journal.commit("rtc_commit", commit.clone()).await.unwrap();
+            journal.commit("rtc_commit", commit).await.unwrap()
         }));
     }
     for t in tasks {
         t.await.unwrap();
     }
-    let (ctx, handoffs) = s.call_context("rtc_commit").await.unwrap().unwrap();
+    let (ctx, handoffs) = s.call_context("acme", "rtc_commit").await.unwrap().unwrap();
     let items: BTreeSet<u64> = ctx.workflow["items"]
         .as_array()
         .unwrap()
@@ -1547,7 +1590,7 @@ async fn update_call_context_refusals(h: Harness) {
         .unwrap_err();
     assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
 
-    s.journal_append("rtc_4", JournalEntry::Ended)
+    s.journal_append("acme", "rtc_4", JournalEntry::Ended)
         .await
         .unwrap();
     let e = s
@@ -1702,4 +1745,83 @@ async fn sqlite_urls_and_paths_create_the_file() {
     s.close().await;
     assert!(dir.join("url.db").exists());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Rows written before contexts were sealed hold plain JSON: they are read as they are, and
+/// `migrate` seals them.
+async fn plain_contexts_from_before_sealing_are_read_then_sealed(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "old_call");
+    let ctx = Context::new(&info, json!({"auth_token": "SENTINEL-OLD-TOKEN"}));
+    s.create_call("acme", &info, &json!({}), &ctx)
+        .await
+        .unwrap();
+    let plain = serde_json::to_string(&ctx).unwrap();
+    let sql = "UPDATE calls SET context = $1 WHERE id = 'old_call'";
+    match h.backend {
+        Backend::Sqlite => {
+            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
+                .await
+                .unwrap();
+            sqlx::query(sql)
+                .bind(&plain)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        Backend::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&h.url).await.unwrap();
+            sqlx::query(sql)
+                .bind(&plain)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+    }
+    let cells = raw_cells(&h, "calls").await;
+    assert!(cells.iter().any(|c| contains(c, b"SENTINEL-OLD-TOKEN")));
+    assert_eq!(
+        s.get_call("acme", "old_call")
+            .await
+            .unwrap()
+            .unwrap()
+            .context,
+        ctx
+    );
+    s.migrate().await.unwrap();
+    assert_absent(&h, "calls", "SENTINEL-OLD-TOKEN").await;
+    assert_eq!(
+        s.get_call("acme", "old_call")
+            .await
+            .unwrap()
+            .unwrap()
+            .context,
+        ctx
+    );
+    assert_eq!(
+        s.seal_call_contexts().await.unwrap(),
+        0,
+        "nothing left to seal"
+    );
+    // A sealed context is bound to its row: copied to another call, it does not open.
+    let other = call_info("acme", "other_call");
+    s.create_call("acme", &other, &json!({}), &Context::new(&other, json!({})))
+        .await
+        .unwrap();
+    let copy = "UPDATE calls SET context = (SELECT context FROM calls WHERE id = 'old_call') WHERE id = 'other_call'";
+    match h.backend {
+        Backend::Sqlite => {
+            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
+                .await
+                .unwrap();
+            sqlx::query(copy).execute(&mut conn).await.unwrap();
+        }
+        Backend::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&h.url).await.unwrap();
+            sqlx::query(copy).execute(&mut conn).await.unwrap();
+        }
+    }
+    let e = s.get_call("acme", "other_call").await.unwrap_err();
+    assert!(matches!(e, StoreError::Crypto), "{e:?}");
 }

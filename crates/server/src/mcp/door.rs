@@ -464,7 +464,7 @@ impl Drop for AgentServer {
         };
         let state = self.state.clone();
         runtime.spawn(async move {
-            if let Some(live) = state.calls.remove(&call.call_id) {
+            if let Some(live) = state.calls.remove(&call.tenant_id, &call.call_id) {
                 let _ = live.session.end().await;
                 tracing::info!(name: "mcp_call_ended", call_id = %call.call_id, "mcp_call_ended");
             }

@@ -32,7 +32,7 @@ use crate::toolset::{call_config, compile};
 pub struct NewCall {
     /// The agent to start with; the tenant's default agent when absent.
     pub agent: Option<String>,
-    /// Your id for the call (unique); one is made when absent.
+    /// Your id for the call (unique within your tenant); one is made when absent.
     pub call_id: Option<String>,
     /// Caller and callee numbers (`call.from`, `call.to`).
     pub from: Option<String>,
@@ -99,7 +99,8 @@ pub struct CallView {
     pub call_id: String,
     pub agent: String,
     pub status: String,
-    /// The call's context; secret-like `user` fields are redacted.
+    /// The call's context; the call's secrets and the user's tokens are redacted wherever they
+    /// appear.
     #[schema(value_type = Object)]
     pub context: Value,
     /// The newest invocation records (at most the server's `max_records_per_call`), oldest
@@ -123,11 +124,12 @@ fn session_options(state: &AppState) -> SessionOptions {
 }
 
 fn deps(state: &AppState, config: CallConfig, sink: Arc<HttpSink>) -> SessionDeps {
+    let journal = Arc::new(state.store.journal(&config.tenant_id));
     SessionDeps {
         config: Arc::new(config),
         executor: state.executor.clone(),
         sink,
-        journal: Arc::new(state.store.clone()),
+        journal,
         options: session_options(state),
     }
 }
@@ -426,7 +428,11 @@ pub(crate) async fn submit_and_wait(
         Some(Lookup::Pending) => {}
         None => {
             // Another node may have answered it: the database holds every node's records.
-            if let Some(record) = state.store.invocation(&call_id, &fc).await? {
+            if let Some(record) = state
+                .store
+                .invocation(&live.tenant_id, &call_id, &fc)
+                .await?
+            {
                 live.sink.forget(&fc);
                 return Ok(result_from_record(&record));
             }
@@ -465,7 +471,26 @@ pub async fn cancel_response(
     ))
 }
 
+/// The redactor of a call's view: the secrets of its tools as the call pinned them (when it is
+/// live here) and as they are now, the signing secret, and the user's tokens.
+async fn view_redactor(
+    state: &AppState,
+    tenant: &str,
+    live: Option<&LiveCall>,
+    context: &Context,
+) -> ApiResult<Redactor> {
+    let (current, _) = call_config(state, tenant).await?;
+    let pinned = live.map(|l| l.session.config());
+    Ok(Redactor::for_calls(
+        std::iter::once(&current).chain(pinned.as_deref()),
+        &context.user,
+    ))
+}
+
+/// The call as `GET /v1/calls/{id}` shows it: every string of the context (all namespaces) and
+/// of the records, keys included, with the call's secrets replaced.
 fn view(
+    redactor: &Redactor,
     call_id: &str,
     agent: &str,
     status: &str,
@@ -474,20 +499,20 @@ fn view(
     invocations_total: u64,
     live: bool,
 ) -> CallView {
-    let redactor = Redactor::new([], &context.user);
     let mut ctx = serde_json::to_value(context).unwrap_or(Value::Null);
-    if let Some(user) = ctx.get_mut("user") {
-        let text = redactor.redact(&user.to_string());
-        *user = serde_json::from_str(&text).unwrap_or(Value::Null);
-    }
+    redactor.redact_value(&mut ctx);
     CallView {
-        call_id: call_id.to_owned(),
-        agent: agent.to_owned(),
+        call_id: redactor.redact(call_id),
+        agent: redactor.redact(agent),
         status: status.to_owned(),
         context: ctx,
         invocations: records
             .iter()
-            .filter_map(|r| serde_json::to_value(r).ok())
+            .filter_map(|r| serde_json::to_value(redactor.redact_record(r)).ok())
+            .map(|mut v| {
+                redactor.redact_value(&mut v);
+                v
+            })
             .collect(),
         invocations_total,
         live_on_this_node: live,
@@ -508,15 +533,17 @@ pub async fn get_call(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
     let (records, total) = recent_invocations(&state, &tenant.id, &call_id).await?;
-    let live = state.calls.get(&tenant.id, &call_id).is_some();
+    let live = state.calls.get(&tenant.id, &call_id);
+    let redactor = view_redactor(&state, &tenant.id, live.as_deref(), &row.context).await?;
     Ok(Json(view(
+        &redactor,
         &call_id,
         &row.agent,
         row.status.as_str(),
         &row.context,
         &records,
         total,
-        live,
+        live.is_some(),
     )))
 }
 
@@ -529,7 +556,7 @@ pub async fn end_call(
 ) -> ApiResult<Json<CallView>> {
     let live = live(&state, &tenant.id, &call_id).await;
     if let Ok(live) = live {
-        state.calls.remove(&call_id);
+        state.calls.remove(&tenant.id, &call_id);
         if live.realtime {
             state.realtime.stop(&call_id);
         }
@@ -537,7 +564,9 @@ pub async fn end_call(
             // The session holds the newest records; the database counts them all.
             let (_, total) = recent_invocations(&state, &tenant.id, &call_id).await?;
             let total = total.max(u64::try_from(s.records.len()).unwrap_or(u64::MAX));
+            let redactor = view_redactor(&state, &tenant.id, Some(&live), &s.context).await?;
             return Ok(Json(view(
+                &redactor,
                 &call_id,
                 s.context.active_agent(),
                 "ended",
@@ -554,7 +583,9 @@ pub async fn end_call(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
     let (records, total) = recent_invocations(&state, &tenant.id, &call_id).await?;
+    let redactor = view_redactor(&state, &tenant.id, None, &row.context).await?;
     Ok(Json(view(
+        &redactor,
         &call_id,
         &row.agent,
         row.status.as_str(),

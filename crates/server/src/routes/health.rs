@@ -6,6 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
+use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -30,8 +31,18 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     ))
 }
 
-/// Prometheus metrics.
-pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+/// Prometheus metrics, for the admin key: the series name tenants, so they are not public.
+pub async fn metrics(State(state): State<AppState>, _admin: Admin) -> impl IntoResponse {
+    render_metrics(&state)
+}
+
+/// Prometheus metrics without a key, on the separate metrics listener (`--metrics-listen`),
+/// which belongs on a private interface.
+pub async fn metrics_open(State(state): State<AppState>) -> impl IntoResponse {
+    render_metrics(&state)
+}
+
+fn render_metrics(state: &AppState) -> ([(header::HeaderName, &'static str); 1], String) {
     let body = state
         .metrics
         .as_ref()

@@ -6,7 +6,9 @@ mod memory;
 mod call_cap;
 mod commits;
 mod realtime;
+mod redaction;
 mod support;
+mod tenancy;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

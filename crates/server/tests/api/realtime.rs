@@ -827,5 +827,105 @@ async fn a_normal_close_ends_the_line_without_a_reattach() {
     );
     let call = call_view(&phone, "rtc_close").await;
     assert_eq!(call["status"], "ended", "{call}");
+/// POSTs a delivery signed with `secret` and timestamp `ts`; returns the status and the body.
+async fn deliver(url: &str, secret: &str, ts: &str, signed_ts: i64, body: &str) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .post(url)
+        .header("webhook-id", "wh_probe")
+        .header("webhook-timestamp", ts)
+        .header(
+            "webhook-signature",
+            Simulator::sign(secret, "wh_probe", signed_ts, body),
+        )
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (
+        resp.status().as_u16(),
+        resp.json().await.unwrap_or(Value::Null),
+    )
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+#[tokio::test]
+async fn unknown_tenants_and_tenants_without_a_secret_are_answered_alike() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    phone.app.tenant("quiet-tenant").await;
+    let body = Simulator::incoming_call_event("rtc_probe", CALLER, NUMBER).to_string();
+    let now = unix_now();
+    let ts = now.to_string();
+    let url = |t: &str| format!("{}/v1/realtime/webhook/{t}", phone.app.base);
+    let wrong = "whsec_d3Jvbmctc2VjcmV0LWtleS1mb3ItdGVzdGluZy0xMjM0NTY3OA==";
+    let answers = [
+        (
+            "quiet-tenant",
+            deliver(&url("quiet-tenant"), SECRET, &ts, now, &body).await,
+        ),
+        (
+            "ghost-tenant",
+            deliver(&url("ghost-tenant"), SECRET, &ts, now, &body).await,
+        ),
+        ("acme", deliver(&url("acme"), wrong, &ts, now, &body).await),
+    ];
+    for (tenant, (status, answer)) in &answers {
+        assert_eq!(*status, 401, "{tenant}: {answer}");
+        assert!(
+            !answer.to_string().contains(tenant),
+            "{tenant} is named: {answer}"
+        );
+        assert_eq!(
+            answer["error"], answers[0].1.1["error"],
+            "{tenant} is told apart"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(phone.sim.count("accept", "rtc_probe"), 0);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn signed_webhooks_with_timestamps_out_of_range_are_refused() {
+    let phone = Phone::new(Backend::Sqlite).await;
+    let body = Simulator::incoming_call_event("rtc_overflow", CALLER, NUMBER).to_string();
+    phone.sim.add_call("rtc_overflow");
+    let now = unix_now();
+    for ts in [i64::MIN, -1, 0, i64::MAX, now - 400, now + 400] {
+        // Correctly signed over the very timestamp sent.
+        let (status, answer) = deliver(&phone.webhook(), SECRET, &ts.to_string(), ts, &body).await;
+        assert_eq!(status, 401, "timestamp {ts}: {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("webhook-timestamp"),
+            "{answer}"
+        );
+    }
+    for ts in [
+        "+".to_owned() + &now.to_string(),
+        format!("{now}.0"),
+        "1e9".into(),
+    ] {
+        let (status, answer) = deliver(&phone.webhook(), SECRET, &ts, now, &body).await;
+        assert_eq!(status, 401, "timestamp {ts}: {answer}");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(phone.sim.count("accept", "rtc_overflow"), 0);
+    // A sane timestamp with the same signing is taken.
+    let (status, answer) = deliver(&phone.webhook(), SECRET, &now.to_string(), now, &body).await;
+    assert_eq!(status, 200, "{answer}");
+    phone
+        .sim
+        .wait_request("accept", "rtc_overflow", WAIT)
+        .await
+        .expect("accepted");
     phone.stop().await;
 }
