@@ -367,6 +367,46 @@ mod tests {
         assert!(hop.headers(&tool).is_empty());
     }
 
+    /// The other guarded clients (MCP servers) follow a redirect within the origin only.
+    #[tokio::test]
+    async fn the_shared_policy_refuses_another_origin() {
+        use wiremock::matchers::path;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+
+        let other = MockServer::start().await;
+        let server = MockServer::start().await;
+        for (from, to) in [
+            ("/same", format!("{}/end", server.uri())),
+            ("/away", format!("{}/end", other.uri())),
+        ] {
+            Mock::given(path(from))
+                .respond_with(ResponseTemplate::new(307).insert_header("Location", to))
+                .mount(&server)
+                .await;
+        }
+        for s in [&server, &other] {
+            Mock::given(path("/end"))
+                .respond_with(ResponseTemplate::new(200))
+                .mount(s)
+                .await;
+        }
+        let client = super::super::guarded_client_builder(true).build().unwrap();
+        let same = client.post(format!("{}/same", server.uri())).send().await;
+        assert_eq!(same.unwrap().status(), StatusCode::OK);
+        let away = client
+            .post(format!("{}/away", server.uri()))
+            .header("authorization", "Bearer mcp-token")
+            .send()
+            .await
+            .unwrap_err();
+        let refused = super::super::find_source::<RedirectRefused>(&away).unwrap();
+        assert_eq!(
+            refused,
+            &RedirectRefused::OtherOrigin(format!("http://127.0.0.1:{}", other.address().port()))
+        );
+        assert!(other.received_requests().await.unwrap().is_empty());
+    }
+
     #[test]
     fn a_redirect_without_a_usable_location_is_the_answer() {
         let origin = url("https://api.example.com/a");
