@@ -31,7 +31,13 @@ fuzz_target!(|data: &[u8]| {
         ("call", VarRef::whole(&call)),
         ("workflow", VarRef::whole(&workflow)),
         ("agents", VarRef::whole(&agents)),
-        ("agent", VarRef { value: &agents, key: Some("main") }),
+        (
+            "agent",
+            VarRef {
+                value: &agents,
+                key: Some("main"),
+            },
+        ),
         ("flags", VarRef::whole(&flags)),
     ];
     let vars = Vars::new(&entries);
