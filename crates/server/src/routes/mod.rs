@@ -14,6 +14,7 @@ pub mod agents;
 pub mod calls;
 pub mod health;
 pub mod mcp_servers;
+pub mod responses;
 pub mod settings;
 pub mod tenants;
 pub mod tools;
