@@ -307,7 +307,7 @@ impl Driver {
     }
 
     fn on_event(&mut self, text: &str) {
-        let ev: ServerEvent = match serde_json::from_str(text) {
+        let ev = match ServerEvent::parse(text) {
             Ok(ev) => ev,
             Err(e) => {
                 tracing::warn!(name: "realtime_event_unreadable", error = %e, "realtime_event_unreadable");

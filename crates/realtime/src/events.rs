@@ -19,6 +19,14 @@ pub struct ServerEvent {
     pub error: Option<ErrorBody>,
 }
 
+impl ServerEvent {
+    /// Reads one WebSocket text frame; any JSON object is an event (unknown fields and types are
+    /// ignored), anything else is an error to log and skip.
+    pub fn parse(text: &str) -> Result<ServerEvent, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
 /// A conversation item; only function calls matter here.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]

@@ -1,6 +1,9 @@
 //! The `api_call` effect: one HTTP request, performed with retries, a circuit breaker per tenant
 //! and host, an outbound-address guard and optional Standard Webhooks signing.
 //!
+//! Redirects are followed hop by hop in [`redirect`], so the tool's headers and body stay with
+//! the origin it named.
+//!
 //! Every failure becomes an [`EffectOutcome::Failed`] whose message names the host only: URL
 //! paths and queries may carry tokens, so they never appear in an error or a log line.
 
@@ -19,8 +22,10 @@ use switchboard_core::effect::{EffectOutcome, HttpRequest, HttpResponse};
 use switchboard_core::error::{ErrorCode, ToolError};
 use tracing::Instrument;
 
-/// Redirect hops followed before a request is refused.
-const MAX_REDIRECTS: usize = 5;
+mod redirect;
+
+use redirect::{Hop, Next, RedirectRefused, redirect_policy};
+
 /// Upper bound of a computed backoff delay, so a large `retry_count` cannot stall a call.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Cloud metadata endpoints, refused even if a range below were ever relaxed.
@@ -127,7 +132,8 @@ pub struct HttpEffects {
 }
 
 impl HttpEffects {
-    /// Builds the handler and its pooled client (no proxy, guarded DNS, guarded redirects).
+    /// Builds the handler and its pooled client (no proxy, guarded DNS; redirects are followed
+    /// by hand, each hop checked).
     ///
     /// # Errors
     /// [`HttpSetupError`] when `breaker_failure_threshold` is 0 or reqwest refuses the settings.
@@ -136,6 +142,8 @@ impl HttpEffects {
             return Err(HttpSetupError::ZeroThreshold);
         }
         let client = guarded_client_builder(config.allow_private_networks)
+            // Redirects are followed by `try_once`, which decides what each hop carries.
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(config.user_agent.clone())
             .build()
             .map_err(HttpSetupError::Client)?;
@@ -307,17 +315,9 @@ impl HttpEffects {
                 verdict: Verdict::Neutral,
             };
         }
-        let mut builder = self
-            .client
-            .request(p.method.clone(), p.url.clone())
-            .headers(headers)
-            .timeout(p.timeout);
-        if let Some(body) = &p.body {
-            builder = builder.body(body.clone());
-        }
-        let mut resp = match builder.send().await {
+        let mut resp = match self.send_following_redirects(p, &headers).await {
             Ok(resp) => resp,
-            Err(err) => return classify_send_error(&err, &p.host),
+            Err(failed) => return failed,
         };
         let status = resp.status();
         if !last && is_retryable_status(status) {
@@ -340,6 +340,49 @@ impl HttpEffects {
                 verdict: Verdict::of_status(status.as_u16()),
             },
             Err(BodyError::Transport(err)) => classify_send_error(&err, &p.host),
+        }
+    }
+
+    /// Sends the request and follows its redirects (at most `MAX_REDIRECTS` hops, all within the
+    /// tool's timeout), each hop checked by [`redirect::next_hop`]: the tool's headers go only
+    /// to its own origin, its body never goes to another one.
+    async fn send_following_redirects(
+        &self,
+        p: &Prepared,
+        headers: &HeaderMap,
+    ) -> Result<reqwest::Response, Try> {
+        let deadline = later(Instant::now(), p.timeout);
+        let mut hop = Hop::first(p.method.clone(), p.url.clone(), p.body.is_some());
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(Try::Transport(TransportFailure::Timeout));
+            }
+            let mut builder = self
+                .client
+                .request(hop.method.clone(), hop.url.clone())
+                .headers(hop.headers(headers))
+                .timeout(remaining);
+            if hop.with_body
+                && let Some(body) = &p.body
+            {
+                builder = builder.body(body.clone());
+            }
+            let resp = builder
+                .send()
+                .await
+                .map_err(|err| classify_send_error(&err, &p.host))?;
+            let allow_private = self.config.allow_private_networks;
+            match redirect::next_hop(&p.url, &hop, resp.status(), resp.headers(), allow_private) {
+                Next::Final => return Ok(resp),
+                Next::Follow(next) => hop = next,
+                Next::Refused(refused) => {
+                    return Err(Try::Refused {
+                        error: redirect_error(&p.host, &refused),
+                        verdict: Verdict::Neutral,
+                    });
+                }
+            }
         }
     }
 
@@ -565,20 +608,10 @@ struct ForbiddenAddress {
     host: String,
 }
 
-/// Refused: a redirect the policy does not follow.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-enum RedirectRefused {
-    #[error("more than {MAX_REDIRECTS} redirects")]
-    TooMany,
-    #[error("a redirect to a `{0}` URL")]
-    Scheme(String),
-    #[error("a redirect to {0}, which resolves to a private or metadata address")]
-    Forbidden(String),
-}
-
 /// A client builder with the outbound guard: no proxy (it would resolve names itself, out of
-/// reach of the guard), the guarded resolver, and the guarded redirect policy. `api_call` and
-/// the MCP client pool both build on it.
+/// reach of the guard), the guarded resolver, and the guarded redirect policy (checked hops,
+/// same origin only). `api_call` and the MCP client pool both build on it; `api_call` replaces
+/// the policy with its own hop-by-hop following.
 pub(crate) fn guarded_client_builder(allow_private: bool) -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .no_proxy()
@@ -702,34 +735,6 @@ fn literal_ip(url: &Url) -> Option<IpAddr> {
         .trim_end_matches(']')
         .parse()
         .ok()
-}
-
-/// Checks one redirect hop: `previous` counts the URLs already requested (the original
-/// included), so it equals the hops taken once this one is followed.
-fn check_redirect(next: &Url, previous: usize, allow_private: bool) -> Result<(), RedirectRefused> {
-    if previous > MAX_REDIRECTS {
-        return Err(RedirectRefused::TooMany);
-    }
-    if !matches!(next.scheme(), "http" | "https") {
-        return Err(RedirectRefused::Scheme(next.scheme().to_owned()));
-    }
-    // Names are checked by the resolver when the hop connects; only literals need a look here.
-    if !allow_private && check_literal_host(next).is_err() {
-        return Err(RedirectRefused::Forbidden(
-            next.host_str().unwrap_or_default().to_owned(),
-        ));
-    }
-    Ok(())
-}
-
-/// The client's redirect policy: [`check_redirect`] on every hop.
-fn redirect_policy(allow_private: bool) -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(move |attempt| {
-        match check_redirect(attempt.url(), attempt.previous().len(), allow_private) {
-            Ok(()) => attempt.follow(),
-            Err(refused) => attempt.error(refused),
-        }
-    })
 }
 
 fn parse_method(method: &str) -> Result<Method, ToolError> {
@@ -869,14 +874,9 @@ fn guard_error(host: &str) -> ToolError {
 }
 
 fn redirect_error(host: &str, refused: &RedirectRefused) -> ToolError {
-    let fix = match refused {
-        RedirectRefused::TooMany => "call the final URL directly",
-        RedirectRefused::Scheme(_) => "only http and https are followed",
-        RedirectRefused::Forbidden(_) => "this server does not call private or metadata addresses",
-    };
     ToolError::new(
         ErrorCode::ApiCallFailed,
-        format!("{host} answered with {refused}; {fix}"),
+        format!("{host} answered with {refused}; {}", refused.fix()),
     )
 }
 
@@ -1087,38 +1087,6 @@ mod tests {
             let ip: IpAddr = text.parse().unwrap();
             assert_eq!(is_forbidden_address(ip), *forbidden, "{text}");
         }
-    }
-
-    #[test]
-    fn redirect_to_a_forbidden_literal_is_refused() {
-        let hop = Url::parse("http://169.254.169.254/latest/meta-data").unwrap();
-        assert_eq!(
-            check_redirect(&hop, 1, false),
-            Err(RedirectRefused::Forbidden("169.254.169.254".into()))
-        );
-        let hop = Url::parse("http://[::ffff:127.0.0.1]:8080/").unwrap();
-        assert!(matches!(
-            check_redirect(&hop, 1, false),
-            Err(RedirectRefused::Forbidden(_))
-        ));
-        // Allowed when the guard is off (local development).
-        assert_eq!(check_redirect(&hop, 1, true), Ok(()));
-    }
-
-    #[test]
-    fn redirect_to_a_public_host_is_followed_up_to_five_hops() {
-        let hop = Url::parse("https://api.example.com/next").unwrap();
-        assert_eq!(check_redirect(&hop, 1, false), Ok(()));
-        assert_eq!(check_redirect(&hop, 5, false), Ok(()));
-        assert_eq!(
-            check_redirect(&hop, 6, false),
-            Err(RedirectRefused::TooMany)
-        );
-        let ftp = Url::parse("ftp://files.example.com/").unwrap();
-        assert_eq!(
-            check_redirect(&ftp, 1, false),
-            Err(RedirectRefused::Scheme("ftp".into()))
-        );
     }
 
     #[test]

@@ -31,8 +31,30 @@ pub struct ErrorDetail {
     pub code: String,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<ErrorDetails>)]
     pub details: Option<Value>,
+}
+
+/// What `details` holds, for the document: every problem of a definition, or facts about the
+/// error (e.g. `retry_after_s`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // Only its schema is used: `details` is built as JSON.
+pub enum ErrorDetails {
+    /// Every problem found, e.g. in a tool definition or a feature's configuration.
+    Problems(Vec<Problem>),
+    /// Facts about the error, e.g. `{"retry_after_s": 3}`.
+    Facts(std::collections::BTreeMap<String, Value>),
+}
+
+/// One problem: where it is (a JSON Pointer, `""` for the whole document), what is wrong, and
+/// how to fix it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[allow(dead_code)] // Only its schema is used.
+pub struct Problem {
+    pub pointer: String,
+    pub message: String,
+    pub fix: Option<String>,
 }
 
 impl ApiError {

@@ -100,6 +100,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 fn split() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, mut openapi) = routes::router().split_for_parts();
     routes::declare_path_parameters(&mut openapi);
+    routes::responses::declare_error_responses(&mut openapi);
     (router, openapi)
 }
 

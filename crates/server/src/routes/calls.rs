@@ -457,7 +457,7 @@ pub(crate) async fn submit_and_wait(
 }
 
 #[utoipa::path(post, path = "/v1/calls/{call_id}/responses/{response_id}/cancel", tag = "calls", security(("bearer" = [])),
-    responses((status = 202, body = Object, description = "Read tools of that response are cancelled; write tools finish; transfers and hang-ups are dropped"), (status = 404, body = ErrorBody)))]
+    responses((status = 202, body = Object, description = "Read tools of that response are cancelled; write tools finish; transfers and hang-ups are dropped"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody, description = "The call has ended")))]
 pub async fn cancel_response(
     State(state): State<AppState>,
     tenant: Tenant,

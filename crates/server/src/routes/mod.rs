@@ -14,6 +14,7 @@ pub mod agents;
 pub mod calls;
 pub mod health;
 pub mod mcp_servers;
+pub mod responses;
 pub mod settings;
 pub mod tenants;
 pub mod tools;
@@ -144,6 +145,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Items per page, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
     /// The `next` cursor of the previous page.
     pub after: Option<String>,

@@ -5,6 +5,7 @@
 mod memory;
 mod call_cap;
 mod commits;
+mod error_statuses;
 mod realtime;
 mod redaction;
 mod support;
