@@ -177,6 +177,7 @@ async fn unknown_tools_share_one_label(app: std::sync::Arc<TestApp>) {
     let res = app
         .client
         .get(format!("{}/metrics", app.base))
+        .bearer_auth(&app.admin)
         .send()
         .await
         .unwrap();
