@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use switchboard_core::effect::HttpResponse;
 use switchboard_core::{
-    CallInfo, Context, EffectOutcome, ErrorCode, Limits, Outcome, RunInput, Tool, run_to_end,
+    CallInfo, Context, EffectOutcome, ErrorCode, Limits, Outcome, RunInput, Tool, ToolError,
+    run_to_end,
 };
 
 fn call() -> CallInfo {
@@ -47,7 +48,12 @@ fn run(tool: &Value, args: &str, workflow: Value, outcomes: Vec<EffectOutcome>) 
     ctx.workflow = Arc::new(workflow);
     let mut outcomes = outcomes.into_iter();
     run_to_end(&tool, RunInput::new("call_1"), args, &ctx, |_| {
-        outcomes.next().expect("an effect the case gave no outcome for")
+        outcomes.next().unwrap_or_else(|| {
+            EffectOutcome::Failed(ToolError::new(
+                ErrorCode::Cancelled,
+                "an effect the case gave no outcome for",
+            ))
+        })
     })
 }
 
