@@ -82,20 +82,29 @@ fn limits_hold() {
     let cases: Vec<Case> = vec![
         (
             "a map over 1000 items of 64 KB each stops at the transform budget",
-            tool(json!([{"type": "transform", "input": "workflow.items", "op": "map",
-                         "expr": "'x' * 64000 ~ item", "into": "result.big"}])),
+            tool(
+                json!([{"type": "transform", "input": "workflow.items", "op": "map",
+                         "expr": "'x' * 64000 ~ item", "into": "result.big"}]),
+            ),
             "{}".into(),
             json!({"items": thousand}),
             vec![],
             Some((
                 ErrorCode::ToolExecutionFailed,
-                &["t failed at", "(transform)", "of 1000", "max_transform_output"],
+                &[
+                    "t failed at",
+                    "(transform)",
+                    "of 1000",
+                    "max_transform_output",
+                ],
             )),
         ),
         (
             "a filter whose predicate makes large values counts them too",
-            tool(json!([{"type": "transform", "input": "workflow.items", "op": "filter",
-                         "expr": "'x' * 64000", "into": "kept"}])),
+            tool(
+                json!([{"type": "transform", "input": "workflow.items", "op": "filter",
+                         "expr": "'x' * 64000", "into": "kept"}]),
+            ),
             "{}".into(),
             json!({"items": thousand}),
             vec![],
@@ -103,8 +112,10 @@ fn limits_hold() {
         ),
         (
             "a reduce counts every accumulator it makes",
-            tool(json!([{"type": "transform", "input": "workflow.items", "op": "reduce",
-                         "expr": "acc ~ ('y' * 4000)", "initial": "", "into": "result.s"}])),
+            tool(
+                json!([{"type": "transform", "input": "workflow.items", "op": "reduce",
+                         "expr": "acc ~ ('y' * 4000)", "initial": "", "into": "result.s"}]),
+            ),
             "{}".into(),
             json!({"items": thousand}),
             vec![],
@@ -112,8 +123,10 @@ fn limits_hold() {
         ),
         (
             "one item's result is a template result",
-            tool(json!([{"type": "transform", "input": "workflow.items", "op": "map",
-                         "expr": "'x' * 300000", "into": "result.big"}])),
+            tool(
+                json!([{"type": "transform", "input": "workflow.items", "op": "map",
+                         "expr": "'x' * 300000", "into": "result.big"}]),
+            ),
             "{}".into(),
             json!({"items": [1]}),
             vec![],
@@ -124,8 +137,10 @@ fn limits_hold() {
         ),
         (
             "a reduce that nests deeper each item stops at the depth limit",
-            tool(json!([{"type": "transform", "input": "workflow.items", "op": "reduce",
-                         "expr": "[acc]", "initial": 0, "into": "result.deep"}])),
+            tool(
+                json!([{"type": "transform", "input": "workflow.items", "op": "reduce",
+                         "expr": "[acc]", "initial": 0, "into": "result.deep"}]),
+            ),
             "{}".into(),
             json!({"items": thousand}),
             vec![],
@@ -136,8 +151,10 @@ fn limits_hold() {
         ),
         (
             "a transform within its budget is unchanged",
-            tool(json!([{"type": "transform", "input": "workflow.items", "op": "map",
-                         "expr": "{'n': item, 'label': 'item ' ~ item}", "into": "result.items"}])),
+            tool(
+                json!([{"type": "transform", "input": "workflow.items", "op": "map",
+                         "expr": "{'n': item, 'label': 'item ' ~ item}", "into": "result.items"}]),
+            ),
             "{}".into(),
             json!({"items": thousand}),
             vec![],
@@ -151,7 +168,10 @@ fn limits_hold() {
             vec![],
             Some((
                 ErrorCode::ToolExecutionFailed,
-                &["t failed at /actions/0 (context.set)", "max_template_output"],
+                &[
+                    "t failed at /actions/0 (context.set)",
+                    "max_template_output",
+                ],
             )),
         ),
         (
@@ -164,8 +184,10 @@ fn limits_hold() {
         ),
         (
             "the templates of one value share the limit",
-            tool(json!([{"type": "api_call", "method": "POST", "url": "https://api.example.com/x",
-                         "body": {"a": "{{workflow.s}}", "b": "{{workflow.s}}", "c": "{{workflow.s}}"}}])),
+            tool(
+                json!([{"type": "api_call", "method": "POST", "url": "https://api.example.com/x",
+                         "body": {"a": "{{workflow.s}}", "b": "{{workflow.s}}", "c": "{{workflow.s}}"}}]),
+            ),
             "{}".into(),
             json!({"s": "s".repeat(100_000)}),
             vec![],
@@ -184,7 +206,9 @@ fn limits_hold() {
         ),
         (
             "arguments at the depth limit are accepted and written",
-            tool(json!([{"type": "context.set", "data": {"v": "{{params.v}}", "args": "{{params}}"}}])),
+            tool(
+                json!([{"type": "context.set", "data": {"v": "{{params.v}}", "args": "{{params}}"}}]),
+            ),
             json!({"v": nested(63)}).to_string(),
             json!({}),
             vec![],
@@ -203,7 +227,9 @@ fn limits_hold() {
         ),
         (
             "an api_call response body past the depth limit",
-            tool(json!([{"type": "api_call", "url": "https://api.example.com/x", "response_path": "r"}])),
+            tool(
+                json!([{"type": "api_call", "url": "https://api.example.com/x", "response_path": "r"}]),
+            ),
             "{}".into(),
             json!({}),
             vec![http(nested(65))],
@@ -255,7 +281,10 @@ fn limits_hold() {
             }
         };
         if let Some(p) = problem {
-            failures.push(format!("{name}: {}", p.chars().take(300).collect::<String>()));
+            failures.push(format!(
+                "{name}: {}",
+                p.chars().take(300).collect::<String>()
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
@@ -285,6 +314,9 @@ fn the_depth_limit_has_a_ceiling() {
         max_json_depth: 1_000,
         ..Limits::default()
     };
-    assert_eq!(limits.json_depth(), switchboard_core::limits::JSON_DEPTH_CEILING);
+    assert_eq!(
+        limits.json_depth(),
+        switchboard_core::limits::JSON_DEPTH_CEILING
+    );
     assert_eq!(Limits::default().json_depth(), 64);
 }

@@ -1235,5 +1235,4 @@ mod tests {
             Ok(Value::String(prose.clone()))
         );
     }
-
 }

@@ -7,8 +7,8 @@ use serde_json::Value;
 use super::{Exec, Flow, ParseCx};
 use crate::context::WritePath;
 use crate::error::{ErrorCode, ToolError};
-use crate::reader::{Obj, type_name};
 use crate::json_bounds::{self, Exceeded};
+use crate::reader::{Obj, type_name};
 use crate::template::{Expr, StrTemplate, ValueTemplate, VarRef, bounded, truthy};
 
 pub(crate) const FIELDS: &[&str] = &["type", "input", "op", "expr", "initial", "into"];

@@ -42,9 +42,7 @@ async fn tenant_with_a_call(app: &TestApp) -> String {
                        "tools": [{"tool": "keep"}, {"tool": "peek"}, {"tool": "blow_up"}, {"tool": "spread"}]});
     let (s, body) = app.put("/v1/agents/assistant", &key, agent).await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    let (s, body) = app
-        .post("/v1/calls", &key, json!({"call_id": "c1"}))
-        .await;
+    let (s, body) = app.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
     assert_eq!(s, StatusCode::CREATED, "{body}");
     key
 }
@@ -110,7 +108,15 @@ both_backends!(json_depth_holds_on_write_and_read, |app| {
 
 both_backends!(template_results_and_transforms_are_bounded, |app| {
     let key = tenant_with_a_call(&app).await;
-    let r = invoke(&app, &key, "c1", "fc1", "blow_up", json!({"s": "s".repeat(100)})).await;
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "fc1",
+        "blow_up",
+        json!({"s": "s".repeat(100)}),
+    )
+    .await;
     assert_eq!(r["error"], "tool_execution_failed", "{r}");
     let message = r["result"]["message"].as_str().unwrap();
     assert!(
@@ -129,7 +135,11 @@ both_backends!(template_results_and_transforms_are_bounded, |app| {
     );
     let (s, call) = app.get("/v1/calls/c1", &key).await;
     assert_eq!(s, StatusCode::OK);
-    assert_eq!(call["context"]["workflow"], json!({}), "nothing was written");
+    assert_eq!(
+        call["context"]["workflow"],
+        json!({}),
+        "nothing was written"
+    );
     let r = invoke(&app, &key, "c1", "fc3", "keep", json!({"v": [1]})).await;
     assert_eq!(r["ok"], true, "{r}");
 });
@@ -147,7 +157,11 @@ both_backends!(deep_request_bodies_are_refused_everywhere, |app| {
         "{r}"
     );
     let (s, r) = app
-        .post("/v1/calls", &key, json!({"call_id": "c2", "user": {"deep": nested(100)}}))
+        .post(
+            "/v1/calls",
+            &key,
+            json!({"call_id": "c2", "user": {"deep": nested(100)}}),
+        )
         .await;
     assert_eq!(
         (s, r["error"]["code"].clone()),
