@@ -82,6 +82,33 @@ fn bench_interpret(c: &mut Criterion) {
     });
 }
 
+/// A `transform` over 100 items: the per-item cost of the transform's budget shows here.
+fn bench_transform(c: &mut Criterion) {
+    let tool = Arc::new(
+        Tool::parse(
+            &json!({"name": "double", "description": "Double the prices",
+                    "actions": [{"type": "transform", "input": "workflow.items", "op": "map",
+                                 "expr": "{'name': item.name, 'price': item.price * 2}",
+                                 "into": "result.doubled"}]}),
+            &Limits::default(),
+        )
+        .unwrap(),
+    );
+    let mut ctx = context();
+    let items: Vec<Value> = (0..100)
+        .map(|i| json!({"name": format!("dish {i}"), "price": i}))
+        .collect();
+    ctx.workflow = Arc::new(json!({ "items": items }));
+    c.bench_function("interpret/transform_map_100", |b| {
+        b.iter(
+            || match start(&tool, RunInput::new("call_1"), black_box("{}"), &ctx) {
+                Step::Done(o) => black_box(o),
+                Step::Effect(..) => unreachable!(),
+            },
+        )
+    });
+}
+
 fn bench_templates(c: &mut Criterion) {
     let params = Arc::new(json!({"meal_type": "lunch", "dishes": ["soup", "bread"], "count": 3}));
     let workflow = Arc::new(json!({"profile": {"name": "Ada"}}));
@@ -92,6 +119,7 @@ fn bench_templates(c: &mut Criterion) {
     let vars = Vars::new(&entries);
     let cases = [
         ("path", "{{params.meal_type}}"),
+        ("whole_object", "{{params}}"),
         (
             "text_two_paths",
             "Hi {{workflow.profile.name}}, I logged your {{params.meal_type}}!",
@@ -135,6 +163,7 @@ criterion_group!(
     benches,
     bench_parse,
     bench_interpret,
+    bench_transform,
     bench_templates,
     bench_toolset
 );

@@ -522,6 +522,17 @@ impl WritePath {
                 fix: "append to a key inside it, e.g. `workflow.items[+]`".to_owned(),
             });
         }
+        // Stored state must stay readable: see `limits::JSON_DEPTH_CEILING`.
+        if keys.len() > crate::limits::MAX_PATH_KEYS {
+            return Err(PathError {
+                message: format!(
+                    "`{src}` names {} keys below its scope, over the limit of {}",
+                    keys.len(),
+                    crate::limits::MAX_PATH_KEYS
+                ),
+                fix: "write to a shorter path and keep the nesting in the value".to_owned(),
+            });
+        }
         Ok(WritePath {
             target,
             keys,

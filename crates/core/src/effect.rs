@@ -61,6 +61,13 @@ pub struct HttpRequest {
     pub sign: bool,
     /// Largest response body accepted.
     pub max_body_bytes: usize,
+    /// How deep a JSON response body may nest (`Limits::max_json_depth`).
+    #[serde(default = "default_json_depth")]
+    pub max_json_depth: usize,
+}
+
+fn default_json_depth() -> usize {
+    crate::limits::Limits::default().json_depth()
 }
 
 /// A SIP REFER of the call.
@@ -90,6 +97,9 @@ pub struct McpRequest {
     pub tool: String,
     pub arguments: Value,
     pub idempotency_key: String,
+    /// How deep the tool's result may nest (`Limits::max_json_depth`).
+    #[serde(default = "default_json_depth")]
+    pub max_json_depth: usize,
 }
 
 /// A toolkit action's rendered fields (`to`, `subject`, `body` for `email.send`, …).

@@ -21,6 +21,7 @@ use crate::actions::{ACTIONS, Action, BlockId, Exec, Flow, ON_FAILURE, ON_SUCCES
 use crate::context::{Context, Write};
 use crate::effect::{EffectOutcome, EffectRequest};
 use crate::error::{ErrorCode, ToolError};
+use crate::json_bounds;
 use crate::result::{Handoff, LogEntry, LogLevel, Outcome};
 use crate::tool::{SharedTool, Tool};
 use crate::transfer::ReferConfig;
@@ -193,6 +194,19 @@ fn internal_failure(tool: &Tool, message: &str) -> Outcome {
 
 /// Starts a run: validates `arguments_json`, then runs until done or until an effect is needed.
 pub fn start(tool: &Arc<Tool>, input: RunInput, arguments_json: &str, context: &Context) -> Step {
+    // Every door's arguments pass here: too deep, they are refused before they are parsed.
+    let depth = json_bounds::text_depth(arguments_json.as_bytes());
+    let max = tool.limits.json_depth();
+    if depth > max {
+        let e = ToolError::new(
+            ErrorCode::InvalidArguments,
+            format!(
+                "The arguments for {} nest {depth} levels deep, over the limit of {max}. Send them as a flatter JSON object.",
+                tool.name()
+            ),
+        );
+        return Step::Done(Outcome::failed(tool.name(), e));
+    }
     let params = match tool.arguments().validate(tool.name(), arguments_json) {
         Ok(p) => p,
         Err(e) => return Step::Done(Outcome::failed(tool.name(), e)),

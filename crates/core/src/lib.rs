@@ -6,6 +6,7 @@
 //! - [`params`]: typed parameters, the JSON Schema a model sees, argument validation.
 //! - [`template`]: `{{ expr }}` templates and expressions, compiled once per tool version.
 //! - [`context`]: per-call state and the writes tools make to it.
+//! - [`json_bounds`]: iterative measures of JSON depth and size, for the [`limits`].
 //! - `actions`: one file per action type: its fields, parser and step.
 //! - [`interp`]: the step machine (`start` → `Step::{Done, Effect}` → `Suspended::resume`).
 //! - [`effect`]: what the core asks the world to do, and what came back.
@@ -24,6 +25,7 @@ pub mod effect;
 pub mod error;
 pub mod function;
 pub mod interp;
+pub mod json_bounds;
 pub mod limits;
 pub mod params;
 pub(crate) mod reader;

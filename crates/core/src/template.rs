@@ -57,8 +57,10 @@ pub enum EvalError {
     Undefined { expr: String, name: String },
     #[error("`{expr}`: {message}")]
     Engine { expr: String, message: String },
-    #[error("template output is {size} bytes, over the limit of {limit}")]
-    TooLarge { size: usize, limit: usize },
+    #[error(
+        "the result is over the limit of {limit} bytes (max_template_output); make the template select less, e.g. one field or a slice"
+    )]
+    TooLarge { limit: usize },
 }
 
 fn undefined_message(expr: &str, name: &str) -> String {
@@ -560,6 +562,11 @@ fn engine_error(source: &str, e: &minijinja::Error) -> EvalError {
     }
 }
 
+/// The size of a template's result as JSON, or `TooLarge` past `limit`; the walk stops there.
+pub fn bounded(v: &Value, limit: usize) -> Result<usize, EvalError> {
+    crate::json_bounds::measure(v, limit, usize::MAX).map_err(|_| EvalError::TooLarge { limit })
+}
+
 /// Jinja truthiness of a JSON value.
 pub fn truthy(v: &Value) -> bool {
     match v {
@@ -636,12 +643,26 @@ impl StrTemplate {
         }
     }
 
-    /// Evaluates: a whole-string hole keeps its type, anything else becomes a string.
+    /// Evaluates: a whole-string hole keeps its type, anything else becomes a string. Either
+    /// way the result takes at most `limit` bytes as JSON.
     pub fn eval(&self, vars: &Vars<'_>, limit: usize) -> Result<Value, EvalError> {
+        self.eval_sized(vars, limit).map(|(v, _)| v)
+    }
+
+    /// Evaluates, and says about how many bytes the result takes as JSON.
+    fn eval_sized(&self, vars: &Vars<'_>, limit: usize) -> Result<(Value, usize), EvalError> {
         match self {
-            StrTemplate::Literal(s) => Ok(Value::String(s.clone())),
-            StrTemplate::Whole(e) => e.eval(vars),
-            StrTemplate::Text(_) => self.render(vars, limit).map(Value::String),
+            StrTemplate::Literal(s) => Ok((Value::String(s.clone()), s.len() + 2)),
+            StrTemplate::Whole(e) => {
+                let v = e.eval(vars)?;
+                let size = bounded(&v, limit)?;
+                Ok((v, size))
+            }
+            StrTemplate::Text(_) => {
+                let text = self.render(vars, limit)?;
+                let size = text.len() + 2;
+                Ok((Value::String(text), size))
+            }
         }
     }
 
@@ -658,19 +679,13 @@ impl StrTemplate {
                         Piece::Hole(e) => e.render_into(vars, &mut out)?,
                     }
                     if out.len() > limit {
-                        return Err(EvalError::TooLarge {
-                            size: out.len(),
-                            limit,
-                        });
+                        return Err(EvalError::TooLarge { limit });
                     }
                 }
             }
         }
         if out.len() > limit {
-            return Err(EvalError::TooLarge {
-                size: out.len(),
-                limit,
-            });
+            return Err(EvalError::TooLarge { limit });
         }
         Ok(out)
     }
@@ -879,19 +894,37 @@ impl ValueTemplate {
         }
     }
 
-    /// Renders every template inside, keeping the structure.
+    /// Renders every template inside, keeping the structure. What the templates yield takes at
+    /// most `limit` bytes in all (the literal parts are the tool's own and not counted).
     pub fn eval(&self, vars: &Vars<'_>, limit: usize) -> Result<Value, EvalError> {
+        let mut left = limit;
+        self.eval_within(vars, limit, &mut left)
+    }
+
+    fn eval_within(
+        &self,
+        vars: &Vars<'_>,
+        limit: usize,
+        left: &mut usize,
+    ) -> Result<Value, EvalError> {
         match self {
             ValueTemplate::Literal(v) => Ok(v.clone()),
-            ValueTemplate::Str(s) => s.eval(vars, limit),
+            ValueTemplate::Str(s) => {
+                let (v, size) = s.eval_sized(vars, *left).map_err(|e| match e {
+                    EvalError::TooLarge { .. } => EvalError::TooLarge { limit },
+                    other => other,
+                })?;
+                *left = left.saturating_sub(size);
+                Ok(v)
+            }
             ValueTemplate::Array(a) => a
                 .iter()
-                .map(|x| x.eval(vars, limit))
+                .map(|x| x.eval_within(vars, limit, left))
                 .collect::<Result<_, _>>()
                 .map(Value::Array),
             ValueTemplate::Object(o) => o
                 .iter()
-                .map(|(k, x)| x.eval(vars, limit).map(|v| (k.clone(), v)))
+                .map(|(k, x)| x.eval_within(vars, limit, left).map(|v| (k.clone(), v)))
                 .collect::<Result<Map<_, _>, _>>()
                 .map(Value::Object),
         }

@@ -235,6 +235,7 @@ impl HttpEffects {
             signer,
             timeout: Duration::from_millis(req.timeout_ms),
             max_body_bytes: req.max_body_bytes,
+            max_json_depth: req.max_json_depth,
         })
     }
 
@@ -328,7 +329,19 @@ impl HttpEffects {
             };
         }
         match read_body(&mut resp, p.max_body_bytes).await {
-            Ok(bytes) => Try::Response(to_response(status, resp.headers(), &bytes)),
+            Ok(bytes) => match to_response(status, resp.headers(), &bytes, p.max_json_depth) {
+                Ok(response) => Try::Response(response),
+                Err(TooDeep(depth)) => Try::Refused {
+                    error: ToolError::new(
+                        ErrorCode::ApiCallFailed,
+                        format!(
+                            "the response from {} nests JSON {depth} levels deep, over the limit of {} (max_json_depth)",
+                            p.host, p.max_json_depth
+                        ),
+                    ),
+                    verdict: Verdict::of_status(status.as_u16()),
+                },
+            },
             Err(BodyError::TooLarge) => Try::Refused {
                 error: ToolError::new(
                     ErrorCode::ApiCallFailed,
@@ -471,6 +484,7 @@ struct Prepared {
     signer: Option<Webhook>,
     timeout: Duration,
     max_body_bytes: usize,
+    max_json_depth: usize,
 }
 
 /// What one try produced.
@@ -945,16 +959,25 @@ async fn read_body(resp: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, 
     Ok(body)
 }
 
-fn to_response(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> HttpResponse {
+fn to_response(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+    max_depth: usize,
+) -> Result<HttpResponse, TooDeep> {
     let content_type = headers
         .get(CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    HttpResponse {
+    Ok(HttpResponse {
         status: status.as_u16(),
         headers: header_object(headers),
-        body: parse_body(body, content_type.as_deref()),
-    }
+        body: parse_body(body, content_type.as_deref(), max_depth)?,
+    })
 }
+
+/// A JSON body nested this many levels, past `max_json_depth`.
+#[derive(Debug, PartialEq, Eq)]
+struct TooDeep(usize);
 
 /// Header names (already lower-case in `http`) to string values; repeated headers are joined
 /// with ", " as HTTP allows.
@@ -976,17 +999,30 @@ fn header_object(headers: &HeaderMap) -> Map<String, Value> {
 }
 
 /// JSON when the content type says so (or is absent and the body parses), else the text;
-/// an empty body is `null`.
-fn parse_body(body: &[u8], content_type: Option<&str>) -> Value {
+/// an empty body is `null`. JSON nested deeper than `max_depth` is refused before it is
+/// parsed, so nothing kept from it is too deep to read back.
+fn parse_body(body: &[u8], content_type: Option<&str>, max_depth: usize) -> Result<Value, TooDeep> {
     if body.is_empty() {
-        return Value::Null;
+        return Ok(Value::Null);
     }
-    if content_type.is_none_or(is_json_media_type)
+    let declared = content_type.is_some_and(is_json_media_type);
+    let looks_like_json = || {
+        body.iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|b| matches!(b, b'[' | b'{'))
+    };
+    if declared || (content_type.is_none() && looks_like_json()) {
+        let depth = switchboard_core::json_bounds::text_depth(body);
+        if depth > max_depth {
+            return Err(TooDeep(depth));
+        }
+    }
+    if (declared || content_type.is_none())
         && let Ok(value) = serde_json::from_slice(body)
     {
-        return value;
+        return Ok(value);
     }
-    Value::String(String::from_utf8_lossy(body).into_owned())
+    Ok(Value::String(String::from_utf8_lossy(body).into_owned()))
 }
 
 /// `application/json`, `text/json` and any `+json` type, parameters ignored.
@@ -1124,24 +1160,47 @@ mod tests {
 
     #[test]
     fn body_parsing_follows_the_content_type() {
-        assert_eq!(parse_body(b"", Some("application/json")), Value::Null);
+        let parse = |body: &[u8], ct: Option<&str>| parse_body(body, ct, 64).unwrap();
+        assert_eq!(parse(b"", Some("application/json")), Value::Null);
         assert_eq!(
-            parse_body(br#"{"a":1}"#, Some("application/json; charset=utf-8")),
+            parse(br#"{"a":1}"#, Some("application/json; charset=utf-8")),
             serde_json::json!({"a": 1})
         );
         assert_eq!(
-            parse_body(br#"{"a":1}"#, Some("application/problem+json")),
+            parse(br#"{"a":1}"#, Some("application/problem+json")),
             serde_json::json!({"a": 1})
         );
-        assert_eq!(parse_body(br#"{"a":1}"#, None), serde_json::json!({"a": 1}));
+        assert_eq!(parse(br#"{"a":1}"#, None), serde_json::json!({"a": 1}));
         assert_eq!(
-            parse_body(br#"{"a":1}"#, Some("text/plain")),
+            parse(br#"{"a":1}"#, Some("text/plain")),
             Value::String(r#"{"a":1}"#.into())
         );
         assert_eq!(
-            parse_body(b"not json", Some("application/json")),
+            parse(b"not json", Some("application/json")),
             Value::String("not json".into())
         );
-        assert_eq!(parse_body(b"hello", None), Value::String("hello".into()));
+        assert_eq!(parse(b"hello", None), Value::String("hello".into()));
+    }
+
+    /// JSON deeper than the limit is refused, declared or not; text that is not JSON is text.
+    #[test]
+    fn deep_json_bodies_are_refused() {
+        let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
+        let at_limit = format!("{}{}", "[".repeat(64), "]".repeat(64));
+        assert_eq!(
+            parse_body(deep.as_bytes(), Some("application/json"), 64),
+            Err(TooDeep(65))
+        );
+        assert_eq!(parse_body(deep.as_bytes(), None, 64), Err(TooDeep(65)));
+        assert!(parse_body(at_limit.as_bytes(), Some("application/json"), 64).is_ok());
+        assert_eq!(
+            parse_body(deep.as_bytes(), Some("text/plain"), 64),
+            Ok(Value::String(deep.clone()))
+        );
+        let prose = format!("see {deep}");
+        assert_eq!(
+            parse_body(prose.as_bytes(), None, 64),
+            Ok(Value::String(prose.clone()))
+        );
     }
 }

@@ -543,7 +543,9 @@ impl McpClients {
                 ),
             )),
             Ok(Err(e)) => Err(self.failed(&pooled, spec, &what, e).await),
-            Ok(Ok(CallToolResponse::Complete(result))) => tool_result(label, &request.tool, result),
+            Ok(Ok(CallToolResponse::Complete(result))) => {
+                tool_result(label, &request.tool, result, request.max_json_depth)
+            }
             Ok(Ok(_)) => Err(ToolError::new(
                 ErrorCode::ToolExecutionFailed,
                 format!(
@@ -693,8 +695,27 @@ pub fn check_url(url: &str, allow_private_networks: bool) -> Result<(), String> 
 /// What the tool returned, as the `mcp.call` action's value: the structured content when it is
 /// an object (or the one text block is a JSON object), else `{"content": ...}` with the text
 /// (parsed when it is JSON). An `isError`
-/// result is a failure whose message is the tool's text.
-fn tool_result(label: &str, tool: &str, result: CallToolResult) -> Result<Value, ToolError> {
+/// result is a failure whose message is the tool's text. A value nested deeper than
+/// `max_depth` is refused: it could not be kept and read back.
+fn tool_result(
+    label: &str,
+    tool: &str,
+    result: CallToolResult,
+    max_depth: usize,
+) -> Result<Value, ToolError> {
+    let value = result_value(label, tool, result)?;
+    if switchboard_core::json_bounds::check_depth(&value, max_depth).is_err() {
+        return Err(ToolError::new(
+            ErrorCode::ToolExecutionFailed,
+            format!(
+                "MCP tool `{tool}` on `{label}` answered with JSON nested deeper than {max_depth} levels (the max_json_depth limit)"
+            ),
+        ));
+    }
+    Ok(value)
+}
+
+fn result_value(label: &str, tool: &str, result: CallToolResult) -> Result<Value, ToolError> {
     let blocks: Vec<Value> = result
         .content
         .iter()
@@ -757,8 +778,17 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
+    fn nested(depth: usize) -> Value {
+        let mut v = json!(1);
+        for _ in 0..depth {
+            v = Value::Array(vec![v]);
+        }
+        v
+    }
+
     #[test]
     fn results_become_values_for_the_tool() {
+        let too_deep = "MCP tool `t` on `crm` answered with JSON nested deeper than 64 levels (the max_json_depth limit)".to_owned();
         let cases = [
             (
                 json!({"content": [{"type": "text", "text": "{\"sum\": 3}"}], "structuredContent": {"sum": 3}}),
@@ -780,9 +810,21 @@ mod tests {
                 json!({"content": [{"type": "text", "text": "no such order"}], "isError": true}),
                 Err("MCP tool `t` on `crm` failed: no such order".to_owned()),
             ),
+            (
+                json!({"content": [], "structuredContent": {"a": nested(64)}}),
+                Err(too_deep.clone()),
+            ),
+            (
+                json!({"content": [{"type": "text", "text": nested(64).to_string()}]}),
+                Err(too_deep.clone()),
+            ),
+            (
+                json!({"content": [], "structuredContent": {"a": nested(63)}}),
+                Ok(json!({"a": nested(63)})),
+            ),
         ];
         for (input, expected) in cases {
-            let got = tool_result("crm", "t", result(input.clone())).map_err(|e| e.message);
+            let got = tool_result("crm", "t", result(input.clone()), 64).map_err(|e| e.message);
             assert_eq!(got, expected, "for {input}");
         }
     }

@@ -38,6 +38,7 @@ fn request(url: String) -> HttpRequest {
         idempotency_key: "call1-fc1-2".into(),
         sign: false,
         max_body_bytes: 64 * 1024,
+        max_json_depth: 64,
     }
 }
 
@@ -228,6 +229,30 @@ async fn an_oversized_body_is_refused() {
         "{}",
         error.message
     );
+}
+
+/// A JSON body nested past `max_json_depth` is refused (it could not be stored and read back);
+/// one at the limit is parsed.
+#[tokio::test]
+async fn a_body_nested_too_deep_is_refused() {
+    let nested = |d: usize| format!("{}1{}", "[".repeat(d), "]".repeat(d));
+    let (server, _) = sequence_server(vec![
+        ResponseTemplate::new(200).set_body_raw(nested(100), "application/json"),
+        ResponseTemplate::new(200).set_body_raw(nested(64), "application/json"),
+    ])
+    .await;
+    let req = request(server.uri());
+    let error = failure(effects(true).perform(TENANT, None, &req).await);
+    assert_eq!(error.code, ErrorCode::ApiCallFailed);
+    assert!(
+        error
+            .message
+            .ends_with("nests JSON 100 levels deep, over the limit of 64 (max_json_depth)"),
+        "{}",
+        error.message
+    );
+    let ok = response(effects(true).perform(TENANT, None, &req).await);
+    assert_eq!(ok.body.to_string(), nested(64));
 }
 
 /// A server that streams a chunked body without a length and never ends it: the limit must

@@ -45,6 +45,7 @@ fn request(method: &str, url: String, body: Option<Value>) -> HttpRequest {
         idempotency_key: "call1-fc1-2".into(),
         sign: false,
         max_body_bytes: 64 * 1024,
+        max_json_depth: 64,
     }
 }
 

@@ -226,12 +226,19 @@ impl ApiCall {
             idempotency_key: x.idempotency_key(),
             sign: self.sign,
             max_body_bytes: x.tool.limits.max_response_body,
+            max_json_depth: x.tool.limits.json_depth(),
         })
     }
 
     pub(crate) fn resume(&self, x: &mut Exec<'_>, outcome: EffectOutcome) -> Flow {
         let (body, failure) = match outcome {
             EffectOutcome::Http(resp) => {
+                if let Err(e) = x.check_depth(
+                    || format!("the response body from {}", self.host_of(x)),
+                    &resp.body,
+                ) {
+                    return Flow::Fail(e);
+                }
                 let ok = (200..300).contains(&resp.status);
                 let failure = (!ok).then(|| {
                     ToolError::new(

@@ -66,6 +66,7 @@ impl McpCall {
                 tool: self.tool.clone(),
                 arguments,
                 idempotency_key: x.idempotency_key(),
+                max_json_depth: x.tool.limits.json_depth(),
             })),
             Err(e) => Flow::Fail(e),
         }

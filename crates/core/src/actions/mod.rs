@@ -10,6 +10,7 @@ use crate::diag::{Sink, child, did_you_mean};
 use crate::effect::{EffectOutcome, EffectRequest};
 use crate::error::{ErrorCode, ToolError};
 use crate::interp::RunState;
+use crate::json_bounds;
 use crate::limits::Limits;
 use crate::reader::{Obj, list, type_name};
 use crate::result::{LogEntry, LogLevel};
@@ -592,8 +593,25 @@ impl Exec<'_> {
         )
     }
 
+    /// Checks that a value nests at most `max_json_depth` levels; `what` names it for the error.
+    pub(crate) fn check_depth(
+        &self,
+        what: impl FnOnce() -> String,
+        v: &Value,
+    ) -> Result<(), ToolError> {
+        let max = self.tool.limits.json_depth();
+        json_bounds::check_depth(v, max).map_err(|_| {
+            self.internal(format!(
+                "{} nests deeper than {max} levels (the max_json_depth limit); keep it flatter",
+                what()
+            ))
+        })
+    }
+
     /// Writes a value to a path: `result.*` goes to the model, the rest to the call's context.
+    /// Nothing deeper than `max_json_depth` is written, so whatever is kept can be read back.
     pub(crate) fn write(&mut self, path: &WritePath, value: Value) -> Result<(), ToolError> {
+        self.check_depth(|| format!("the value for `{path}`"), &value)?;
         let scope = match &path.target {
             Target::Result => {
                 return set_in(
@@ -663,6 +681,9 @@ impl Exec<'_> {
 
     /// An effect's result: kept in `response`, and written to `into` when the action has one.
     pub(crate) fn keep_result(&mut self, value: Value, into: Option<&WritePath>) -> Flow {
+        if let Err(e) = self.check_depth(|| "what the effect returned".to_owned(), &value) {
+            return Flow::Fail(e);
+        }
         self.st.response = Arc::new(value.clone());
         match into.map(|path| self.write(path, value)) {
             Some(Err(e)) => Flow::Fail(e),

@@ -7,8 +7,9 @@ use serde_json::Value;
 use super::{Exec, Flow, ParseCx};
 use crate::context::WritePath;
 use crate::error::{ErrorCode, ToolError};
+use crate::json_bounds::{self, Exceeded};
 use crate::reader::{Obj, type_name};
-use crate::template::{Expr, StrTemplate, ValueTemplate, VarRef, truthy};
+use crate::template::{Expr, StrTemplate, ValueTemplate, VarRef, bounded, truthy};
 
 pub(crate) const FIELDS: &[&str] = &["type", "input", "op", "expr", "initial", "into"];
 
@@ -99,10 +100,12 @@ impl Transform {
     }
 
     fn compute(&self, x: &Exec<'_>) -> Result<Value, ToolError> {
+        let limits = &x.tool.limits;
         let input = match &self.input {
             Input::Template(t) => x.value(t)?,
             Input::Expr(e) => x
                 .with_vars(&[], |v| e.eval(v))
+                .and_then(|v| bounded(&v, limits.max_template_output).map(|_| v))
                 .map_err(|e| x.eval_error(e))?,
         };
         let Value::Array(items) = input else {
@@ -111,7 +114,7 @@ impl Transform {
                 type_name(&input)
             )));
         };
-        let max = x.tool.limits.max_transform_items;
+        let max = limits.max_transform_items;
         if items.len() > max {
             return Err(ToolError::new(
                 ErrorCode::ToolExecutionFailed,
@@ -123,6 +126,11 @@ impl Transform {
                 ),
             ));
         }
+        let mut budget = Budget {
+            x,
+            items: items.len(),
+            spent: 0,
+        };
         let eval = |item: &Value, acc: Option<&Value>| -> Result<Value, ToolError> {
             let item = Arc::new(item.clone());
             let acc = acc.map(|a| Arc::new(a.clone()));
@@ -134,15 +142,21 @@ impl Transform {
                 .map_err(|e| x.eval_error(e))
         };
         match self.op {
-            Op::Map => items
-                .iter()
-                .map(|i| eval(i, None))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Value::Array),
+            Op::Map => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let v = eval(item, None)?;
+                    budget.spend(i, &v)?;
+                    out.push(v);
+                }
+                Ok(Value::Array(out))
+            }
             Op::Filter => {
                 let mut kept = Vec::new();
-                for item in items {
-                    if truthy(&eval(&item, None)?) {
+                for (i, item) in items.into_iter().enumerate() {
+                    let v = eval(&item, None)?;
+                    budget.spend(i, &v)?;
+                    if truthy(&v) {
                         kept.push(item);
                     }
                 }
@@ -153,11 +167,60 @@ impl Transform {
                     Some(t) => x.eval(t)?,
                     None => Value::Null,
                 };
-                for item in &items {
+                for (i, item) in items.iter().enumerate() {
                     acc = eval(item, Some(&acc))?;
+                    budget.spend(i, &acc)?;
                 }
                 Ok(acc)
             }
+        }
+    }
+}
+
+/// What a transform has produced so far, against `max_transform_output`; each item's result is
+/// also held to `max_template_output` and `max_json_depth`, like any template's.
+struct Budget<'x, 'a> {
+    x: &'x Exec<'a>,
+    items: usize,
+    spent: usize,
+}
+
+impl Budget<'_, '_> {
+    /// Counts item `i`'s result, or fails the action once a limit is passed.
+    fn spend(&mut self, i: usize, v: &Value) -> Result<(), ToolError> {
+        let limits = &self.x.tool.limits;
+        let total = limits.max_transform_output;
+        let left = total.saturating_sub(self.spent);
+        let per_item = limits.max_template_output;
+        let depth = limits.json_depth();
+        let fail = |what: String| {
+            Err(ToolError::new(
+                ErrorCode::ToolExecutionFailed,
+                format!(
+                    "{} failed at {} (transform): {what}",
+                    self.x.tool.name(),
+                    self.x.at.ptr
+                ),
+            ))
+        };
+        match json_bounds::measure(v, left.min(per_item), depth) {
+            Ok(size) => {
+                self.spent += size;
+                Ok(())
+            }
+            Err(Exceeded::Depth(_)) => fail(format!(
+                "the result for item {} nests deeper than {depth} levels (the max_json_depth limit); make `expr` build a flatter value",
+                i + 1
+            )),
+            Err(Exceeded::Size(_)) if left <= per_item => fail(format!(
+                "the results passed {total} bytes at item {} of {} (the max_transform_output limit, counted over all items); transform fewer items, or make `expr` return only the fields you need",
+                i + 1,
+                self.items
+            )),
+            Err(Exceeded::Size(_)) => fail(format!(
+                "the result for item {} is over {per_item} bytes (the max_template_output limit); make `expr` return only the fields you need",
+                i + 1
+            )),
         }
     }
 }

@@ -6,6 +6,7 @@ mod memory;
 mod call_cap;
 mod commits;
 mod error_statuses;
+mod limits;
 mod realtime;
 mod redaction;
 mod support;

@@ -827,6 +827,9 @@ async fn a_normal_close_ends_the_line_without_a_reattach() {
     );
     let call = call_view(&phone, "rtc_close").await;
     assert_eq!(call["status"], "ended", "{call}");
+    phone.stop().await;
+}
+
 /// POSTs a delivery signed with `secret` and timestamp `ts`; returns the status and the body.
 async fn deliver(url: &str, secret: &str, ts: &str, signed_ts: i64, body: &str) -> (u16, Value) {
     let resp = reqwest::Client::new()

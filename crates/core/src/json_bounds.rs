@@ -1,0 +1,197 @@
+//! Cheap measures of JSON's shape — how deep it nests, about how many bytes it takes — for
+//! the limits on what a run accepts and makes.
+//!
+//! Every walk here is iterative (an explicit stack, never recursion), so input cannot overflow
+//! the call stack, and stops as soon as a limit is passed, so a value far over a limit costs no
+//! more to measure than the limit itself. Depth counts containers: `1` is 0 deep, `[1]` is 1,
+//! `{"a": [1]}` is 2, the same whether read from text or from a parsed value.
+
+use serde_json::Value;
+
+/// Why a value failed a measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exceeded {
+    /// It nests deeper than this many levels.
+    Depth(usize),
+    /// It takes more than this many bytes.
+    Size(usize),
+}
+
+/// How deep JSON text nests: the deepest `[`/`{` outside strings. The text is not validated;
+/// a parser reports its errors afterwards. One pass over the bytes.
+pub fn text_depth(text: &[u8]) -> usize {
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in text {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Checks that a value nests at most `max` levels; stops at the first container past it.
+pub fn check_depth(v: &Value, max: usize) -> Result<(), Exceeded> {
+    if !is_container(v) {
+        return Ok(());
+    }
+    // Each entry is a node and the number of containers above it.
+    let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
+    while let Some((node, above)) = stack.pop() {
+        if is_container(node) {
+            if above + 1 > max {
+                return Err(Exceeded::Depth(max));
+            }
+            push_children(node, above + 1, &mut stack);
+        }
+    }
+    Ok(())
+}
+
+/// The approximate serialised size of a value (the measure of `context::json_size`), checking
+/// on the way that it takes at most `max_bytes` and nests at most `max_depth` levels.
+pub fn measure(v: &Value, max_bytes: usize, max_depth: usize) -> Result<usize, Exceeded> {
+    if !is_container(v) {
+        let size = node_size(v);
+        return if size > max_bytes {
+            Err(Exceeded::Size(max_bytes))
+        } else {
+            Ok(size)
+        };
+    }
+    let mut size = 0usize;
+    let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
+    while let Some((node, depth)) = stack.pop() {
+        size = size.saturating_add(node_size(node));
+        if size > max_bytes {
+            return Err(Exceeded::Size(max_bytes));
+        }
+        if is_container(node) {
+            if depth + 1 > max_depth {
+                return Err(Exceeded::Depth(max_depth));
+            }
+            push_children(node, depth + 1, &mut stack);
+        }
+    }
+    Ok(size)
+}
+
+fn is_container(v: &Value) -> bool {
+    matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+/// The bytes a node adds itself, without its children (as `context::json_size` counts them).
+fn node_size(v: &Value) -> usize {
+    match v {
+        Value::Null => 4,
+        Value::Bool(_) => 5,
+        Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => 2 + a.len(),
+        Value::Object(o) => 2 + o.keys().map(|k| k.len() + 4).sum::<usize>(),
+    }
+}
+
+/// Pushes a container's children, each with the number of containers above it.
+fn push_children<'v>(v: &'v Value, depth: usize, stack: &mut Vec<(&'v Value, usize)>) {
+    match v {
+        Value::Array(a) => stack.extend(a.iter().map(|x| (x, depth))),
+        Value::Object(o) => stack.extend(o.values().map(|x| (x, depth))),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::context::json_size;
+
+    fn nested(depth: usize) -> Value {
+        let mut v = json!(1);
+        for _ in 0..depth {
+            v = Value::Array(vec![v]);
+        }
+        v
+    }
+
+    /// (text, depth) — strings and escapes do not count.
+    #[test]
+    fn text_depth_counts_containers_outside_strings() {
+        let cases: &[(&str, usize)] = &[
+            ("1", 0),
+            ("\"[[[\"", 0),
+            ("[]", 1),
+            ("{\"a\": [1, {\"b\": 2}]}", 3),
+            ("[\"\\\"[\", [2]]", 2),
+            ("[[]] [[[ ]]]", 3),
+            ("not json {", 1),
+        ];
+        for (text, want) in cases {
+            assert_eq!(text_depth(text.as_bytes()), *want, "{text}");
+        }
+    }
+
+    #[test]
+    fn value_depth_agrees_with_text_depth() {
+        for d in [0, 1, 2, 10, 64, 65, 200] {
+            let v = nested(d);
+            let text = v.to_string();
+            assert_eq!(text_depth(text.as_bytes()), d);
+            assert!(check_depth(&v, d).is_ok(), "{d}");
+            if d > 0 {
+                assert_eq!(check_depth(&v, d - 1), Err(Exceeded::Depth(d - 1)), "{d}");
+            }
+        }
+        let obj = json!({"a": {"b": [1, 2]}, "c": 3});
+        assert!(check_depth(&obj, 3).is_ok());
+        assert_eq!(check_depth(&obj, 2), Err(Exceeded::Depth(2)));
+    }
+
+    #[test]
+    fn measure_matches_json_size_and_stops_at_limits() {
+        let v = json!({"name": "soup", "items": [1, 2.5, null, true, {"k": "v"}], "n": {}});
+        assert_eq!(measure(&v, usize::MAX, 64), Ok(json_size(&v)));
+        assert_eq!(measure(&v, 10, 64), Err(Exceeded::Size(10)));
+        assert_eq!(measure(&v, usize::MAX, 1), Err(Exceeded::Depth(1)));
+        let deep = nested(5000);
+        assert_eq!(measure(&deep, usize::MAX, 64), Err(Exceeded::Depth(64)));
+        drop_flat(deep);
+    }
+
+    /// Drops a deep value without recursion (serde_json's own drop recurses).
+    fn drop_flat(mut v: Value) {
+        while let Value::Array(mut a) = v {
+            v = a.pop().unwrap_or(Value::Null);
+        }
+    }
+
+    #[test]
+    fn deep_values_do_not_overflow_the_stack() {
+        let v = nested(100_000);
+        assert_eq!(check_depth(&v, 64), Err(Exceeded::Depth(64)));
+        assert!(check_depth(&v, 200_000).is_ok());
+        assert!(measure(&v, usize::MAX, usize::MAX).is_ok());
+        drop_flat(v);
+    }
+}
