@@ -18,6 +18,7 @@ root=$(pwd)
 venv="${SWITCHBOARD_FUZZ_VENV:-$root/target/fuzz-venv}"
 examples="${SWITCHBOARD_FUZZ_EXAMPLES:-30}"
 max_time="${SWITCHBOARD_FUZZ_TIME:-90}"
+checks="${SWITCHBOARD_FUZZ_CHECKS:-all}"
 
 if [ ! -x "$venv/bin/schemathesis" ]; then
   echo "== installing schemathesis into $venv"
@@ -84,7 +85,7 @@ run() { # key max-time extra-args...
   # From the work directory: schemathesis keeps its state (.hypothesis) in the current one.
   (cd "$work" && "$venv/bin/schemathesis" --no-color run "$base/openapi.json" \
     -H "Authorization: Bearer $auth" \
-    --checks not_a_server_error \
+    --checks "$checks" \
     --max-examples "$examples" --max-time "$time" \
     --workers 1 --request-timeout 30 --seed 1 \
     --suppress-health-check all --warnings off "$@") || status=1
