@@ -495,8 +495,7 @@ fn view(
     agent: &str,
     status: &str,
     context: &Context,
-    records: &[InvocationRecord],
-    invocations_total: u64,
+    (records, invocations_total): (&[InvocationRecord], u64),
     live: bool,
 ) -> CallView {
     let mut ctx = serde_json::to_value(context).unwrap_or(Value::Null);
@@ -541,8 +540,7 @@ pub async fn get_call(
         &row.agent,
         row.status.as_str(),
         &row.context,
-        &records,
-        total,
+        (&records, total),
         live.is_some(),
     )))
 }
@@ -571,8 +569,7 @@ pub async fn end_call(
                 s.context.active_agent(),
                 "ended",
                 &s.context,
-                &s.records,
-                total,
+                (&s.records, total),
                 false,
             )));
         }
@@ -590,8 +587,7 @@ pub async fn end_call(
         &row.agent,
         row.status.as_str(),
         &row.context,
-        &records,
-        total,
+        (&records, total),
         false,
     )))
 }
