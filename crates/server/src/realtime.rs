@@ -375,7 +375,7 @@ async fn run(
         config: Arc::new(prepared.config),
         executor: state.realtime_executor.clone(),
         sink,
-        journal: Arc::new(OwnedJournal(state.store.journal(&tenant))),
+        journal: Arc::new(state.store.journal(&tenant).owned()),
         options: SessionOptions {
             hold_terminal_effects: true,
             answer_before_journal: true,
@@ -406,75 +406,6 @@ async fn run(
     state.calls.remove(&tenant, &call_id);
     let _ = session.end().await;
     tracing::info!(name: "realtime_call_finished", call_id = %call_id, end = ?end, "realtime_call_finished");
-}
-
-/// The database journal of a call only this node serves. A Realtime call lives on the node
-/// attached to its WebSocket (the HTTP door refuses its invocations), so the session's own
-/// context is the authority: it is journaled after each tool, not read back before each one.
-struct OwnedJournal(switchboard_store::TenantJournal);
-
-impl switchboard_runtime::CallJournal for OwnedJournal {
-    fn append<'a>(
-        &'a self,
-        call_id: &'a str,
-        entry: switchboard_runtime::journal::JournalEntry,
-    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
-    {
-        self.0.append(call_id, entry)
-    }
-
-    fn load<'a>(
-        &'a self,
-        call_id: &'a str,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<
-            Option<switchboard_runtime::journal::CallState>,
-            switchboard_runtime::journal::JournalError,
-        >,
-    > {
-        self.0.load(call_id)
-    }
-
-    fn load_recent<'a>(
-        &'a self,
-        call_id: &'a str,
-        max_records: usize,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<
-            Option<switchboard_runtime::journal::CallState>,
-            switchboard_runtime::journal::JournalError,
-        >,
-    > {
-        self.0.load_recent(call_id, max_records)
-    }
-
-    fn recorded<'a>(
-        &'a self,
-        call_id: &'a str,
-        function_call_id: &'a str,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<
-            Option<switchboard_runtime::InvocationRecord>,
-            switchboard_runtime::journal::JournalError,
-        >,
-    > {
-        self.0.recorded(call_id, function_call_id)
-    }
-
-    fn commit<'a>(
-        &'a self,
-        call_id: &'a str,
-        commit: switchboard_runtime::journal::Commit,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<(switchboard_core::Context, u32), switchboard_runtime::commit::CommitError>,
-    > {
-        // Not called for a journal that is not shared; kept correct all the same.
-        self.0.commit(call_id, commit)
-    }
 }
 
 /// The door a server's state holds: REST client and live calls.

@@ -933,6 +933,7 @@ impl Store {
         TenantJournal {
             store: self.clone(),
             tenant_id: tenant_id.to_owned(),
+            shared: true,
         }
     }
 }
@@ -943,6 +944,7 @@ impl Store {
 pub struct TenantJournal {
     store: Store,
     tenant_id: String,
+    shared: bool,
 }
 
 impl TenantJournal {
@@ -950,11 +952,21 @@ impl TenantJournal {
     pub fn tenant_id(&self) -> &str {
         &self.tenant_id
     }
+
+    /// The journal of calls only one node serves (a Realtime call lives on the node attached
+    /// to its WebSocket): the session's own context is then the authority, journaled after each
+    /// tool rather than read back before each one.
+    pub fn owned(self) -> Self {
+        TenantJournal {
+            shared: false,
+            ..self
+        }
+    }
 }
 
 impl CallJournal for TenantJournal {
     fn shared(&self) -> bool {
-        true
+        self.shared
     }
 
     fn current<'a>(
