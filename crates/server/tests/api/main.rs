@@ -2,11 +2,12 @@
 //! HTTP; every test runs on SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod memory;
 mod call_cap;
 mod commits;
+mod conformance;
 mod error_statuses;
 mod limits;
+mod memory;
 mod realtime;
 mod redaction;
 mod support;
