@@ -83,7 +83,8 @@ run() { # key max-time extra-args...
   local auth=$1 time=$2
   shift 2
   # From the work directory: schemathesis keeps its state (.hypothesis) in the current one.
-  (cd "$work" && "$venv/bin/schemathesis" --no-color run "$base/openapi.json" \
+  (cd "$work" && "$venv/bin/schemathesis" --no-color --config-file "$root/schemathesis.toml" \
+    run "$base/openapi.json" \
     -H "Authorization: Bearer $auth" \
     --checks "$checks" \
     --max-examples "$examples" --max-time "$time" \

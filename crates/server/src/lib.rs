@@ -62,6 +62,7 @@ pub fn app(state: AppState) -> Router {
         .route("/openapi.json", axum::routing::get(move || async move { axum::Json(openapi_json.clone()) }))
         .route("/metrics", axum::routing::get(routes::health::metrics))
         .fallback(|| async { error::ApiError::not_found("this path") })
+        .layer(axum::middleware::from_fn(routes::tool_methods::check))
         .with_state(state)
         .layer(RequestBodyLimitLayer::new(max_body))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {

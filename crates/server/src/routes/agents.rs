@@ -257,10 +257,12 @@ pub async fn delete_agent(
 #[into_params(parameter_in = Query)]
 pub struct ToolsetQuery {
     /// openai-realtime (default), openai-chat, openai-responses, anthropic or mcp.
+    #[param(pattern = "^(openai-realtime|openai-chat|openai-responses|anthropic|mcp)$")]
     pub format: Option<String>,
     /// OpenAI strict mode.
     pub strict: Option<bool>,
     /// auto, none, required, or a function name.
+    #[param(min_length = 1)]
     pub tool_choice: Option<String>,
 }
 

@@ -33,6 +33,7 @@ pub struct NewCall {
     /// The agent to start with; the tenant's default agent when absent.
     pub agent: Option<String>,
     /// Your id for the call (unique within your tenant); one is made when absent.
+    #[schema(min_length = 1)]
     pub call_id: Option<String>,
     /// Caller and callee numbers (`call.from`, `call.to`).
     pub from: Option<String>,
@@ -57,6 +58,7 @@ pub struct CallStarted {
 #[serde(deny_unknown_fields)]
 pub struct NewInvocation {
     /// The model's id for this function call; repeats are answered with the first answer.
+    #[schema(min_length = 1, max_length = 200)]
     pub function_call_id: String,
     pub name: String,
     /// The arguments as an object…
@@ -389,7 +391,12 @@ pub async fn invoke(
                 "give `arguments` or `arguments_json`, not both",
             ));
         }
-        (Some(v), None) => v.to_string(),
+        (Some(v), None) if v.is_object() => v.to_string(),
+        (Some(_), None) => {
+            return Err(ApiError::bad_request(
+                "`arguments` must be a JSON object (the function's arguments by name); send other JSON text as `arguments_json`",
+            ));
+        }
         (None, Some(s)) => s,
         (None, None) => "{}".to_owned(),
     };
@@ -489,6 +496,7 @@ async fn view_redactor(
 
 /// The call as `GET /v1/calls/{id}` shows it: every string of the context (all namespaces) and
 /// of the records, keys included, with the call's secrets replaced.
+#[allow(clippy::too_many_arguments)]
 fn view(
     redactor: &Redactor,
     call_id: &str,

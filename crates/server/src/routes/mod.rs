@@ -17,6 +17,7 @@ pub mod mcp_servers;
 pub mod responses;
 pub mod settings;
 pub mod tenants;
+pub mod tool_methods;
 pub mod tools;
 
 #[derive(OpenApi)]
@@ -147,7 +148,7 @@ pub struct PageQuery {
     /// Items per page, 1 to 200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<u32>,
-    /// The `next` cursor of the previous page.
+    /// The `next` cursor of the previous page; absent or empty: from the start.
     pub after: Option<String>,
 }
 
@@ -162,7 +163,7 @@ impl PageQuery {
         }
         Ok(Page {
             limit,
-            after: self.after.clone(),
+            after: self.after.clone().filter(|a| !a.is_empty()),
         })
     }
 }

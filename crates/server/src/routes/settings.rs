@@ -175,6 +175,7 @@ pub struct SecretView {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SecretValue {
+    #[schema(min_length = 1)]
     pub value: String,
 }
 

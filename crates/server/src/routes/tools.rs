@@ -168,6 +168,7 @@ pub async fn list_versions(
 }
 
 #[utoipa::path(get, path = "/v1/tools/{name}/versions/{version}", tag = "tools", security(("bearer" = [])),
+    params(("name" = String, Path, description = "The tool's name"), ("version" = i64, Path, description = "A version number, as `GET /v1/tools/{name}/versions` lists them")),
     responses((status = 200, body = ToolView), (status = 404, body = ErrorBody)))]
 pub async fn get_version(
     State(state): State<AppState>,
@@ -196,12 +197,17 @@ pub struct Validation {
 }
 
 #[utoipa::path(post, path = "/v1/tools:validate", tag = "tools", security(("bearer" = [])), request_body = Object,
-    responses((status = 200, body = Validation)))]
+    responses((status = 200, body = Validation), (status = 400, body = ErrorBody)))]
 pub async fn validate_tool(
     State(state): State<AppState>,
     _tenant: Tenant,
     Body(def): Body<Value>,
 ) -> ApiResult<Json<Validation>> {
+    if !def.is_object() {
+        return Err(ApiError::bad_request(
+            "the body must be a tool definition: a JSON object like the body of POST /v1/tools",
+        ));
+    }
     Ok(Json(match Tool::parse(&def, &state.config.limits) {
         Ok(t) => Validation {
             ok: true,

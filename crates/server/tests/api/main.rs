@@ -4,6 +4,7 @@
 
 mod call_cap;
 mod commits;
+mod conformance;
 mod error_statuses;
 mod limits;
 mod memory;
