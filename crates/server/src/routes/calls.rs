@@ -496,7 +496,6 @@ async fn view_redactor(
 
 /// The call as `GET /v1/calls/{id}` shows it: every string of the context (all namespaces) and
 /// of the records, keys included, with the call's secrets replaced.
-#[allow(clippy::too_many_arguments)]
 fn view(
     redactor: &Redactor,
     call_id: &str,
