@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod files;
+mod limits;
 mod run;
 mod schema;
 mod serve;

@@ -119,6 +119,10 @@ pub struct ServeArgs {
     /// the tool is answered with an error and nothing of it is applied.
     #[arg(long, env = "SWITCHBOARD_COMMIT_RETRY_MS", default_value_t = 2000)]
     commit_retry_ms: u64,
+    /// A JSON file of per-tool limits to change from their defaults, e.g.
+    /// `{"max_json_depth": 32, "max_transform_output": 262144}` (docs/security.md lists them).
+    #[arg(long, env = "SWITCHBOARD_LIMITS")]
+    limits: Option<std::path::PathBuf>,
 }
 
 fn init_logs(format: &str) {
@@ -153,7 +157,7 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
         let state = AppState::new(
             store,
             Arc::new(Effects::http_only(Arc::new(http))),
-            server_config(args),
+            server_config(args)?,
             metrics,
         );
         if state
@@ -216,7 +220,7 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
     })
 }
 
-fn server_config(args: &ServeArgs) -> ServerConfig {
+fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
     let defaults = McpSettings::default();
     let allowed_hosts: Vec<String> = args
         .mcp_allowed_hosts
@@ -224,7 +228,12 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .collect();
-    ServerConfig {
+    let limits = match &args.limits {
+        Some(path) => crate::limits::read(path)?,
+        None => switchboard_core::Limits::default(),
+    };
+    Ok(ServerConfig {
+        limits,
         mcp: McpSettings {
             allowed_hosts: if allowed_hosts.is_empty() {
                 defaults.allowed_hosts
@@ -244,7 +253,7 @@ fn server_config(args: &ServeArgs) -> ServerConfig {
         },
         commit_retry: std::time::Duration::from_millis(args.commit_retry_ms),
         ..ServerConfig::default()
-    }
+    })
 }
 
 /// The database URL without its password.

@@ -193,3 +193,36 @@ fn a_closed_pipe_ends_output_quietly() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn serve_refuses_a_limits_file_with_an_unknown_limit() {
+    let dir = std::env::temp_dir().join(format!("sb-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("limits.json");
+    std::fs::write(
+        &file,
+        r#"{"max_json_depth": 32, "max_transform_outputs": 10}"#,
+    )
+    .unwrap();
+    let db = format!("sqlite://{}", dir.join("sb.db").display());
+    let key = dir.join("master.key");
+    let out = switchboard(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--database",
+        &db,
+        "--key-file",
+        key.to_str().unwrap(),
+        "--limits",
+        file.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(!out.status.success(), "serve started: {stderr}");
+    assert!(
+        stderr.contains("`max_transform_outputs` is not a limit")
+            && stderr.contains("max_transform_output"),
+        "{stderr}"
+    );
+}
