@@ -123,6 +123,17 @@ pub struct ServeArgs {
     /// `{"max_json_depth": 32, "max_transform_output": 262144}` (docs/security.md lists them).
     #[arg(long, env = "SWITCHBOARD_LIMITS")]
     limits: Option<std::path::PathBuf>,
+    /// How long this node's lease on its calls lasts without a heartbeat, in milliseconds
+    /// (renewed every third of it). A node silent for longer is taken for dead: other nodes
+    /// take its calls over (a Realtime call within about a quarter of this more).
+    #[arg(long, env = "SWITCHBOARD_LEASE_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(300..=600_000))]
+    lease_ms: u64,
+    /// The base URL other nodes of the deployment reach this one at, to pass on requests for
+    /// the calls it owns (e.g. `http://10.0.0.7:8080`). By default the listen address, unless
+    /// that is a wildcard (0.0.0.0, ::).
+    #[arg(long, env = "SWITCHBOARD_ADVERTISE_URL")]
+    advertise_url: Option<String>,
 }
 
 fn init_logs(format: &str) {
@@ -221,6 +232,13 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
 }
 
 fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
+    if let Some(url) = &args.advertise_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(format!(
+            "--advertise-url `{url}`: give the base URL other nodes reach this one at, e.g. http://10.0.0.7:8080"
+        ));
+    }
     let defaults = McpSettings::default();
     let allowed_hosts: Vec<String> = args
         .mcp_allowed_hosts
@@ -252,6 +270,8 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
                 .unwrap_or(usize::MAX),
         },
         commit_retry: std::time::Duration::from_millis(args.commit_retry_ms),
+        lease: std::time::Duration::from_millis(args.lease_ms),
+        advertise_url: args.advertise_url.clone(),
         ..ServerConfig::default()
     })
 }

@@ -78,6 +78,10 @@ impl OutputSink for LineSink {
         let _ = self.tx.send(DriverMsg::Delivery(Box::new(delivery)));
         Box::pin(async {})
     }
+
+    fn released(&self) {
+        let _ = self.tx.send(DriverMsg::Released);
+    }
 }
 
 impl RealtimeDoor {
@@ -157,20 +161,39 @@ impl RealtimeDoor {
     /// is removed when this returns; ending the session is the caller's.
     pub async fn run(&self, opened: Opened, plan: CallPlan, session: CallSession) -> CallEnd {
         let call_id = opened.call_id.clone();
-        let end = self.run_inner(opened, plan, session).await;
+        let end = self.run_inner(opened, plan, session, true).await;
         self.lines().remove(&call_id);
         tracing::info!(name: "realtime_call_ended", call_id = %call_id, end = ?end, "realtime_call_ended");
         end
     }
 
-    async fn run_inner(&self, opened: Opened, plan: CallPlan, session: CallSession) -> CallEnd {
-        let body = plan.accept_body();
-        if let Err(e) = self.api.accept(&opened.key, &opened.call_id, &body).await {
-            tracing::error!(name: "realtime_accept_failed", call_id = %opened.call_id, error = %e, "realtime_accept_failed");
-            return CallEnd::NotAccepted;
+    /// Runs a call accepted earlier by another node, which died: attaches to its socket and
+    /// runs its tool loop until it ends (the session's restored runs answer through it).
+    pub async fn resume(&self, opened: Opened, plan: CallPlan, session: CallSession) -> CallEnd {
+        let call_id = opened.call_id.clone();
+        tracing::info!(name: "realtime_call_resumed", call_id = %call_id, agent = %plan.agent, "realtime_call_resumed");
+        let end = self.run_inner(opened, plan, session, false).await;
+        self.lines().remove(&call_id);
+        tracing::info!(name: "realtime_call_ended", call_id = %call_id, end = ?end, "realtime_call_ended");
+        end
+    }
+
+    async fn run_inner(
+        &self,
+        opened: Opened,
+        plan: CallPlan,
+        session: CallSession,
+        accept: bool,
+    ) -> CallEnd {
+        if accept {
+            let body = plan.accept_body();
+            if let Err(e) = self.api.accept(&opened.key, &opened.call_id, &body).await {
+                tracing::error!(name: "realtime_accept_failed", call_id = %opened.call_id, error = %e, "realtime_accept_failed");
+                return CallEnd::NotAccepted;
+            }
+            tracing::info!(name: "realtime_call_accepted", call_id = %opened.call_id, agent = %plan.agent, "realtime_call_accepted");
+            metrics::counter!("switchboard_realtime_calls_total").increment(1);
         }
-        tracing::info!(name: "realtime_call_accepted", call_id = %opened.call_id, agent = %plan.agent, "realtime_call_accepted");
-        metrics::counter!("switchboard_realtime_calls_total").increment(1);
         let driver = Driver::new(
             opened.call_id,
             opened.key,

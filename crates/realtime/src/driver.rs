@@ -46,6 +46,9 @@ pub(crate) enum DriverMsg {
     /// Hang up and stop (the call was ended through the API, or the server shuts down: with
     /// no session behind it, a call would only be dead air).
     End,
+    /// The call's session stopped because another node took the call over: stop without
+    /// hanging up.
+    Released,
 }
 
 /// How a call ended, for the caller to record.
@@ -61,6 +64,9 @@ pub enum CallEnd {
     Gone,
     /// Ended from this side (API or shutdown).
     Stopped,
+    /// Another node owns the call now (this node was cut off past its lease): it has
+    /// re-attached the socket; this node lets go without hanging up.
+    Released,
 }
 
 /// Tunables of the loop.
@@ -539,6 +545,10 @@ impl Driver {
             DriverMsg::End => {
                 let _ = self.hang_up().await;
                 Step::End(CallEnd::Stopped)
+            }
+            DriverMsg::Released => {
+                tracing::warn!(name: "realtime_call_released", "realtime_call_released");
+                Step::End(CallEnd::Released)
             }
         }
     }

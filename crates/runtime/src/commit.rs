@@ -141,7 +141,7 @@ where
     loop {
         tries += 1;
         match attempt().await {
-            Err(CommitError::Journal(e)) => {
+            Err(CommitError::Journal(e)) if !e.is_fenced() => {
                 let now = Instant::now();
                 if now >= until {
                     tracing::error!(name: "journal_commit_failed", error = %e, tries, "journal_commit_failed");

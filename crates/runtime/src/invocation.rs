@@ -47,6 +47,11 @@ pub struct Delivery {
 pub trait OutputSink: Send + Sync {
     /// Delivers one answer. Called exactly once per function call.
     fn deliver(&self, delivery: Delivery) -> BoxFuture<'_, ()>;
+
+    /// This node no longer owns the call (another node took it over and fenced this one off):
+    /// the function calls still running here will be answered by the new owner, not through
+    /// this sink. Called once, after which the session stops.
+    fn released(&self) {}
 }
 
 /// What the call keeps of one invocation: what was asked (secrets redacted) and how it ended.

@@ -56,6 +56,10 @@ pub struct CallState {
     pub records: Vec<InvocationRecord>,
     /// Runs waiting at an effect, by function call id.
     pub checkpoints: BTreeMap<String, Checkpoint>,
+    /// Function calls claimed to run that have neither a record nor a checkpoint: their run
+    /// stopped before its first effect (the node died), so it starts again from the beginning.
+    #[serde(default)]
+    pub claimed: BTreeMap<String, Invocation>,
     pub handoffs: u32,
     pub ended: bool,
 }
@@ -125,6 +129,7 @@ impl CallState {
             commit.apply_to(ctx, &mut self.handoffs)?;
         }
         self.checkpoints.remove(&commit.record.function_call_id);
+        self.claimed.remove(&commit.record.function_call_id);
         self.records.push(commit.record);
         Ok(true)
     }
@@ -140,6 +145,7 @@ impl CallState {
                 function_call_id,
                 checkpoint,
             } => {
+                self.claimed.remove(&function_call_id);
                 self.checkpoints.insert(function_call_id, *checkpoint);
             }
             JournalEntry::Finished {
@@ -148,6 +154,7 @@ impl CallState {
                 handoffs,
             } => {
                 self.checkpoints.remove(&record.function_call_id);
+                self.claimed.remove(&record.function_call_id);
                 if let Some(c) = context {
                     self.context = Some(c);
                 }
@@ -157,6 +164,7 @@ impl CallState {
             JournalEntry::Ended => {
                 self.ended = true;
                 self.checkpoints.clear();
+                self.claimed.clear();
             }
         }
     }
@@ -164,8 +172,37 @@ impl CallState {
 
 /// Why the journal could not record or load.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("call journal: {0}")]
-pub struct JournalError(pub String);
+pub enum JournalError {
+    /// The journal failed (a database that did not answer, a row that could not be read).
+    #[error("call journal: {0}")]
+    Failed(String),
+    /// Another node owns the call now (its lease moved on): this session may write nothing
+    /// more for it, and its runs' answers are the new owner's to give.
+    #[error("call journal: this node no longer owns the call: {0}")]
+    Fenced(String),
+}
+
+impl JournalError {
+    /// A failure of the journal.
+    pub fn failed(message: impl Into<String>) -> Self {
+        JournalError::Failed(message.into())
+    }
+
+    /// Whether the call has moved to another owner (retrying cannot help).
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, JournalError::Fenced(_))
+    }
+}
+
+/// Whether a function call may run here: claimed before its run starts, so that no two nodes
+/// ever run one function call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Claimed now: run it.
+    Claimed,
+    /// Claimed before (running, or answered): do not run it again.
+    Taken,
+}
 
 /// Durable storage of call journals (the store crate provides the database one).
 pub trait CallJournal: Send + Sync {
@@ -224,6 +261,18 @@ pub trait CallJournal: Send + Sync {
             }
             Ok(state)
         })
+    }
+
+    /// Claims a function call before it runs (see [`Claim`]). The claim keeps the invocation,
+    /// so a node that takes the call over runs it if it never reached its first effect. A
+    /// journal that one process alone uses has nothing to guard against.
+    fn claim<'a>(
+        &'a self,
+        call_id: &'a str,
+        invocation: &'a Invocation,
+    ) -> BoxFuture<'a, Result<Claim, JournalError>> {
+        let _ = (call_id, invocation);
+        Box::pin(async { Ok(Claim::Claimed) })
     }
 
     /// The record of one function call of the call, if it has one: how a session that no
@@ -290,6 +339,33 @@ impl CallJournal for MemoryJournal {
         self.shared
     }
 
+    fn claim<'a>(
+        &'a self,
+        call_id: &'a str,
+        invocation: &'a Invocation,
+    ) -> BoxFuture<'a, Result<Claim, JournalError>> {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let fc = &invocation.function_call_id;
+        let result = match calls.get_mut(call_id) {
+            Some(s) if s.ended => Err(JournalError::failed(format!("call `{call_id}` has ended"))),
+            Some(s) => {
+                if s.claimed.contains_key(fc)
+                    || s.checkpoints.contains_key(fc)
+                    || s.records.iter().any(|r| &r.function_call_id == fc)
+                {
+                    Ok(Claim::Taken)
+                } else {
+                    s.claimed.insert(fc.clone(), invocation.clone());
+                    Ok(Claim::Claimed)
+                }
+            }
+            None => Err(JournalError::failed(format!(
+                "call `{call_id}` is not in the journal"
+            ))),
+        };
+        Box::pin(async { result })
+    }
+
     fn recorded<'a>(
         &'a self,
         call_id: &'a str,
@@ -321,10 +397,14 @@ impl CallJournal for MemoryJournal {
                     .context
                     .clone()
                     .map(|c| (c, state.handoffs))
-                    .ok_or_else(|| JournalError(format!("call `{call_id}` has no context")).into()),
+                    .ok_or_else(|| {
+                        JournalError::failed(format!("call `{call_id}` has no context")).into()
+                    }),
                 Err(refusal) => Err(CommitError::Refused(refusal)),
             },
-            None => Err(JournalError(format!("call `{call_id}` is not in the journal")).into()),
+            None => {
+                Err(JournalError::failed(format!("call `{call_id}` is not in the journal")).into())
+            }
         };
         Box::pin(async { result })
     }

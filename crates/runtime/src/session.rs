@@ -41,7 +41,7 @@ use crate::commit::{CommitError, refused_outcome, unsaved_outcome, with_retry};
 use crate::effects::{CallAction, TransferLedger};
 use crate::executor::{CallConfig, Execution, Executor, Gate};
 use crate::invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
-use crate::journal::{CallJournal, Checkpoint, Commit, JournalEntry, JournalError};
+use crate::journal::{CallJournal, Checkpoint, Claim, Commit, JournalEntry, JournalError};
 use crate::records::RecordLimits;
 use crate::redact::Redactor;
 
@@ -108,6 +108,9 @@ pub struct CallSession {
 
 enum Cmd {
     Submit(Invocation),
+    /// A function call claimed before the call changed owner whose run never reached an
+    /// effect: it runs again from the start, under the claim it has.
+    Rerun(Invocation),
     Resume(Box<Checkpoint>),
     CancelResponse(String),
     ResponseDone(String),
@@ -204,6 +207,9 @@ impl CallSession {
         for (_, checkpoint) in state.checkpoints {
             let _ = session.tx.send(Cmd::Resume(Box::new(checkpoint)));
         }
+        for (_, invocation) in state.claimed {
+            let _ = session.tx.send(Cmd::Rerun(invocation));
+        }
         Ok(Some(session))
     }
 
@@ -233,6 +239,7 @@ impl CallSession {
             records,
             handoffs,
             transfers: Arc::new(TransferLedger::default()),
+            released: false,
         };
         // A root span: the call outlives the request that started it.
         let span = tracing::info_span!(parent: None, "call", call_id = %call_id, tenant_id = %actor.deps.config.tenant_id);
@@ -247,6 +254,12 @@ impl CallSession {
 
     pub fn call_id(&self) -> &str {
         &self.call_id
+    }
+
+    /// Whether the session has stopped (ended, or released to another node): it takes no
+    /// more function calls.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
     }
 
     /// What the call may use, as pinned when it started.
@@ -334,6 +347,8 @@ struct Actor {
     records: RecentRecords,
     handoffs: u32,
     transfers: Arc<TransferLedger>,
+    /// Another node owns the call now: the session stops (see [`Actor::release`]).
+    released: bool,
 }
 
 /// The secrets of every tool the call may use, and the user's tokens.
@@ -345,7 +360,11 @@ impl Actor {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
         while let Some(cmd) = rx.recv().await {
             match cmd {
-                Cmd::Submit(inv) => self.submit(inv).await,
+                Cmd::Submit(inv) => self.submit(inv, true).await,
+                Cmd::Rerun(inv) => {
+                    tracing::info!(name: "tool_run_restarted_from_claim", function_call_id = %inv.function_call_id, tool_name = %shown(&inv.name), "tool_run_restarted_from_claim");
+                    self.submit(inv, false).await
+                }
                 Cmd::Resume(cp) => self.resume(*cp).await,
                 Cmd::CancelResponse(id) => self.cancel_response(&id).await,
                 Cmd::ResponseDone(id) => self.response_done(&id),
@@ -387,11 +406,16 @@ impl Actor {
                     break;
                 }
             }
+            if self.released {
+                break;
+            }
         }
         metrics::gauge!("switchboard_active_calls").decrement(1.0);
     }
 
-    async fn submit(&mut self, inv: Invocation) {
+    /// Takes a function call: answered from what the call knows (a repeat, a duplicate write,
+    /// an unknown tool) or claimed in the journal (`claim`; a rerun has its claim) and run.
+    async fn submit(&mut self, inv: Invocation, claim: bool) {
         let fc = inv.function_call_id.clone();
         if self.pending.contains_key(&fc) {
             tracing::info!(name: "tool_invocation_ignored_already_pending", function_call_id = %fc, tool_name = %shown(&inv.name), "tool_invocation_ignored_already_pending");
@@ -448,8 +472,76 @@ impl Actor {
                 return;
             }
         }
+        if claim && !self.claim(&inv, &tool, started, &started_at).await {
+            return;
+        }
         self.schedule(inv, tool, dedupe_key, None, started, started_at)
             .await;
+    }
+
+    /// Claims a function call in the journal before it runs, so no other node ever runs it;
+    /// `false` when it must not run here. A claim taken before is left to whoever holds it (a
+    /// run resumed here after a takeover, or one answered already); a journal that keeps
+    /// failing answers the call with an error, nothing run.
+    async fn claim(
+        &mut self,
+        inv: &Invocation,
+        tool: &switchboard_core::Tool,
+        started: Instant,
+        started_at: &str,
+    ) -> bool {
+        let journal = Arc::clone(&self.deps.journal);
+        let call_id = self.call_id.clone();
+        let claimed = with_retry(self.deps.options.commit_retry, || {
+            let claim = journal.claim(&call_id, inv);
+            async move { claim.await.map_err(CommitError::from) }
+        })
+        .await;
+        match claimed {
+            Ok(Claim::Claimed) => true,
+            Ok(Claim::Taken) => {
+                tracing::info!(name: "tool_invocation_ignored_claimed", function_call_id = %inv.function_call_id, tool_name = %tool.name(), "tool_invocation_ignored_claimed");
+                false
+            }
+            Err(CommitError::Journal(e)) if e.is_fenced() => {
+                self.release(&e);
+                false
+            }
+            Err(e) => {
+                let name = tool.name().to_owned();
+                let err = ToolError::new(
+                    ErrorCode::ToolExecutionFailed,
+                    format!(
+                        "{name}: could not be started (the call's storage did not answer), so nothing was done. Tell the caller it cannot be done right now."
+                    ),
+                );
+                tracing::error!(name: "tool_claim_failed", function_call_id = %inv.function_call_id, error = %e, "tool_claim_failed");
+                let outcome = Outcome::failed(&name, err);
+                let c = Conclusion::new(inv.clone(), name, outcome, started, started_at.to_owned());
+                self.conclude(c).await;
+                false
+            }
+        }
+    }
+
+    /// Another node owns the call now: stop every run here without answering (their answers
+    /// are the new owner's, from the journal), tell the door, and stop the session.
+    fn release(&mut self, why: &JournalError) {
+        if self.released {
+            return;
+        }
+        self.released = true;
+        tracing::warn!(name: "call_released_to_new_owner", error = %why, running = self.pending.len(), "call_released_to_new_owner");
+        for (_, p) in self.pending.drain() {
+            p.abort.abort();
+            metrics::gauge!("switchboard_pending_tools").decrement(1.0);
+        }
+        for state in self.responses.all_mut() {
+            for held in state.held.drain(..) {
+                let _ = held.send(false);
+            }
+        }
+        self.deps.sink.released();
     }
 
     /// Whether the journal recorded this function call although the session no longer holds
@@ -854,26 +946,45 @@ impl Actor {
         // (its context changed, the agent changed, or a write tool's record guards against
         // running it twice). Where the door allows it, a read tool that changed nothing is
         // answered first: its answer does not wait behind the disk.
+        if self.released {
+            return self.settle(&c).0;
+        }
         if c.answer_first {
             let (result, record) = self.settle(&c);
             self.account(&c, &result, record.clone());
             self.deliver(&c, result.clone()).await;
-            if let Err(e) = self.commit(&record, &c).await {
-                tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+            match self.commit(&record, &c).await {
+                Err(CommitError::Journal(e)) if e.is_fenced() => self.release(&e),
+                Err(e) => {
+                    tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed")
+                }
+                Ok(()) => {}
             }
             return result;
         }
         let (mut result, mut record) = self.settle(&c);
         match self.commit(&record, &c).await {
             Ok(()) => {}
+            Err(CommitError::Journal(e)) if e.is_fenced() => {
+                // Not answered here: the new owner resumes or reruns it from the journal.
+                self.release(&e);
+                return result;
+            }
             Err(CommitError::Refused(refusal)) => {
                 tracing::warn!(name: "context_commit_refused", tool_name = %c.tool, reason = %refusal, "context_commit_refused");
                 c.outcome = refused_outcome(&c.outcome, &refusal);
                 c.result_override = None;
                 (result, record) = self.settle(&c);
                 // The record of the refusal; the context stays as it is.
-                if let Err(e) = self.commit(&record, &c).await {
-                    tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+                match self.commit(&record, &c).await {
+                    Err(CommitError::Journal(e)) if e.is_fenced() => {
+                        self.release(&e);
+                        return result;
+                    }
+                    Err(e) => {
+                        tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed")
+                    }
+                    Ok(()) => {}
                 }
             }
             Err(CommitError::Journal(e)) => {
@@ -1185,8 +1296,14 @@ impl Gate for SessionGate {
                         function_call_id: self.invocation.function_call_id.clone(),
                         checkpoint: Box::new(checkpoint),
                     };
-                    if let Err(e) = self.journal.append(&self.call_id, entry).await {
-                        tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+                    match self.journal.append(&self.call_id, entry).await {
+                        Ok(()) => {}
+                        // Another node owns the call: it will resume this run; this node
+                        // must not perform the effect.
+                        Err(e) if e.is_fenced() => return false,
+                        Err(e) => {
+                            tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed")
+                        }
                     }
                 }
                 Err(e) => {

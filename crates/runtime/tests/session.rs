@@ -1159,7 +1159,7 @@ impl switchboard_runtime::CallJournal for FailingJournal {
                 .is_ok()
         {
             return Box::pin(async {
-                Err(switchboard_runtime::journal::JournalError(
+                Err(switchboard_runtime::journal::JournalError::Failed(
                     "the disk is unavailable".into(),
                 ))
             });

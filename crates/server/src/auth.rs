@@ -37,7 +37,7 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
 }
 
 /// The principal behind the request's key.
-async fn principal(
+pub(crate) async fn principal(
     parts: &Parts,
     state: &AppState,
 ) -> Result<switchboard_store::Principal, ApiError> {

@@ -60,6 +60,14 @@ impl OutputSink for HttpSink {
         }
         Box::pin(async {})
     }
+
+    fn released(&self) {
+        // Dropping the senders tells each waiting request that the call moved.
+        self.waiters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
 }
 
 /// A call this node is serving.

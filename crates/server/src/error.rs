@@ -107,6 +107,12 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(what) => ApiError::not_found(what),
             StoreError::Conflict(m) => ApiError::conflict(m.clone()),
             StoreError::Invalid(m) => ApiError::bad_request(m.clone()),
+            StoreError::Fenced(m) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!("{m}; retry in a moment"),
+            )
+            .with_details(serde_json::json!({"retry_after_s": 1})),
             StoreError::Rejected(m) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", m.to_string())
             }
@@ -130,7 +136,11 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let retry_after = (self.status == StatusCode::TOO_MANY_REQUESTS).then(|| {
+        let retry_after = matches!(
+            self.status,
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+        )
+        .then(|| {
             self.details
                 .as_ref()
                 .and_then(|d| d.get("retry_after_s"))

@@ -35,6 +35,7 @@ pub mod demo;
 pub mod error;
 pub mod extract;
 pub mod mcp;
+pub mod ownership;
 pub mod realtime;
 pub mod routes;
 pub mod state;
@@ -58,6 +59,10 @@ pub fn app(state: AppState) -> Router {
             mcp::door::authenticate,
         ));
     router
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ownership::forward_to_owner,
+        ))
         .merge(mcp_door)
         .route("/openapi.json", axum::routing::get(move || async move { axum::Json(openapi_json.clone()) }))
         .route("/metrics", axum::routing::get(routes::health::metrics))
@@ -113,6 +118,11 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = app(state.clone());
+    let address = listener
+        .local_addr()
+        .ok()
+        .and_then(|a| ownership::advertised(state.config.advertise_url.as_deref(), a));
+    let liveness = ownership::start(&state, address).await;
     let mcp_streams = state.mcp.shutdown.clone();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
@@ -128,6 +138,10 @@ pub async fn serve(
     }
     for call in calls {
         let _ = tokio::time::timeout(Duration::from_secs(10), call.session.end()).await;
+    }
+    liveness.abort();
+    if let Err(e) = state.store.retire_node(&state.node.id).await {
+        tracing::warn!(name: "node_retire_failed", error = %e, "node_retire_failed");
     }
     Ok(())
 }

@@ -15,6 +15,8 @@ use switchboard_core::CallInfo;
 use switchboard_core::Context;
 use switchboard_realtime::{AgentProfile, CallPlan, IncomingCall, RealtimeDoor, webhook};
 use switchboard_runtime::{CallSession, SessionDeps, SessionOptions};
+use switchboard_store::Door;
+use switchboard_store::ownership::FIRST_FENCE;
 
 use crate::calls::LiveCall;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -240,6 +242,27 @@ async fn prepare(
             })?,
     };
     let (config, pinned) = call_config(state, tenant).await.map_err(internal)?;
+    let plan = build_plan(state, tenant, &feature, &agent, &config).await?;
+    Ok(Prepared {
+        plan,
+        config,
+        pinned,
+    })
+}
+
+/// What a call is accepted with and every agent's session for handoffs, for a call whose
+/// active agent is `agent` and whose tools are `config`.
+async fn build_plan(
+    state: &AppState,
+    tenant: &str,
+    feature: &RealtimeFeature,
+    agent: &str,
+    config: &switchboard_runtime::CallConfig,
+) -> Result<CallPlan, Decline> {
+    let internal = |e: ApiError| Decline {
+        status: 480,
+        reason: e.to_string(),
+    };
     let mcp_key = if feature.mcp_agents.is_empty() {
         None
     } else {
@@ -264,7 +287,7 @@ async fn prepare(
             .await
             .map_err(|e| internal(e.into()))?;
         for a in &list.items {
-            let toolset = crate::routes::calls::realtime_toolset(&config, &a.name);
+            let toolset = crate::routes::calls::realtime_toolset(config, &a.name);
             let tool_choice = match &feature.tool_choice {
                 Some(c) => json!(c),
                 None => toolset.get("tool_choice").cloned().unwrap_or(json!("auto")),
@@ -317,14 +340,10 @@ async fn prepare(
     if let Some(voice) = first.voice.clone().or(feature.voice.clone()) {
         accept_extra.insert("audio".into(), json!({"output": {"voice": voice}}));
     }
-    Ok(Prepared {
-        plan: CallPlan {
-            agent,
-            agents: Arc::new(agents),
-            accept_extra,
-        },
-        config,
-        pinned,
+    Ok(CallPlan {
+        agent: agent.to_owned(),
+        agents: Arc::new(agents),
+        accept_extra,
     })
 }
 
@@ -350,9 +369,10 @@ async fn run(
     let user = Value::Object(Map::new());
     let ctx = Context::new(&call, user.clone());
     let cap = state.config.max_calls_per_tenant;
+    let owner = (state.node.id.as_str(), Door::Realtime);
     match state
         .store
-        .create_call_within(&tenant, &call, &prepared.pinned, &ctx, cap)
+        .create_call_within(&tenant, &call, &prepared.pinned, &ctx, cap, owner)
         .await
     {
         Ok(Some(_)) => {}
@@ -371,20 +391,7 @@ async fn run(
             return;
         }
     }
-    let deps = SessionDeps {
-        config: Arc::new(prepared.config),
-        executor: state.realtime_executor.clone(),
-        sink,
-        journal: Arc::new(state.store.journal(&tenant).owned()),
-        options: SessionOptions {
-            hold_terminal_effects: true,
-            answer_before_journal: true,
-            max_handoffs: state.config.limits.max_handoffs,
-            records: state.config.records,
-            commit_retry: state.config.commit_retry,
-            ..SessionOptions::default()
-        },
-    };
+    let deps = session_deps(&state, &tenant, prepared.config, sink, FIRST_FENCE);
     let session = match CallSession::start(call, user, deps).await {
         Ok(s) => s,
         Err(e) => {
@@ -403,9 +410,119 @@ async fn run(
         .realtime
         .run(opened, prepared.plan, session.clone())
         .await;
-    state.calls.remove(&tenant, &call_id);
-    let _ = session.end().await;
+    finish(&state, &tenant, &call_id, &session, end).await;
+}
+
+/// What a Realtime call's session needs: its own context is the authority (one node serves
+/// the call), journaled after each tool under the node's fencing token.
+fn session_deps(
+    state: &AppState,
+    tenant: &str,
+    config: switchboard_runtime::CallConfig,
+    sink: Arc<dyn switchboard_runtime::OutputSink>,
+    fence: i64,
+) -> SessionDeps {
+    SessionDeps {
+        config: Arc::new(config),
+        executor: state.realtime_executor.clone(),
+        sink,
+        journal: Arc::new(state.store.journal(tenant).owned().fenced(fence)),
+        options: SessionOptions {
+            hold_terminal_effects: true,
+            answer_before_journal: true,
+            max_handoffs: state.config.limits.max_handoffs,
+            records: state.config.records,
+            commit_retry: state.config.commit_retry,
+            ..SessionOptions::default()
+        },
+    }
+}
+
+/// After a call's loop ends: it is no longer live here, and its session ends (unless another
+/// node owns the call now: then the session stopped already and the call goes on there).
+async fn finish(
+    state: &AppState,
+    tenant: &str,
+    call_id: &str,
+    session: &CallSession,
+    end: switchboard_realtime::CallEnd,
+) {
+    if let Some(live) = state.calls.get(tenant, call_id)
+        && live.session.call_id() == session.call_id()
+    {
+        state.calls.remove(tenant, call_id);
+    }
+    if end != switchboard_realtime::CallEnd::Released {
+        let _ = session.end().await;
+    }
     tracing::info!(name: "realtime_call_finished", call_id = %call_id, end = ?end, "realtime_call_finished");
+}
+
+/// Takes over a live Realtime call whose node died (this node now owns it with fencing token
+/// `fence`): restores its session from the journal, re-attaches its WebSocket, and answers the
+/// function calls still pending (resumed from their checkpoints, or run again when they never
+/// reached an effect). The caller hears a pause, not a dead line.
+pub(crate) async fn resume_call(
+    state: &AppState,
+    tenant: &str,
+    call_id: &str,
+    fence: i64,
+) -> ApiResult<Arc<LiveCall>> {
+    let row = state
+        .store
+        .get_call(tenant, call_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
+    let tenant_row = state
+        .store
+        .get_tenant(tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("tenant `{tenant}`")))?;
+    let key = state
+        .store
+        .get_secret(tenant, OPENAI_API_KEY)
+        .await?
+        .ok_or_else(|| ApiError::conflict("the tenant has no `openai_api_key` secret"))?;
+    let feature = match tenant_row.features.get("realtime") {
+        None | Some(Value::Null) => RealtimeFeature::default(),
+        Some(v) => RealtimeFeature::parse(v).map_err(ApiError::bad_request)?,
+    };
+    let config = crate::routes::calls::pinned_config(state, tenant, &row.pinned).await?;
+    let plan = build_plan(state, tenant, &feature, &row.agent, &config)
+        .await
+        .map_err(|d| ApiError::internal(d.reason))?;
+    let Some((sink, opened)) = state.realtime.open(call_id, key) else {
+        return Err(ApiError::conflict(format!(
+            "call `{call_id}` is being served here already"
+        )));
+    };
+    let deps = session_deps(state, tenant, config, sink, fence);
+    let session = match CallSession::restore(call_id, deps).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            state.realtime.forget(call_id);
+            return Err(ApiError::conflict(format!("call `{call_id}` has ended")));
+        }
+        Err(e) => {
+            state.realtime.forget(call_id);
+            return Err(ApiError::internal(e.to_string()));
+        }
+    };
+    tracing::info!(name: "realtime_call_taken_over", call_id = %call_id, fence, "realtime_call_taken_over");
+    metrics::counter!("switchboard_realtime_takeovers_total").increment(1);
+    let live = Arc::new(LiveCall {
+        tenant_id: tenant.to_owned(),
+        session: session.clone(),
+        sink: Default::default(),
+        realtime: true,
+    });
+    state.calls.insert(Arc::clone(&live));
+    let (state, tenant, call_id) = (state.clone(), tenant.to_owned(), call_id.to_owned());
+    tokio::spawn(async move {
+        let end = state.realtime.resume(opened, plan, session.clone()).await;
+        finish(&state, &tenant, &call_id, &session, end).await;
+    });
+    Ok(live)
 }
 
 /// The door a server's state holds: REST client and live calls.

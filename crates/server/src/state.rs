@@ -37,6 +37,12 @@ pub struct ServerConfig {
     /// How long a tool's commit is retried while the database fails before the tool is
     /// answered with an error (nothing of it applied).
     pub commit_retry: std::time::Duration,
+    /// How long a node's lease on its calls lasts without a heartbeat (renewed every third of
+    /// it): a node silent for longer is dead, and other nodes take its calls over.
+    pub lease: std::time::Duration,
+    /// The base URL other nodes reach this one at (`--advertise-url`); by default the listen
+    /// address, when it is a specific one.
+    pub advertise_url: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -51,6 +57,8 @@ impl Default for ServerConfig {
             tool_cache_bytes: ToolCache::DEFAULT_MAX_BYTES,
             records: switchboard_runtime::RecordLimits::default(),
             commit_retry: std::time::Duration::from_secs(2),
+            lease: std::time::Duration::from_secs(10),
+            advertise_url: None,
         }
     }
 }
@@ -97,6 +105,10 @@ pub struct Inner {
     pub metrics: Option<PrometheusHandle>,
     /// MCP client pool (also the `mcp.call` handler) and the MCP endpoint's shutdown signal.
     pub mcp: crate::mcp::McpState,
+    /// This node of the deployment: its id and lease (see [`crate::ownership`]).
+    pub node: crate::ownership::Node,
+    /// The client that passes a call's requests on to the node that owns it.
+    pub forwarder: reqwest::Client,
 }
 
 /// Cheap to clone; handlers take it as axum state.
@@ -144,9 +156,25 @@ impl AppState {
             calls: Registry::default(),
             limits: TenantLimits::new(config.tenant_rate_per_s),
             tools: ToolCache::new(config.tool_cache_bytes),
+            node: crate::ownership::Node::new(config.lease),
+            forwarder: forwarder(&config),
             config,
             metrics,
             mcp,
         }))
     }
+}
+
+/// The client for requests passed on to other nodes: the deployment's own addresses, no proxy,
+/// no redirects, bounded by the longest a tool may run.
+fn forwarder(config: &ServerConfig) -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(std::time::Duration::from_secs(2))
+        .timeout(std::time::Duration::from_secs_f64(
+            config.limits.max_timeout_s + 20.0,
+        ))
+        .build()
+        .unwrap_or_default()
 }

@@ -14,6 +14,10 @@ pub enum StoreError {
     /// The write conflicts with what is stored (a duplicate id, an ended call).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// Another node owns the call now: the write of a node whose fencing token is stale is
+    /// refused and nothing is stored.
+    #[error("fenced off: {0}")]
+    Fenced(String),
     /// The input is not acceptable; the message says what to change.
     #[error("invalid input: {0}")]
     Invalid(String),

@@ -18,8 +18,10 @@ pub mod agents;
 pub mod calls;
 pub mod crypto;
 mod error;
+mod journal;
 pub mod keys;
 pub mod mcp_servers;
+pub mod ownership;
 mod page;
 pub mod secrets;
 pub mod tenants;
@@ -38,11 +40,13 @@ use sqlx::sqlite::{
 use sqlx::{Postgres, Sqlite, Transaction};
 
 pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret};
-pub use calls::{CallRow, CallStatus, TenantJournal};
+pub use calls::{CallRow, CallStatus};
 pub use crypto::{MasterKey, open, open_with, seal, seal_with};
 pub use error::StoreError;
+pub use journal::TenantJournal;
 pub use keys::{ApiKey, Principal};
 pub use mcp_servers::{McpServer, McpServerConfig};
+pub use ownership::{CallOwner, Door, NodeInfo};
 pub use page::{Page, Paged};
 pub use secrets::SecretInfo;
 pub use tenants::Tenant;

@@ -18,7 +18,7 @@ use sqlx::{AssertSqlSafe, Connection, Executor, Row};
 use switchboard_core::context::{Scope, Write};
 use switchboard_core::effect::{EffectRequest, EndCallRequest};
 use switchboard_core::{CallInfo, Context, ErrorCode};
-use switchboard_runtime::journal::{CallJournal, CallState, Checkpoint, JournalEntry};
+use switchboard_runtime::journal::{CallJournal, CallState, Checkpoint, Claim, JournalEntry};
 use switchboard_runtime::{Invocation, InvocationRecord};
 use switchboard_store::{
     AgentDef, Backend, CallStatus, MasterKey, McpServerConfig, Page, Store, StoreError,
@@ -207,6 +207,7 @@ on_both_backends!(
     tenants_are_isolated,
     journal_round_trip_equals_the_in_memory_fold,
     journal_appends_are_idempotent_and_ended_clears_checkpoints,
+    a_call_has_one_owner_and_a_stale_owner_is_fenced_off,
     create_call_then_started_keeps_pinned_versions,
     concurrent_context_updates_all_land,
     concurrent_commits_from_two_nodes_all_land_once,
@@ -1824,4 +1825,91 @@ async fn plain_contexts_from_before_sealing_are_read_then_sealed(h: Harness) {
     }
     let e = s.get_call("acme", "other_call").await.unwrap_err();
     assert!(matches!(e, StoreError::Crypto), "{e:?}");
+}
+
+async fn a_call_has_one_owner_and_a_stale_owner_is_fenced_off(h: Harness) {
+    use std::time::Duration;
+    use switchboard_runtime::commit::CommitError;
+    use switchboard_runtime::journal::{Commit, JournalError};
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "c1");
+    let ctx = Context::new(&info, json!({}));
+    s.register_node("n1", Some("http://10.0.0.1:8080"), Duration::from_secs(60))
+        .await
+        .unwrap();
+    s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Http))
+        .await
+        .unwrap()
+        .unwrap();
+    let owner = s.call_owner("acme", "c1").await.unwrap().unwrap();
+    let node = owner.node.clone().unwrap();
+    assert_eq!((node.id.as_str(), node.alive, owner.fence), ("n1", true, 1));
+    assert!(!owner.orphaned());
+    assert!(s.orphaned_calls(Door::Http, 10).await.unwrap().is_empty());
+
+    // n1's journal claims a function call: once.
+    let n1 = s.journal("acme").fenced(1);
+    let inv = |fc: &str| Invocation {
+        call_id: "c1".into(),
+        function_call_id: fc.into(),
+        name: "save_meal".into(),
+        arguments_json: "{}".into(),
+        response_id: None,
+        item_id: None,
+    };
+    assert_eq!(n1.claim("c1", &inv("fc_1")).await.unwrap(), Claim::Claimed);
+    assert_eq!(n1.claim("c1", &inv("fc_1")).await.unwrap(), Claim::Taken);
+
+    // A new process at n1's address: n1 is dead, its call an orphan; n2 takes it over, once.
+    s.register_node("n2", Some("http://10.0.0.1:8080"), Duration::from_secs(60))
+        .await
+        .unwrap();
+    let owner = s.call_owner("acme", "c1").await.unwrap().unwrap();
+    assert!(owner.orphaned(), "{owner:?}");
+    assert_eq!(s.orphaned_calls(Door::Http, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        s.take_over_call("acme", "c1", "n2", 1).await.unwrap(),
+        Some(2)
+    );
+    assert_eq!(s.take_over_call("acme", "c1", "n3", 1).await.unwrap(), None);
+
+    // n1 wakes up: every write it tries is refused, nothing stored.
+    let fenced = |r: Result<(), JournalError>| matches!(r, Err(JournalError::Fenced(_)));
+    assert!(matches!(
+        n1.claim("c1", &inv("fc_2")).await,
+        Err(JournalError::Fenced(_))
+    ));
+    let finished = JournalEntry::Finished {
+        record: Box::new(record("fc_1", true)),
+        context: None,
+        handoffs: 0,
+    };
+    assert!(fenced(n1.append("c1", finished.clone()).await));
+    let commit = Commit {
+        writes: vec![append_item(1)],
+        ..Commit::record_only(record("fc_1", true))
+    };
+    assert!(matches!(
+        n1.commit("c1", commit.clone()).await,
+        Err(CommitError::Journal(JournalError::Fenced(_)))
+    ));
+    assert!(fenced(n1.append("c1", JournalEntry::Ended).await));
+
+    // The new owner finds n1's claimed run, which never reached an effect, and runs it.
+    let n2 = s.journal("acme").fenced(2);
+    let state = n2.load("c1").await.unwrap().unwrap();
+    assert_eq!(state.claimed.keys().collect::<Vec<_>>(), ["fc_1"]);
+    assert_eq!(state.claimed["fc_1"], inv("fc_1"));
+    assert!(state.records.is_empty() && !state.ended);
+    let (after, _) = n2.commit("c1", commit).await.unwrap();
+    assert_eq!(after.workflow["items"], json!([1]));
+    let state = n2.load("c1").await.unwrap().unwrap();
+    assert!(state.claimed.is_empty(), "the record replaces the claim");
+    // Recorded: not claimed again.
+    assert_eq!(n2.claim("c1", &inv("fc_1")).await.unwrap(), Claim::Taken);
+    n2.append("c1", JournalEntry::Ended).await.unwrap();
+    assert!(s.orphaned_calls(Door::Http, 10).await.unwrap().is_empty());
+    s.retire_node("n2").await.unwrap();
 }

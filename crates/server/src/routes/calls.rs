@@ -25,6 +25,8 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{Body, Path};
 use crate::state::AppState;
 use crate::toolset::{call_config, compile};
+use switchboard_store::NodeInfo;
+use switchboard_store::ownership::{Door, FIRST_FENCE};
 
 /// A call to start.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -125,8 +127,9 @@ fn session_options(state: &AppState) -> SessionOptions {
     }
 }
 
-fn deps(state: &AppState, config: CallConfig, sink: Arc<HttpSink>) -> SessionDeps {
-    let journal = Arc::new(state.store.journal(&config.tenant_id));
+/// What a session of a call this node owns with fencing token `fence` needs.
+fn deps(state: &AppState, config: CallConfig, sink: Arc<HttpSink>, fence: i64) -> SessionDeps {
+    let journal = Arc::new(state.store.journal(&config.tenant_id).fenced(fence));
     SessionDeps {
         config: Arc::new(config),
         executor: state.executor.clone(),
@@ -210,9 +213,10 @@ pub(crate) async fn start_call(
     let user = new.user.unwrap_or_else(|| Value::Object(Map::new()));
     let ctx = Context::new(&call, user.clone());
     let cap = state.config.max_calls_per_tenant;
+    let owner = (state.node.id.as_str(), Door::Http);
     if state
         .store
-        .create_call_within(&tenant.id, &call, &pinned, &ctx, cap)
+        .create_call_within(&tenant.id, &call, &pinned, &ctx, cap, owner)
         .await?
         .is_none()
     {
@@ -220,7 +224,8 @@ pub(crate) async fn start_call(
     }
     let toolset = realtime_toolset(&config, &agent);
     let sink = Arc::new(HttpSink::default());
-    let session = CallSession::start(call, user, deps(state, config, Arc::clone(&sink)))
+    let deps = deps(state, config, Arc::clone(&sink), FIRST_FENCE);
+    let session = CallSession::start(call, user, deps)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
     state.calls.insert(Arc::new(LiveCall {
@@ -237,7 +242,7 @@ pub(crate) async fn start_call(
 }
 
 /// The answer when the tenant has as many live calls as it may have.
-fn too_many_calls(cap: usize) -> ApiError {
+pub(crate) fn too_many_calls(cap: usize) -> ApiError {
     ApiError::new(
         StatusCode::TOO_MANY_REQUESTS,
         "rate_limited",
@@ -253,7 +258,11 @@ fn fastrand_id() -> String {
 }
 
 /// The call's config as pinned when it started (tool versions), for a node that picks it up.
-async fn pinned_config(state: &AppState, tenant: &str, pinned: &Value) -> ApiResult<CallConfig> {
+pub(crate) async fn pinned_config(
+    state: &AppState,
+    tenant: &str,
+    pinned: &Value,
+) -> ApiResult<CallConfig> {
     let (mut config, _) = call_config(state, tenant).await?;
     let Some(agents) = pinned.get("agents").and_then(Value::as_object) else {
         return Ok(config);
@@ -282,41 +291,120 @@ async fn pinned_config(state: &AppState, tenant: &str, pinned: &Value) -> ApiRes
     Ok(config)
 }
 
-/// The live call, picking it up from the database when this node does not serve it yet.
+/// Where a live call is served.
+pub(crate) enum Serving {
+    /// On this node (it owned the call, or just took it over from a dead owner).
+    Here(Arc<LiveCall>),
+    /// By another node, alive, which owns the call: requests for it go there.
+    Elsewhere(NodeInfo),
+}
+
+/// The live call, taking it over when its owner is dead (a node that stopped or was killed):
+/// the database's lease decides, so two nodes never both serve one call.
 pub(crate) async fn live(
     state: &AppState,
     tenant: &str,
     call_id: &str,
 ) -> ApiResult<Arc<LiveCall>> {
-    if let Some(c) = state.calls.get(tenant, call_id) {
-        return Ok(c);
+    match locate(state, tenant, call_id).await? {
+        Serving::Here(call) => Ok(call),
+        Serving::Elsewhere(node) => Err(served_elsewhere(call_id, &node)),
     }
-    // One pick-up at a time on this node: two requests for a call served elsewhere must not
-    // both restore it (each would resume its waiting runs), and the cap is checked and the
-    // call registered with nothing in between.
+}
+
+/// The answer when another node serves the call and this request cannot be passed on to it.
+pub(crate) fn served_elsewhere(call_id: &str, node: &NodeInfo) -> ApiError {
+    let _ = node;
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        format!("call `{call_id}` is served by another node of this deployment, which could not be reached; retry in a moment"),
+    )
+    .with_details(json!({"retry_after_s": 1}))
+}
+
+/// [`live`], or which node serves the call when another (alive) node owns it.
+pub(crate) async fn locate(state: &AppState, tenant: &str, call_id: &str) -> ApiResult<Serving> {
+    if let Some(c) = state.calls.get(tenant, call_id) {
+        if !c.session.is_closed() {
+            return Ok(Serving::Here(c));
+        }
+        // Ended, or released to a node that took it over: forget it here.
+        state.calls.remove(tenant, call_id);
+    }
+    // One pick-up at a time on this node: the cap is checked and the call registered with
+    // nothing in between. Across nodes, the lease decides (`take_over_call`).
     let _pickup = state.calls.pickup().await;
-    if let Some(c) = state.calls.get(tenant, call_id) {
-        return Ok(c);
+    if let Some(c) = state.calls.get(tenant, call_id)
+        && !c.session.is_closed()
+    {
+        return Ok(Serving::Here(c));
     }
-    let cap = state.config.max_calls_per_tenant;
-    if state.calls.count(tenant) >= cap {
-        return Err(too_many_calls(cap));
+    // A takeover can lose a race with another node's: read the owner again.
+    for _ in 0..3 {
+        let owner = state
+            .store
+            .call_owner(tenant, call_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
+        if owner.status == switchboard_store::CallStatus::Ended {
+            return Err(ApiError::conflict(format!("call `{call_id}` has ended")));
+        }
+        match &owner.node {
+            Some(node) if node.alive && node.id != state.node.id => {
+                return Ok(Serving::Elsewhere(node.clone()));
+            }
+            _ => {}
+        }
+        let cap = state.config.max_calls_per_tenant;
+        if state.calls.count(tenant) >= cap {
+            return Err(too_many_calls(cap));
+        }
+        let Some(fence) = state
+            .store
+            .take_over_call(tenant, call_id, &state.node.id, owner.fence)
+            .await?
+        else {
+            continue;
+        };
+        if owner.door == Door::Realtime {
+            return crate::ownership::take_over_realtime(state, tenant, call_id, fence)
+                .await
+                .map(Serving::Here);
+        }
+        return pick_up(state, tenant, call_id, fence)
+            .await
+            .map(Serving::Here);
     }
+    Err(ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        format!("call `{call_id}` is changing owner; retry in a moment"),
+    )
+    .with_details(json!({"retry_after_s": 1})))
+}
+
+/// Serves a call this node has just become the owner of (fencing token `fence`): its session
+/// restored from the journal, every run that was waiting at an effect resumed and every
+/// claimed run that never reached one started again.
+async fn pick_up(
+    state: &AppState,
+    tenant: &str,
+    call_id: &str,
+    fence: i64,
+) -> ApiResult<Arc<LiveCall>> {
     let row = state
         .store
         .get_call(tenant, call_id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
-    if row.status == switchboard_store::CallStatus::Ended {
-        return Err(ApiError::conflict(format!("call `{call_id}` has ended")));
-    }
     let config = pinned_config(state, tenant, &row.pinned).await?;
     let sink = Arc::new(HttpSink::default());
-    let session = CallSession::restore(call_id, deps(state, config, Arc::clone(&sink)))
+    let session = CallSession::restore(call_id, deps(state, config, Arc::clone(&sink), fence))
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
         .ok_or_else(|| ApiError::conflict(format!("call `{call_id}` has ended")))?;
-    tracing::info!(name: "call_picked_up", call_id = %call_id, "call_picked_up");
+    tracing::info!(name: "call_picked_up", call_id = %call_id, fence, "call_picked_up");
     let live = Arc::new(LiveCall {
         tenant_id: tenant.to_owned(),
         session,
@@ -452,7 +540,15 @@ pub(crate) async fn submit_and_wait(
             let config = live.session.config();
             Ok(result_from_delivery(delivery, live, Some(&config)))
         }
-        _ => {
+        // The session let go of its waiters: another node took the call over, and will answer
+        // this function call from the journal.
+        Ok(Err(_)) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            format!("call `{call_id}` moved to another node while this ran; send the same function call again to get its answer"),
+        )
+        .with_details(json!({"retry_after_s": 1}))),
+        Err(_) => {
             live.sink.forget(&fc);
             Err(ApiError::new(
                 StatusCode::GATEWAY_TIMEOUT,

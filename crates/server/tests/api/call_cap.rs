@@ -71,6 +71,8 @@ async fn picking_a_call_up_checks_the_nodes_cap_too() {
             ServerConfig {
                 tenant_rate_per_s: 10_000,
                 max_calls_per_tenant: 5,
+                // No heartbeat during the test: a node marked dead stays dead.
+                lease: std::time::Duration::from_secs(3600),
                 ..ServerConfig::default()
             },
         )
@@ -88,6 +90,8 @@ async fn picking_a_call_up_checks_the_nodes_cap_too() {
         let (base, state, stop, server) =
             crate::support::start_with(&a.url, a.key.clone(), config).await;
         let b = crate::support::TestApp::view(&a, base);
+        // A dies: B takes its calls over.
+        crate::support::lease_lapsed(&a).await;
         let meal = json!({"meal_type": "lunch", "dishes": ["soup"]});
         // Two requests for one call at once: one pick-up, both answered.
         let (first, second) = tokio::join!(

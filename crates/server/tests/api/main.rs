@@ -8,6 +8,7 @@ mod conformance;
 mod error_statuses;
 mod limits;
 mod memory;
+mod ownership;
 mod realtime;
 mod redaction;
 mod support;

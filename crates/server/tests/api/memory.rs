@@ -231,6 +231,8 @@ fn small_records() -> ServerConfig {
             max_records_per_call: 20,
             max_record_field_bytes: 1024,
         },
+        // No heartbeat during the test: a node marked dead stays dead.
+        lease: std::time::Duration::from_secs(3600),
         ..config()
     }
 }
@@ -296,8 +298,9 @@ async fn records_are_capped(app: std::sync::Arc<TestApp>) {
     let (_, view) = app.get("/v1/calls/call_big", &key).await;
     assert_eq!(view["invocations_total"], json!(CALLS));
 
-    // Another node picks the call up: it loads only the newest records, and still runs a new
-    // function call once and an old one not at all.
+    // The call's node dies and another picks the call up: it loads only the newest records,
+    // and still runs a new function call once and an old one not at all.
+    crate::support::lease_lapsed(&app).await;
     let (base, state, stop, server) =
         crate::support::start_with(&app.url, app.key.clone(), small_records()).await;
     let other = TestApp::view(&app, base);

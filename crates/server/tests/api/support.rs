@@ -146,6 +146,17 @@ pub async fn start_with_metrics(
     (base, state, tx, server)
 }
 
+/// Makes `app`'s node look dead to the others (its lease ended, as when its process is
+/// killed), so another node takes its calls over. Give `app` a long lease, so its heartbeat
+/// does not revive it.
+pub async fn lease_lapsed(app: &TestApp) {
+    app.state
+        .store
+        .retire_node(&app.state.node.id)
+        .await
+        .expect("retire the node");
+}
+
 pub async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_with(
         backend,

@@ -1,0 +1,284 @@
+//! One owner per call, as a node of a deployment does it: its identity and lease, the sweep
+//! that takes over the Realtime calls of dead nodes, and the forwarding of a call's requests to
+//! the node that owns it.
+//!
+//! The database holds the truth (`switchboard_store::ownership`): which node owns each live
+//! call, under which fencing token, and which nodes are alive. This node renews its own lease
+//! on a heartbeat (one write per node, not per call). A request for a call another live node
+//! owns is passed on to that node whole, so invocations, cancels and ends reach the owner
+//! from any node; a call whose owner is dead is taken over by the first node that needs it —
+//! at once for a request, within a sweep for a Realtime call, whose caller is still talking.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, RawPathParams, Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use switchboard_store::{Door, NodeInfo};
+
+use crate::calls::LiveCall;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::calls::{Serving, locate};
+use crate::state::AppState;
+
+/// The header a forwarded request carries (the forwarding node's id): it is never forwarded
+/// again, so two nodes that disagree about an owner cannot bounce a request between them.
+pub const FORWARDED_HEADER: &str = "x-switchboard-forwarded-by";
+
+/// This node: a fresh id for each process, the address other nodes reach it at, its lease.
+#[derive(Debug)]
+pub struct Node {
+    pub id: String,
+    /// How long the node's lease lasts without a heartbeat: a node silent for longer is dead,
+    /// and its calls are taken over.
+    pub lease: Duration,
+    /// Set when the server starts listening (or from `--advertise-url`).
+    address: OnceLock<Option<String>>,
+}
+
+impl Node {
+    pub fn new(lease: Duration) -> Node {
+        let suffix: String = std::iter::repeat_with(fastrand::alphanumeric)
+            .take(16)
+            .collect();
+        Node {
+            id: format!("node_{suffix}"),
+            lease,
+            address: OnceLock::new(),
+        }
+    }
+
+    /// The base URL other nodes forward requests to; `None` when it is not known (a wildcard
+    /// listen address without `--advertise-url`).
+    pub fn address(&self) -> Option<&str> {
+        self.address.get().and_then(Option::as_deref)
+    }
+}
+
+/// The address to advertise: `--advertise-url`, else the listener's own address when it is a
+/// specific one (a wildcard address names no host another node could reach).
+pub fn advertised(configured: Option<&str>, local: std::net::SocketAddr) -> Option<String> {
+    match configured {
+        Some(url) => Some(url.trim_end_matches('/').to_owned()),
+        None if local.ip().is_unspecified() => None,
+        None => Some(format!("http://{local}")),
+    }
+}
+
+/// Registers this node and keeps its lease alive; sweeps for Realtime calls whose owner died.
+/// Runs until the returned handle is aborted (the server stops).
+pub async fn start(state: &AppState, address: Option<String>) -> tokio::task::JoinHandle<()> {
+    if address.is_none() {
+        tracing::warn!(name: "node_address_unknown", "this node listens on a wildcard address and has no --advertise-url: other nodes cannot forward a call's requests to it");
+    }
+    let _ = state.node.address.set(address);
+    let node = &state.node;
+    if let Err(e) = state
+        .store
+        .register_node(&node.id, node.address(), node.lease)
+        .await
+    {
+        tracing::error!(name: "node_register_failed", error = %e, "node_register_failed");
+    }
+    tracing::info!(name: "node_started", node_id = %node.id, address = node.address().unwrap_or(""), lease_ms = u64::try_from(node.lease.as_millis()).unwrap_or(u64::MAX), "node_started");
+    let state = state.clone();
+    tokio::spawn(async move {
+        let beat = state.node.lease / 3;
+        let sweep =
+            (state.node.lease / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
+        let mut next_beat = tokio::time::Instant::now() + beat;
+        loop {
+            tokio::time::sleep(sweep.min(beat)).await;
+            if tokio::time::Instant::now() >= next_beat {
+                next_beat += beat;
+                heartbeat(&state).await;
+            }
+            sweep_realtime(&state).await;
+        }
+    })
+}
+
+async fn heartbeat(state: &AppState) {
+    let node = &state.node;
+    match state.store.renew_node(&node.id, node.lease).await {
+        Ok(true) => {}
+        Ok(false) => {
+            if let Err(e) = state
+                .store
+                .register_node(&node.id, node.address(), node.lease)
+                .await
+            {
+                tracing::error!(name: "node_register_failed", error = %e, "node_register_failed");
+            }
+        }
+        Err(e) => {
+            // Past the lease, other nodes take this node's calls over; its writes to them are
+            // then refused by their fencing tokens, so nothing is written twice.
+            tracing::error!(name: "node_heartbeat_failed", error = %e, "node_heartbeat_failed")
+        }
+    }
+}
+
+/// Takes over the live Realtime calls of dead nodes: their callers are still talking, and
+/// nothing else would bring their tools back.
+async fn sweep_realtime(state: &AppState) {
+    let orphans = match state.store.orphaned_calls(Door::Realtime, 32).await {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::debug!(name: "call_sweep_failed", error = %e, "call_sweep_failed");
+            return;
+        }
+    };
+    for (tenant, call_id, _) in orphans {
+        // `locate` takes the call over through the lease, exactly as a request would.
+        match locate(state, &tenant, &call_id).await {
+            Ok(Serving::Here(_)) | Ok(Serving::Elsewhere(_)) => {}
+            Err(e) => {
+                tracing::warn!(name: "call_takeover_failed", call_id = %call_id, error = %e, "call_takeover_failed")
+            }
+        }
+    }
+}
+
+/// Takes a Realtime call over after its owner died: see [`crate::realtime::resume_call`].
+pub async fn take_over_realtime(
+    state: &AppState,
+    tenant: &str,
+    call_id: &str,
+    fence: i64,
+) -> ApiResult<Arc<LiveCall>> {
+    crate::realtime::resume_call(state, tenant, call_id, fence).await
+}
+
+/// The routes that act on a live call, which its owner must serve.
+fn acts_on_live_call(method: &Method, path: &str) -> bool {
+    matches!(
+        (method, path),
+        (&Method::POST, "/v1/calls/{call_id}/invocations")
+            | (
+                &Method::POST,
+                "/v1/calls/{call_id}/responses/{response_id}/cancel"
+            )
+            | (&Method::DELETE, "/v1/calls/{call_id}")
+    )
+}
+
+/// Middleware: a request that acts on a live call owned by another live node is passed on to
+/// that node, whole, and its answer returned; everything else goes to the handler (which takes
+/// over a call whose owner is dead).
+pub async fn forward_to_owner(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let acting = req
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|p| acts_on_live_call(req.method(), p.as_str()));
+    if !acting || req.headers().contains_key(FORWARDED_HEADER) {
+        return next.run(req).await;
+    }
+    let (mut parts, body) = req.into_parts();
+    let call_id = match call_id_param(&mut parts, &state).await {
+        Some(id) => id,
+        None => return next.run(Request::from_parts(parts, body)).await,
+    };
+    let tenant = match crate::auth::principal(&parts, &state).await {
+        Ok(p) => p.tenant_id,
+        Err(_) => None,
+    };
+    let Some(tenant) = tenant else {
+        // The handler gives the authentication error.
+        return next.run(Request::from_parts(parts, body)).await;
+    };
+    match locate(&state, &tenant, &call_id).await {
+        Ok(Serving::Elsewhere(node)) => forward(&state, &node, parts, body, &call_id).await,
+        // Served here, or an error the handler will give again.
+        _ => next.run(Request::from_parts(parts, body)).await,
+    }
+}
+
+/// The call id among a request's path parameters (decoded).
+async fn call_id_param(parts: &mut axum::http::request::Parts, state: &AppState) -> Option<String> {
+    use axum::extract::FromRequestParts;
+    let params = RawPathParams::from_request_parts(parts, state).await.ok()?;
+    params
+        .iter()
+        .find(|(name, _)| *name == "call_id")
+        .map(|(_, value)| value.to_owned())
+}
+
+/// Passes a request on to the node that owns its call.
+async fn forward(
+    state: &AppState,
+    node: &NodeInfo,
+    parts: axum::http::request::Parts,
+    body: Body,
+    call_id: &str,
+) -> Response {
+    let Some(address) = node.address.as_deref() else {
+        return crate::routes::calls::served_elsewhere(call_id, node).into_response();
+    };
+    let bytes = match axum::body::to_bytes(body, state.config.max_body_bytes).await {
+        Ok(b) => b,
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!(
+                    "the request body is over {} bytes (max_body_bytes)",
+                    state.config.max_body_bytes
+                ),
+            )
+            .into_response();
+        }
+    };
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path().to_owned(), |p| p.as_str().to_owned());
+    let mut request = state
+        .forwarder
+        .request(parts.method.clone(), format!("{address}{path}"))
+        .header(FORWARDED_HEADER, &state.node.id)
+        .body(bytes);
+    for name in [
+        axum::http::header::AUTHORIZATION,
+        axum::http::header::CONTENT_TYPE,
+    ] {
+        if let Some(v) = parts.headers.get(&name) {
+            request = request.header(name, v);
+        }
+    }
+    if let Some(v) = parts.headers.get("x-request-id") {
+        request = request.header("x-request-id", v);
+    }
+    tracing::debug!(name: "call_request_forwarded", call_id = %call_id, node_id = %node.id, "call_request_forwarded");
+    metrics::counter!("switchboard_forwarded_requests_total").increment(1);
+    let answer = match request.send().await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(name: "call_forward_failed", call_id = %call_id, node_id = %node.id, error = %e.without_url(), "call_forward_failed");
+            return crate::routes::calls::served_elsewhere(call_id, node).into_response();
+        }
+    };
+    let status = answer.status();
+    let content_type = answer.headers().get(reqwest::header::CONTENT_TYPE).cloned();
+    let retry_after = answer.headers().get(reqwest::header::RETRY_AFTER).cloned();
+    let body = match answer.bytes().await {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(name: "call_forward_failed", call_id = %call_id, node_id = %node.id, error = %e.without_url(), "call_forward_failed");
+            return crate::routes::calls::served_elsewhere(call_id, node).into_response();
+        }
+    };
+    let mut response = (status, body).into_response();
+    for (name, value) in [
+        (axum::http::header::CONTENT_TYPE, content_type),
+        (axum::http::header::RETRY_AFTER, retry_after),
+    ] {
+        if let Some(v) = value {
+            response.headers_mut().insert(name, v);
+        }
+    }
+    response
+}
