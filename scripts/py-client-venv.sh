@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (once) the Python environment of the Python client's tests (clients/python): the
 # client itself (editable, so the tests see the working tree), pytest, and the voice frameworks
-# its adapters are tested against, at the versions they are tested with, in target/py-client.
+# its adapters are tested against, at the versions they are tested with, and mypy (CI checks
+# the package with --strict), in target/py-client.
 # crates/cli/tests/python.rs runs it on first use; CI runs it first so that an unreachable
 # PyPI fails early and clearly. Prints the interpreter's path. Keep the pins in step with
 # clients/python/README.md.
@@ -14,6 +15,7 @@ pins=(
   "livekit-agents==1.8.9"
   "pipecat-ai==1.14.0"
   "openai-agents==0.24.0"
+  "mypy==2.4.1"
 )
 venv="${CARGO_TARGET_DIR:-target}/py-client"
 marker="$venv/.installed-$(printf '%s\n' "${pins[@]}" | cksum | cut -d' ' -f1)"

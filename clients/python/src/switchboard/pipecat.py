@@ -25,6 +25,7 @@ from typing import Any
 from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
 from pipecat.frames.frames import EndWorkerFrame, TTSSpeakFrame
+from pipecat.processors.aggregators.llm_context import LLMContextMessage
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.llm_service import FunctionCallParams, LLMService
 
@@ -161,7 +162,7 @@ class SwitchboardTools:
         params.context.set_tools(self.register(params.llm))
         instructions = await self.call.instructions()
         messages = params.context.get_messages()
-        system = {"role": "system", "content": instructions}
+        system: LLMContextMessage = {"role": "system", "content": instructions}
         if messages and isinstance(messages[0], dict) and messages[0].get("role") == "system":
             params.context.set_messages([system, *messages[1:]])
         else:
