@@ -136,6 +136,19 @@ def _tools(upstream: str) -> list[dict[str, Any]]:
             "on_success": [{"type": "respond", "message": "Ordered {{params.item}}."}],
         },
         {
+            "name": "check_stock",
+            "description": "Check whether an item is in stock (slow; says so while it runs)",
+            "side_effect": "read",
+            "parameters": [{"name": "item", "type": "string", "required": True}],
+            "messages": {"start": "Let me check the stock.", "delayed": "Still checking, one moment.",
+                         "delayed_after_ms": 300},
+            "actions": [
+                {"type": "api_call", "method": "GET", "url": upstream + "/slow?ms=1500&stock={{params.item}}",
+                 "retry_count": 0}
+            ],
+            "on_success": [{"type": "respond", "message": "{{params.item}} is in stock."}],
+        },
+        {
             "name": "transfer_to_sales",
             "description": "Transfer the caller to sales",
             "parameters": [],
@@ -218,7 +231,8 @@ def server(upstream: Upstream) -> Iterator[Server]:
             "default": True,
             "handoffs": ["billing"],
             "tools": [{"tool": t} for t in
-                      ("save_meal", "lookup_order", "place_order", "transfer_to_sales", "hang_up", "to_billing")],
+                      ("save_meal", "lookup_order", "place_order", "check_stock", "transfer_to_sales", "hang_up",
+                       "to_billing")],
         })
         yield Server(base=base, key=key, upstream=upstream)
     finally:

@@ -246,3 +246,14 @@ async def test_a_handoff_changes_the_next_turns_tools(sb: Switchboard) -> None:
     assert json.loads(model.outputs()["pay_bill"])["message"] == "Paid."
     assert (await call.record()).context["workflow"]["paid"] == 12.5
     await call.end()
+
+
+async def test_a_slow_tools_messages_are_spoken_while_it_runs(sb: Switchboard) -> None:
+    call, model, session = await _session(sb, [[("check_stock", {"item": "tea"})], "Yes."], new_id("lk"))
+    async with session:
+        await session.run(user_input="is tea in stock?")
+    said = [i.text_content for i in session.history.items if i.type == "message" and i.role == "assistant"]
+    assert said.index("Let me check the stock.") < said.index("Still checking, one moment.")
+    assert json.loads(model.outputs()["check_stock"])["message"] == "tea is in stock."
+    assert await sb.messages("save_meal") is None and await sb.messages("no_such_tool") is None
+    await call.end()

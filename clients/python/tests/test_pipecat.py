@@ -180,3 +180,13 @@ async def test_a_handoff_changes_the_next_turns_tools(sb: Switchboard) -> None:
     assert json.loads(llm.tool_outputs()["pay_bill"])["message"] == "Paid."
     assert (await call.record()).context["workflow"]["paid"] == 12.5
     await call.end()
+
+
+async def test_a_slow_tools_messages_are_spoken_while_it_runs(sb: Switchboard) -> None:
+    call, llm, _, pipeline = await _pipeline(sb, [[("check_stock", {"item": "tea"})], "Yes."])
+    down, _ = await run_test(pipeline, frames_to_send=[LLMRunFrame(), SleepFrame(2.2)])
+    assert [f.text for f in down if isinstance(f, TTSSpeakFrame)] == [
+        "Let me check the stock.", "Still checking, one moment."
+    ]
+    assert json.loads(llm.tool_outputs()["check_stock"])["message"] == "tea is in stock."
+    await call.end()

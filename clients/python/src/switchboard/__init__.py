@@ -26,6 +26,7 @@ from .types import (
     Handoff,
     Hangup,
     InvocationResult,
+    Messages,
     Transfer,
 )
 
@@ -41,6 +42,7 @@ __all__ = [
     "Handoff",
     "Hangup",
     "InvocationResult",
+    "Messages",
     "NotFound",
     "RateLimited",
     "ServerError",

@@ -10,8 +10,8 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import SwitchboardError, TransportError, error_for_status
-from .types import CallRecord, Function, InvocationResult, functions_of
+from .errors import NotFound, SwitchboardError, TransportError, error_for_status
+from .types import CallRecord, Function, InvocationResult, Messages, functions_of
 
 Format = Literal["openai-realtime", "openai-chat", "openai-responses", "anthropic", "mcp"]
 
@@ -19,6 +19,8 @@ Format = Literal["openai-realtime", "openai-chat", "openai-responses", "anthropi
 _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # Error bodies are read up to this size; the rest is not needed to name the error.
 _MAX_ERROR_BODY = 64 * 1024
+# Tools whose messages are remembered; past it the memory starts over.
+_MAX_CACHED_MESSAGES = 1024
 
 
 def _seg(value: str) -> str:
@@ -61,6 +63,7 @@ class Switchboard:
         self.backoff = backoff
         self._own_http = http is None
         self._http = http or httpx.AsyncClient(timeout=timeout)
+        self._messages: dict[str, Messages | None] = {}
 
     def __repr__(self) -> str:
         # Never the key.
@@ -154,6 +157,21 @@ class Switchboard:
     async def functions(self, agent: str) -> list[Function]:
         """An agent's functions (name, description, JSON Schema parameters)."""
         return functions_of(await self.toolset(agent))
+
+    async def messages(self, tool: str) -> Messages | None:
+        """What a tool has the agent say while it runs (its current version's `messages`);
+        None for a tool without them, or one that is not a tenant tool (transfer, MCP)."""
+        if tool not in self._messages:
+            try:
+                view = await self.request("GET", f"/v1/tools/{_seg(tool)}", idempotent=True)
+            except NotFound:
+                view = None
+            if len(self._messages) >= _MAX_CACHED_MESSAGES:
+                self._messages.clear()
+            self._messages[tool] = Messages.from_definition(
+                view.get("definition") if isinstance(view, dict) else None
+            )
+        return self._messages[tool]
 
     async def agent(self, name: str) -> dict[str, Any]:
         """An agent's definition (`instructions`, `tools`, `handoffs`, ...)."""

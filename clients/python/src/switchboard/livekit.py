@@ -9,12 +9,15 @@ Each function is a raw-schema function tool that forwards LiveKit's function cal
 When that speech is interrupted, the response's tools are cancelled by Switchboard's policy
 (read tools aborted, write tools finish and their answer is delivered). A transfer answer is
 carried out with LiveKit's SIP transfer (REFER), a hang-up answer deletes the room after the
-goodbye, a handoff answer swaps the agent's Switchboard tools and instructions.
+goodbye, a handoff answer swaps the agent's Switchboard tools and instructions. A tool's
+`messages` are spoken with LiveKit's means: `start` with `session.say` as it starts, `delayed`
+with `RunContext.with_filler` once the session has been idle `delayed_after_ms`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,7 +28,7 @@ from livekit.agents.llm import RawFunctionTool, function_tool
 
 from .client import Call
 from .errors import SwitchboardError
-from .types import Function, Hangup, InvocationResult, Transfer
+from .types import Function, Hangup, InvocationResult, Messages, Transfer
 
 TransferHandler = Callable[[RunContext[Any], Transfer], Awaitable[None]]
 HangupHandler = Callable[[RunContext[Any], Hangup], Awaitable[None]]
@@ -85,7 +88,16 @@ class SwitchboardTools:
             self.call.invoke(fc.call_id, name, fc.arguments or json.dumps(arguments), response_id=speech.id)
         )
         try:
-            await speech.wait_if_not_interrupted([task])
+            messages = await self._messages(name)
+            if messages is not None and messages.start:
+                context.session.say(messages.start)
+            filler = (
+                context.with_filler(messages.delayed, delay=messages.delayed_after_ms / 1000)
+                if messages is not None and messages.delayed
+                else contextlib.nullcontext()
+            )
+            async with filler:
+                await speech.wait_if_not_interrupted([task])
             if speech.interrupted and not task.done():
                 # Our policy decides: reads are cancelled, writes finish and answer for real.
                 await self.call.cancel_response(speech.id)
@@ -93,6 +105,12 @@ class SwitchboardTools:
         except SwitchboardError as e:
             return _failed(name, "tool_execution_failed", f"Switchboard did not answer: {e}")
         return await self._carry_out(name, result, context)
+
+    async def _messages(self, name: str) -> Messages | None:
+        try:
+            return await self.call.client.messages(name)
+        except SwitchboardError:
+            return None  # no filler is better than no answer
 
     async def _carry_out(self, name: str, result: InvocationResult, context: RunContext[Any]) -> str:
         output = result.output

@@ -12,7 +12,8 @@ Switchboard, whose side-effect policy decides: a read tool is aborted, a write t
 its real answer is added to the context (so the model knows an order exists). A transfer answer
 goes to `on_transfer` (e.g. `daily_sip_refer`), a hang-up answer speaks the goodbye
 (`TTSSpeakFrame`) and ends the pipeline (`EndWorkerFrame`), a handoff swaps the context's tools, the
-registered functions and the system instructions.
+registered functions and the system instructions. A tool's `messages` are spoken with
+`TTSSpeakFrame`s: `start` as it starts, `delayed` once after `delayed_after_ms`.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class SwitchboardTools:
             self.call.invoke(params.tool_call_id, name, dict(params.arguments), response_id=params.tool_call_id)
         )
         try:
-            result = await asyncio.shield(task)
+            result = await self._with_messages(params, task)
         except asyncio.CancelledError:
             late = asyncio.create_task(self._interrupted(params, task))
             self._background.add(late)
@@ -120,6 +121,25 @@ class SwitchboardTools:
             output = await self._carry_out(name, result, params)
         # Pipecat puts the result in the context as JSON: hand it the answer's value.
         await params.result_callback(json.loads(output))
+
+    async def _with_messages(
+        self, params: FunctionCallParams, task: asyncio.Future[InvocationResult]
+    ) -> InvocationResult:
+        """Waits for the answer, speaking the tool's `messages` (`TTSSpeakFrame`): `start` now,
+        `delayed` once if it is still running after `delayed_after_ms`."""
+        try:
+            messages = await self.call.client.messages(params.function_name)
+        except SwitchboardError:
+            messages = None  # no filler is better than no answer
+        if messages is None:
+            return await asyncio.shield(task)
+        if messages.start:
+            await params.llm.push_frame(TTSSpeakFrame(messages.start))
+        if messages.delayed:
+            done, _ = await asyncio.wait({task}, timeout=messages.delayed_after_ms / 1000)
+            if not done:
+                await params.llm.push_frame(TTSSpeakFrame(messages.delayed))
+        return await asyncio.shield(task)
 
     async def _interrupted(self, params: FunctionCallParams, task: asyncio.Future[InvocationResult]) -> None:
         """The caller interrupted: Switchboard's policy decides; a write's real answer is added to

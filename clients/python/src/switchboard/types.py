@@ -37,6 +37,30 @@ def functions_of(toolset: Any) -> list[Function]:
 
 
 @dataclass(frozen=True)
+class Messages:
+    """What a tool has the agent say while it runs: `start` as it starts, `delayed` once when
+    it is still running after `delayed_after_ms`."""
+
+    start: str | None = None
+    delayed: str | None = None
+    delayed_after_ms: int = 1500
+
+    @classmethod
+    def from_definition(cls, definition: Any) -> Messages | None:
+        """From a tool definition (`GET /v1/tools/{name}`); None when it has no messages."""
+        if not isinstance(definition, dict) or not isinstance(definition.get("messages"), dict):
+            return None
+        m = definition["messages"]
+        after = m.get("delayed_after_ms", definition.get("delayed_after_ms", 1500))
+        start, delayed = m.get("start"), m.get("delayed")
+        return cls(
+            start=start if isinstance(start, str) else None,
+            delayed=delayed if isinstance(delayed, str) else None,
+            delayed_after_ms=after if isinstance(after, int) else 1500,
+        )
+
+
+@dataclass(frozen=True)
 class Transfer:
     """Transfer the call (SIP REFER) to `target_uri`: the voice stack carries it out."""
 
