@@ -16,6 +16,7 @@ from switchboard import (
     NotFound,
     ServerError,
     Switchboard,
+    SwitchboardError,
     Transfer,
     TransportError,
     Unauthorized,
@@ -127,6 +128,11 @@ async def test_retries_idempotent_requests_only() -> None:
 
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("refused", request=request)
+
+    html = Switchboard("http://sb.test", "k", http=httpx.AsyncClient(
+        transport=httpx.MockTransport(lambda r: httpx.Response(200, text="<html>login</html>"))))
+    with pytest.raises(SwitchboardError, match="not JSON"):
+        await html.toolset("a")
 
     down = Switchboard("http://sb.test", "k", http=httpx.AsyncClient(transport=httpx.MockTransport(refuse)), backoff=0.001)
     with pytest.raises(TransportError) as t:

@@ -115,7 +115,15 @@ class Switchboard:
                     continue
                 break
             if resp.status_code < 400:
-                return resp.json() if resp.content else None
+                if not resp.content:
+                    return None
+                try:
+                    return resp.json()
+                except ValueError as e:
+                    raise SwitchboardError(
+                        f"{method} {path}: {self.base_url} answered {resp.status_code} with a body that is "
+                        "not JSON; is base_url a Switchboard server (not a proxy's page)?"
+                    ) from e
             err = self._error(resp, method, path)
             if idempotent and resp.status_code in _RETRY_STATUSES and attempt + 1 < attempts:
                 last = err
