@@ -102,6 +102,30 @@ async def test_a_cancelled_run_cancels_the_read_and_lets_the_write_finish(sb: Sw
     await call.end()
 
 
+async def test_cancel_pending_answers_the_read_cancelled_and_the_write_for_real(sb: Switchboard) -> None:
+    call = await sb.start_call(agent="assistant", call_id=new_id("oa"))
+    tools = SwitchboardTools(call)
+    model = ScriptedModel([
+        [function_call("lookup_order", {"order_id": "Z9"}, call_id="oa_r"),
+         function_call("place_order", {"item": "tea"}, call_id="oa_w")],
+        [assistant_message("Your tea is ordered.")],
+    ])
+    agent = Agent(name="assistant", instructions=await call.instructions(), tools=tools.tools(), model=model)
+    run = asyncio.create_task(Runner.run(agent, "check Z9 and order tea"))
+    for _ in range(100):
+        if len(tools._pending) == 2:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    await tools.cancel_pending()
+    result = await run
+    assert result.final_output == "Your tea is ordered."
+    out = _outputs(model)
+    assert json.loads(out["oa_r"])["error"] == "cancelled"
+    assert json.loads(out["oa_w"])["message"] == "Ordered tea."
+    await call.end()
+
+
 async def test_transfer_goes_to_the_handler_and_a_missing_one_is_reported(sb: Switchboard) -> None:
     transfers: list[str] = []
 

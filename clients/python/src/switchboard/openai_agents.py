@@ -6,8 +6,9 @@
     agent = Agent(name="assistant", instructions=await call.instructions(), tools=tools.tools())
 
 Each tool forwards the SDK's tool call id as our `function_call_id` and the model's arguments
-text as it came. A cancelled run (the caller interrupted) cancels the call's response in
-Switchboard, whose side-effect policy decides what is aborted. A handoff answer swaps the
+text as it came. When the caller interrupts, `cancel_pending()` (e.g. on a `RealtimeSession`'s
+`audio_interrupted` event) has Switchboard's side-effect policy decide what is aborted, and every
+tool still answers; a cancelled run cancels its calls' responses too. A handoff answer swaps the
 running agent's Switchboard tools and instructions; transfer and hang-up answers go to
 `on_transfer` / `on_hangup` (the SDK has no telephony of its own: e.g. OpenAI's SIP call
 `refer` and `hangup` endpoints).
@@ -50,6 +51,8 @@ class SwitchboardTools:
         self._on_hangup = on_hangup
         # Cancels of interrupted calls, sent after their tool task is gone.
         self._background: set[asyncio.Task[None]] = set()
+        # Function calls on their way to Switchboard (bounded by the calls the model makes at once).
+        self._pending: set[str] = set()
 
     def tools(self) -> list[FunctionTool]:
         """One `FunctionTool` per function of the call's active agent."""
@@ -73,6 +76,8 @@ class SwitchboardTools:
     async def _invoke(self, name: str, ctx: ToolContext[Any], arguments: str) -> str:
         fc = ctx.tool_call_id
         task = asyncio.ensure_future(self.call.invoke(fc, name, arguments, response_id=fc))
+        self._pending.add(fc)
+        task.add_done_callback(lambda _: self._pending.discard(fc))
         try:
             result = await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -83,6 +88,12 @@ class SwitchboardTools:
         except SwitchboardError as e:
             return _failed(name, "tool_execution_failed", f"Switchboard did not answer: {e}")
         return await self._carry_out(name, result, ctx)
+
+    async def cancel_pending(self) -> None:
+        """The caller interrupted (e.g. a `RealtimeSession`'s `audio_interrupted` event): the
+        function calls still running are cancelled by Switchboard's policy, and each tool still
+        answers, a read with `cancelled`, a write with its real result."""
+        await asyncio.gather(*(self.call.cancel_response(fc) for fc in list(self._pending)))
 
     async def _carry_out(self, name: str, result: InvocationResult, ctx: ToolContext[Any]) -> str:
         output = result.output
