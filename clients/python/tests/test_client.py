@@ -90,6 +90,8 @@ async def test_transfer_hangup_and_handoff(sb: Switchboard) -> None:
     assert r.ok and r.handoff is not None and r.handoff.agent == "billing"
     assert call2.agent == "billing" and [f.name for f in call2.functions] == ["pay_bill"]
     assert [f.name for f in await call2.functions_now()] == ["pay_bill"]
+    anthropic = await call2.toolset_as("anthropic")
+    assert [t["name"] for t in anthropic["tools"]] == ["pay_bill"] and "input_schema" in anthropic["tools"][0]
     assert "billing" in await call2.instructions()
     await call.end()
     await call2.end()

@@ -295,6 +295,12 @@ class Call:
             idempotent=True,
         )
 
+    async def toolset_as(self, format: Format, *, strict: bool = False) -> dict[str, Any]:
+        """The active agent's toolset as the server has it now, in one provider's format."""
+        if not self.agent:
+            self.agent = (await self.record()).agent
+        return await self.client.toolset(self.agent, format=format, strict=strict)
+
     async def functions_now(self) -> list[Function]:
         """The active agent's functions as the server has them now."""
         if not self.agent:
