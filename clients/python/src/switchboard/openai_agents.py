@@ -1,0 +1,123 @@
+"""OpenAI Agents SDK (`openai-agents` 0.24) adapter: a call's Switchboard functions as
+`FunctionTool`s, for an `Agent` or a `RealtimeAgent`.
+
+    call = await sb.start_call(agent="assistant")
+    tools = SwitchboardTools(call)
+    agent = Agent(name="assistant", instructions=await call.instructions(), tools=tools.tools())
+
+Each tool forwards the SDK's tool call id as our `function_call_id` and the model's arguments
+text as it came. When the caller interrupts, `cancel_pending()` (e.g. on a `RealtimeSession`'s
+`audio_interrupted` event) has Switchboard's side-effect policy decide what is aborted, and every
+tool still answers; a cancelled run cancels its calls' responses too. A handoff answer swaps the
+running agent's Switchboard tools and instructions; transfer and hang-up answers go to
+`on_transfer` / `on_hangup` (the SDK has no telephony of its own: e.g. OpenAI's SIP call
+`refer` and `hangup` endpoints).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agents import FunctionTool
+from agents.tool_context import ToolContext
+
+from .client import Call
+from .errors import SwitchboardError
+from .types import Function, Hangup, InvocationResult, Transfer
+
+TransferHandler = Callable[[ToolContext[Any], Transfer], Awaitable[None]]
+HangupHandler = Callable[[ToolContext[Any], Hangup], Awaitable[None]]
+
+
+def _failed(tool: str, code: str, message: str) -> str:
+    return json.dumps({"ok": False, "error": code, "tool": tool, "message": message})
+
+
+class SwitchboardTools:
+    """The tools of a Switchboard call's active agent as the Agents SDK's `FunctionTool`s."""
+
+    def __init__(
+        self,
+        call: Call,
+        *,
+        on_transfer: TransferHandler | None = None,
+        on_hangup: HangupHandler | None = None,
+    ) -> None:
+        self.call = call
+        self._on_transfer = on_transfer
+        self._on_hangup = on_hangup
+        # Cancels of interrupted calls, sent after their tool task is gone.
+        self._background: set[asyncio.Task[None]] = set()
+        # Function calls on their way to Switchboard (bounded by the calls the model makes at once).
+        self._pending: set[str] = set()
+
+    def tools(self) -> list[FunctionTool]:
+        """One `FunctionTool` per function of the call's active agent."""
+        return [self._tool(f) for f in self.call.functions]
+
+    def _tool(self, function: Function) -> FunctionTool:
+        async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
+            return await self._invoke(function.name, ctx, arguments)
+
+        tool = FunctionTool(
+            name=function.name,
+            description=function.description,
+            params_json_schema=function.parameters,
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
+        # Marks the tool as ours, so a handoff replaces only Switchboard's tools.
+        tool._switchboard = True  # type: ignore[attr-defined]
+        return tool
+
+    async def _invoke(self, name: str, ctx: ToolContext[Any], arguments: str) -> str:
+        fc = ctx.tool_call_id
+        task = asyncio.ensure_future(self.call.invoke(fc, name, arguments, response_id=fc))
+        self._pending.add(fc)
+        task.add_done_callback(lambda _: self._pending.discard(fc))
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancel = asyncio.create_task(self.call.cancel_response(fc))
+            self._background.add(cancel)
+            cancel.add_done_callback(self._background.discard)
+            raise
+        except SwitchboardError as e:
+            return _failed(name, "tool_execution_failed", f"Switchboard did not answer: {e}")
+        return await self._carry_out(name, result, ctx)
+
+    async def cancel_pending(self) -> None:
+        """The caller interrupted (e.g. a `RealtimeSession`'s `audio_interrupted` event): the
+        function calls still running are cancelled by Switchboard's policy, and each tool still
+        answers, a read with `cancelled`, a write with its real result."""
+        await asyncio.gather(*(self.call.cancel_response(fc) for fc in list(self._pending)))
+
+    async def _carry_out(self, name: str, result: InvocationResult, ctx: ToolContext[Any]) -> str:
+        output = result.output
+        if result.handoff is not None and ctx.agent is not None:
+            await self.swap(ctx.agent)
+        for action, handler, what in (
+            (result.transfer, self._on_transfer, "transfer"),
+            (result.hangup, self._on_hangup, "hang-up"),
+        ):
+            if action is None:
+                continue
+            try:
+                if handler is None:
+                    raise RuntimeError(f"no {what} handler is configured (on_{what.replace('-', '')})")
+                await handler(ctx, action)  # type: ignore[arg-type]
+            except Exception as e:  # noqa: BLE001 (the model must hear that it failed, whatever failed)
+                code = "call_transfer_failed" if isinstance(action, Transfer) else "tool_execution_failed"
+                output = _failed(name, code, f"The {what} failed ({e}); go on with the call.")
+        return output
+
+    async def swap(self, agent: Any) -> None:
+        """Gives `agent` (an `Agent` or `RealtimeAgent`) the call's active agent's tools (its own
+        other tools kept) and instructions."""
+        keep = [t for t in agent.tools if not getattr(t, "_switchboard", False)]
+        agent.tools = [*keep, *self.tools()]
+        agent.instructions = await self.call.instructions()
+
