@@ -93,6 +93,8 @@ pub struct Inner {
     pub calls: Registry,
     pub limits: TenantLimits,
     pub tools: ToolCache,
+    /// Every built-in toolkit action, compiled once.
+    pub toolkit_tools: crate::toolset::ToolkitTools,
     pub config: ServerConfig,
     pub metrics: Option<PrometheusHandle>,
     /// MCP client pool (also the `mcp.call` handler) and the MCP endpoint's shutdown signal.
@@ -131,6 +133,17 @@ impl AppState {
             with_mcp.mcp = Some(Arc::clone(&mcp.clients) as Arc<dyn switchboard_runtime::McpCalls>);
             Arc::new(with_mcp)
         };
+        // Calendars (CalDAV) likewise, held to the same outbound guard.
+        let effects = if effects.calendar.is_some() {
+            effects
+        } else {
+            let mut with_calendar = (*effects).clone();
+            with_calendar.calendar = Some(Arc::new(switchboard_toolkits::Calendars::new(
+                effects.http.allows_private_networks(),
+            ))
+                as Arc<dyn switchboard_runtime::effects::Calendar>);
+            Arc::new(with_calendar)
+        };
         let realtime = crate::realtime::door(&config);
         let mut realtime_effects = (*effects).clone();
         realtime_effects.call_control =
@@ -144,6 +157,7 @@ impl AppState {
             calls: Registry::default(),
             limits: TenantLimits::new(config.tenant_rate_per_s),
             tools: ToolCache::new(config.tool_cache_bytes),
+            toolkit_tools: crate::toolset::ToolkitTools::new(&config.limits),
             config,
             metrics,
             mcp,
