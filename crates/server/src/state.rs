@@ -55,6 +55,9 @@ impl Default for ServerConfig {
     }
 }
 
+/// Emails each tenant may send per minute, on each node (in-process).
+pub const EMAILS_PER_TENANT_PER_MINUTE: u32 = 30;
+
 /// Per-tenant request rate (in-process: each node limits its own share).
 #[derive(Debug)]
 pub struct TenantLimits {
@@ -143,6 +146,17 @@ impl AppState {
             ))
                 as Arc<dyn switchboard_runtime::effects::Calendar>);
             Arc::new(with_calendar)
+        };
+        let effects = if effects.email.is_some() {
+            effects
+        } else {
+            let mut with_email = (*effects).clone();
+            with_email.email = Some(Arc::new(switchboard_toolkits::smtp::Smtp::new(
+                effects.http.allows_private_networks(),
+                EMAILS_PER_TENANT_PER_MINUTE,
+            ))
+                as Arc<dyn switchboard_runtime::effects::EmailSender>);
+            Arc::new(with_email)
         };
         let realtime = crate::realtime::door(&config);
         let mut realtime_effects = (*effects).clone();

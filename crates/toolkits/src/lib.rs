@@ -1,8 +1,10 @@
-//! Switchboard's built-in toolkit handlers: the services behind the `calendar.*` effects.
+//! Switchboard's built-in toolkit handlers: the services behind the `calendar.*` and
+//! `email.send` effects.
 //!
 //! # Layout
 //! - [`caldav`]: CalDAV calendars (`REPORT` calendar-query, idempotent `PUT` of a VEVENT).
 //! - [`slots`]: free-slot arithmetic for `check_availability` (pure).
+//! - [`smtp`]: email over SMTP (lettre), with a deterministic `Message-ID` and a per-tenant rate.
 //!
 //! [`Calendars`] is the runtime's `Calendar` handler: it picks the provider from the agent
 //! tool's config (a CalDAV `url`), so the toolkit functions and tenants' own `calendar.*`
@@ -11,10 +13,11 @@
 
 pub mod caldav;
 pub mod slots;
+pub mod smtp;
 
 use serde_json::Value;
 use switchboard_runtime::BoxFuture;
-use switchboard_runtime::effects::{Calendar, CalendarOp, ToolkitScope};
+use switchboard_runtime::effects::{Calendar, CalendarOp, EmailMessage, EmailSender, ToolkitScope};
 
 /// The calendar handler of a deployment.
 #[derive(Debug)]
@@ -45,5 +48,15 @@ impl Calendar for Calendars {
                 Err("the calendar is not connected: this agent's calendar has no CalDAV `url` and Google Calendar is not available on this server. Tell the caller you cannot book by phone right now".to_owned())
             }
         })
+    }
+}
+
+impl EmailSender for smtp::Smtp {
+    fn send<'a>(
+        &'a self,
+        scope: &'a ToolkitScope<'a>,
+        message: &'a EmailMessage,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(smtp::Smtp::send(self, scope, message))
     }
 }

@@ -1,5 +1,6 @@
 //! Real third-party peers for the toolkit tests, run on loopback from a Python environment
-//! made by `scripts/py-toolkit-peers.sh` (once per test process): Radicale, a CalDAV server.
+//! made by `scripts/py-toolkit-peers.sh` (once per test process): Radicale, a CalDAV server,
+//! and aiosmtpd, an SMTP server.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -126,6 +127,78 @@ impl Radicale {
 }
 
 impl Drop for Radicale {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the SMTP peer does: takes mail for anyone but `nobody@…` (550), appending each message
+/// to the file named by `SB_SMTP_OUT`.
+const SMTP_HANDLER: &str = r#"
+import os
+
+class Handler:
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if address.startswith("nobody@"):
+            return "550 5.1.1 <%s>: Recipient address rejected: User unknown" % address
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        with open(os.environ["SB_SMTP_OUT"], "ab") as f:
+            f.write(envelope.content + b"\r\n.\r\n")
+        return "250 Message accepted for delivery"
+"#;
+
+/// An aiosmtpd server on 127.0.0.1 (no TLS, no auth); killed on drop.
+pub struct SmtpPeer {
+    pub port: u16,
+    out: PathBuf,
+    child: Child,
+    _dir: TempDir,
+}
+
+impl SmtpPeer {
+    pub async fn start() -> SmtpPeer {
+        let python = python();
+        let dir = TempDir::new("smtp");
+        std::fs::write(dir.0.join("sbhandler.py"), SMTP_HANDLER).expect("handler");
+        let out = dir.0.join("mail.txt");
+        let port = free_port();
+        let child = Command::new(python)
+            .args(["-m", "aiosmtpd", "-n", "-l"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["-c", "sbhandler.Handler"])
+            .env("PYTHONPATH", &dir.0)
+            .env("SB_SMTP_OUT", &out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start aiosmtpd");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "aiosmtpd did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        SmtpPeer {
+            port,
+            out,
+            child,
+            _dir: dir,
+        }
+    }
+
+    /// Every message received so far, as text.
+    pub fn received(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+}
+
+impl Drop for SmtpPeer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -379,3 +379,107 @@ both_backends!(a_caller_books_through_caldav, |app| {
     .await;
     assert_eq!(r["result"]["data"]["events"][0]["title"], "Checkup", "{r}");
 });
+
+both_backends!(a_caller_gets_an_email, |app| {
+    let smtp = crate::peers::SmtpPeer::start().await;
+    let key = app.tenant("acme").await;
+    let mailer = |port: u16| {
+        json!({"tools": [{"tool": "toolkit:email", "config": {
+            "smtp_host": "127.0.0.1", "smtp_port": port, "security": "plain",
+            "from_email": "desk@example.com", "from_name": "Front desk"}}]})
+    };
+    let (s, body) = app.put("/v1/agents/mailer", &key, mailer(smtp.port)).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "m1", "agent": "mailer"}),
+    )
+    .await;
+    let r = invoke(&app, &key, "m1", "fc1", "send_email",
+        json!({"to": "pat@example.com", "subject": "Your appointment", "body": "See you at 14:00."})).await;
+    assert_eq!(r["result"]["ok"], true, "{r}");
+    let id = r["result"]["data"]["message_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(id.starts_with("<sb-"), "{r}");
+    let mail = smtp.received();
+    assert!(mail.contains("Subject: Your appointment"), "{mail}");
+    assert!(mail.contains(&format!("Message-ID: {id}")), "{mail}");
+    assert!(mail.contains("See you at 14:00."), "{mail}");
+
+    // A misheard address and a refused one: errors the model can act on.
+    let r = invoke(
+        &app,
+        &key,
+        "m1",
+        "fc2",
+        "send_email",
+        json!({"to": "pat at example dot com", "subject": "x", "body": "y"}),
+    )
+    .await;
+    let msg = r["result"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("is not a valid email address"), "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "m1",
+        "fc3",
+        "send_email",
+        json!({"to": "nobody@example.com", "subject": "x", "body": "y"}),
+    )
+    .await;
+    let msg = r["result"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("refused") && msg.contains("550"), "{r}");
+    // A mail server that is down.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    app.put("/v1/agents/mailer", &key, mailer(closed)).await;
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "m2", "agent": "mailer"}),
+    )
+    .await;
+    let r = invoke(
+        &app,
+        &key,
+        "m2",
+        "fc1",
+        "send_email",
+        json!({"to": "pat@example.com", "subject": "x", "body": "y"}),
+    )
+    .await;
+    let msg = r["result"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("could not be reached"), "{r}");
+
+    // The per-tenant rate: past it, sends are refused before any connection.
+    let limited = switchboard_toolkits::smtp::Smtp::new(true, 1);
+    let config = json!({"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "security": "plain", "from_email": "desk@example.com"});
+    let secrets = json!({});
+    let scope = switchboard_runtime::effects::ToolkitScope {
+        tenant_id: "acme",
+        caller: None,
+        config: &config,
+        secrets: &secrets,
+        idempotency_key: "m3-fc1-0",
+    };
+    let message = switchboard_runtime::effects::EmailMessage {
+        to: switchboard_runtime::effects::Addresses::One("pat@example.com".into()),
+        cc: None,
+        subject: "a".into(),
+        body: "b".into(),
+        reply_to: None,
+    };
+    assert!(limited.send(&scope, &message).await.is_ok());
+    let e = limited.send(&scope, &message).await.unwrap_err();
+    assert!(e.contains("too many emails"), "{e}");
+    // Plain SMTP is refused where private networks are.
+    let guarded = switchboard_toolkits::smtp::Smtp::new(false, 10);
+    let e = guarded.send(&scope, &message).await.unwrap_err();
+    assert!(e.contains("loopback, private or metadata"), "{e}");
+});
