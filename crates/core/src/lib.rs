@@ -12,6 +12,7 @@
 //! - [`effect`]: what the core asks the world to do, and what came back.
 //! - [`result`]: the outcome of a run and the JSON string the model receives.
 //! - [`transfer`], [`builder`]: the transfer toolkit and the ToolBuilder (provider formats).
+//! - [`toolkits`]: the built-in toolkits' catalogue (calendar, email) and each action as a tool.
 //!
 //! Nothing here performs I/O, reads a clock or draws randomness: time and ids are passed in,
 //! and every input error is a value.
@@ -32,6 +33,7 @@ pub(crate) mod reader;
 pub mod result;
 pub mod template;
 pub mod tool;
+pub mod toolkits;
 pub mod transfer;
 
 pub use actions::ACTION_TYPES;

@@ -626,7 +626,7 @@ struct ForbiddenAddress {
 /// reach of the guard), the guarded resolver, and the guarded redirect policy (checked hops,
 /// same origin only). `api_call` and the MCP client pool both build on it; `api_call` replaces
 /// the policy with its own hop-by-hop following.
-pub(crate) fn guarded_client_builder(allow_private: bool) -> reqwest::ClientBuilder {
+pub fn guarded_client_builder(allow_private: bool) -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .no_proxy()
         .dns_resolver(GuardedResolver { allow_private })

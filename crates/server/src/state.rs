@@ -63,6 +63,9 @@ impl Default for ServerConfig {
     }
 }
 
+/// Emails each tenant may send per minute, on each node (in-process).
+pub const EMAILS_PER_TENANT_PER_MINUTE: u32 = 30;
+
 /// Per-tenant request rate (in-process: each node limits its own share).
 #[derive(Debug)]
 pub struct TenantLimits {
@@ -101,6 +104,8 @@ pub struct Inner {
     pub calls: Registry,
     pub limits: TenantLimits,
     pub tools: ToolCache,
+    /// Every built-in toolkit action, compiled once.
+    pub toolkit_tools: crate::toolset::ToolkitTools,
     pub config: ServerConfig,
     pub metrics: Option<PrometheusHandle>,
     /// MCP client pool (also the `mcp.call` handler) and the MCP endpoint's shutdown signal.
@@ -143,6 +148,28 @@ impl AppState {
             with_mcp.mcp = Some(Arc::clone(&mcp.clients) as Arc<dyn switchboard_runtime::McpCalls>);
             Arc::new(with_mcp)
         };
+        // Calendars (CalDAV) likewise, held to the same outbound guard.
+        let effects = if effects.calendar.is_some() {
+            effects
+        } else {
+            let mut with_calendar = (*effects).clone();
+            with_calendar.calendar = Some(Arc::new(switchboard_toolkits::Calendars::new(
+                effects.http.allows_private_networks(),
+            ))
+                as Arc<dyn switchboard_runtime::effects::Calendar>);
+            Arc::new(with_calendar)
+        };
+        let effects = if effects.email.is_some() {
+            effects
+        } else {
+            let mut with_email = (*effects).clone();
+            with_email.email = Some(Arc::new(switchboard_toolkits::smtp::Smtp::new(
+                effects.http.allows_private_networks(),
+                EMAILS_PER_TENANT_PER_MINUTE,
+            ))
+                as Arc<dyn switchboard_runtime::effects::EmailSender>);
+            Arc::new(with_email)
+        };
         let realtime = crate::realtime::door(&config);
         let mut realtime_effects = (*effects).clone();
         realtime_effects.call_control =
@@ -158,6 +185,7 @@ impl AppState {
             tools: ToolCache::new(config.tool_cache_bytes),
             node: crate::ownership::Node::new(config.lease),
             forwarder: forwarder(&config),
+            toolkit_tools: crate::toolset::ToolkitTools::new(&config.limits),
             config,
             metrics,
             mcp,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 use switchboard_core::builder::{ToolChoice, Toolset};
+use switchboard_core::toolkits;
 use switchboard_core::transfer::{ReferConfig, request_transfer_tool};
 use switchboard_core::{FunctionDef, Tool};
 use switchboard_runtime::{CallConfig, ToolEntry};
@@ -35,6 +36,39 @@ pub fn compile(state: &AppState, tenant: &str, v: &ToolVersion) -> ApiResult<Arc
         .tools
         .put(tenant, &v.name, v.version, &v.definition, Arc::clone(&tool));
     Ok(tool)
+}
+
+/// Every toolkit action as a compiled tool, made once per server (they depend only on the
+/// catalogue and the limits).
+#[derive(Debug, Default)]
+pub struct ToolkitTools(HashMap<(&'static str, &'static str), Arc<Tool>>);
+
+impl ToolkitTools {
+    pub fn new(limits: &switchboard_core::Limits) -> Self {
+        let mut map = HashMap::new();
+        for kit in toolkits::catalogue() {
+            for a in &kit.actions {
+                match kit.tool(a, limits) {
+                    Ok(t) => {
+                        map.insert((kit.name, a.name), Arc::new(t));
+                    }
+                    // Only limits far below the defaults can refuse a catalogue tool.
+                    Err(e) => {
+                        tracing::error!(name: "toolkit_tool_refused", error = %e, "toolkit_tool_refused")
+                    }
+                }
+            }
+        }
+        ToolkitTools(map)
+    }
+
+    fn get(&self, kit: &str, action: &str) -> ApiResult<Arc<Tool>> {
+        self.0.get(&(kit, action)).cloned().ok_or_else(|| {
+            ApiError::internal(format!(
+                "toolkit `{kit}`, action `{action}` does not fit this server's limits; raise them (serve --limits)"
+            ))
+        })
+    }
 }
 
 /// The tenant's transfer configuration, when transfer is on.
@@ -73,6 +107,24 @@ pub async fn agent_tools(
     let mut out = HashMap::new();
     let mut mcp_entries = Vec::new();
     for t in tools {
+        if let Some(name) = toolkits::split_ref(&t.tool) {
+            // A toolkit this version does not know (stored by a newer one) offers nothing.
+            let Some(kit) = toolkits::find(name) else {
+                continue;
+            };
+            let config = Arc::new(t.config);
+            let secrets = Arc::new(t.sensitive_config);
+            for a in kit.selected(t.actions.as_deref()) {
+                let entry = ToolEntry {
+                    tool: state.toolkit_tools.get(kit.name, a.name)?,
+                    enabled: t.enabled,
+                    config: Arc::clone(&config),
+                    secrets: Arc::clone(&secrets),
+                };
+                out.entry(a.name.to_owned()).or_insert((0, entry));
+            }
+            continue;
+        }
         if crate::mcp::sources::split_ref(&t.tool).is_some() {
             mcp_entries.push((t.tool, t.enabled));
             continue;

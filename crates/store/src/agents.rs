@@ -54,6 +54,9 @@ pub struct AgentToolDef {
     /// Credentials read as `secrets.*`; sealed at rest and never shown again.
     #[serde(default, deserialize_with = "present")]
     pub sensitive_config: Option<Value>,
+    /// For a toolkit (`toolkit:<name>`): the actions enabled; `None` enables them all.
+    #[serde(default)]
+    pub actions: Option<Vec<String>>,
 }
 
 impl fmt::Debug for AgentToolDef {
@@ -62,6 +65,7 @@ impl fmt::Debug for AgentToolDef {
             .field("tool", &self.tool)
             .field("enabled", &self.enabled)
             .field("config", &self.config)
+            .field("actions", &self.actions)
             .field(
                 "sensitive_config",
                 &self
@@ -120,6 +124,8 @@ pub struct AgentTool {
     pub config: Value,
     /// Whether sensitive config is stored (its value is write-only).
     pub sensitive_config_set: bool,
+    /// For a toolkit: the actions enabled (`None`: all).
+    pub actions: Option<Vec<String>>,
 }
 
 /// One tool of an agent with its sensitive config opened: for the runtime only, never for
@@ -134,6 +140,8 @@ pub struct AgentToolSecret {
     pub config: Value,
     /// Its opened sensitive config (`secrets.*`); `{}` when unset.
     pub sensitive_config: Value,
+    /// For a toolkit: the actions enabled (`None`: all).
+    pub actions: Option<Vec<String>>,
 }
 
 impl fmt::Debug for AgentToolSecret {
@@ -142,6 +150,7 @@ impl fmt::Debug for AgentToolSecret {
             .field("tool", &self.tool)
             .field("enabled", &self.enabled)
             .field("config", &self.config)
+            .field("actions", &self.actions)
             .field("sensitive_config", &"[redacted]")
             .finish()
     }
@@ -157,7 +166,14 @@ type AgentRow = (
     String,
     String,
 );
-type AgentToolRow = (String, String, bool, String, Option<Vec<u8>>);
+type AgentToolRow = (
+    String,
+    String,
+    bool,
+    String,
+    Option<Vec<u8>>,
+    Option<String>,
+);
 
 /// Binds a sealed config to its tenant, agent and tool: copied elsewhere, it does not open.
 fn aad(tenant_id: &str, agent: &str, tool: &str) -> Vec<u8> {
@@ -168,13 +184,26 @@ fn check_def(def: &AgentDef) -> Result<(), StoreError> {
     check_name("agent", &def.name)?;
     let mut seen = HashSet::new();
     for t in &def.tools {
-        // `<label>/<tool>` attaches a tool of a registered MCP server.
-        match t.tool.split_once('/') {
-            Some((label, tool)) => {
+        // `<label>/<tool>` attaches a tool of a registered MCP server; `toolkit:<name>` a
+        // built-in toolkit.
+        match (t.tool.strip_prefix("toolkit:"), t.tool.split_once('/')) {
+            (Some(kit), _) => check_name("toolkit", kit)?,
+            (None, Some((label, tool))) => {
                 check_name("MCP server label", label)?;
                 check_mcp_tool_name(tool)?;
             }
-            None => check_name("tool", &t.tool)?,
+            (None, None) => check_name("tool", &t.tool)?,
+        }
+        if let Some(actions) = &t.actions {
+            if !t.tool.starts_with("toolkit:") {
+                return Err(StoreError::Invalid(format!(
+                    "tool `{}` has `actions`, which only a toolkit (`toolkit:<name>`) takes; remove them",
+                    t.tool
+                )));
+            }
+            for a in actions {
+                check_name("toolkit action", a)?;
+            }
         }
         if !seen.insert(t.tool.as_str()) {
             return Err(StoreError::Invalid(format!(
@@ -207,9 +236,10 @@ fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, Sto
     let (name, instructions, model, voice, handoffs, default, created_at, updated_at) = row;
     let tools = tools
         .into_iter()
-        .map(|(_, tool, enabled, config, sealed)| {
+        .map(|(_, tool, enabled, config, sealed, actions)| {
             Ok(AgentTool {
                 config: parse_json("agent tool config", &config)?,
+                actions: parse_actions(actions.as_deref())?,
                 tool,
                 enabled,
                 sensitive_config_set: sealed.is_some(),
@@ -309,9 +339,10 @@ impl Store {
                     } else {
                         t.config.to_string()
                     };
+                    let actions = t.actions.as_ref().map(|a| Value::from(a.clone()).to_string());
                     sqlx::query(
-                        "INSERT INTO agent_tools (tenant_id, agent, position, tool, enabled, config, sensitive_config) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                        "INSERT INTO agent_tools (tenant_id, agent, position, tool, enabled, config, sensitive_config, actions) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                     )
                     .bind(tenant_id)
                     .bind(&def.name)
@@ -320,6 +351,7 @@ impl Store {
                     .bind(t.enabled)
                     .bind(config)
                     .bind(sealed)
+                    .bind(actions)
                     .execute(&mut *tx)
                     .await?;
                 }
@@ -353,6 +385,7 @@ impl Store {
                         t.config.clone()
                     },
                     sensitive_config_set,
+                    actions: t.actions.clone(),
                 })
                 .collect(),
             handoffs: def.handoffs.clone(),
@@ -380,7 +413,7 @@ impl Store {
             .await?;
             let tools: Vec<AgentToolRow> = if row.is_some() {
                 sqlx::query_as(
-                    "SELECT agent, tool, enabled, config, sensitive_config FROM agent_tools \
+                    "SELECT agent, tool, enabled, config, sensitive_config, actions FROM agent_tools \
                      WHERE tenant_id = $1 AND agent = $2 ORDER BY position",
                 )
                 .bind(tenant_id)
@@ -412,7 +445,7 @@ impl Store {
                     .fetch_optional(&mut *tx)
                     .await?;
             let tools: Vec<AgentToolRow> = sqlx::query_as(
-                "SELECT agent, tool, enabled, config, sensitive_config FROM agent_tools \
+                "SELECT agent, tool, enabled, config, sensitive_config, actions FROM agent_tools \
                  WHERE tenant_id = $1 AND agent = $2 ORDER BY position",
             )
             .bind(tenant_id)
@@ -426,7 +459,7 @@ impl Store {
             return Ok(None);
         }
         let mut out = Vec::with_capacity(tools.len());
-        for (agent, tool, enabled, config, sealed) in tools {
+        for (agent, tool, enabled, config, sealed, actions) in tools {
             let sensitive_config = match sealed {
                 Some(bytes) => {
                     let plain =
@@ -441,6 +474,7 @@ impl Store {
             };
             out.push(AgentToolSecret {
                 config: parse_json("agent tool config", &config)?,
+                actions: parse_actions(actions.as_deref())?,
                 tool,
                 enabled,
                 sensitive_config,
@@ -472,7 +506,7 @@ impl Store {
             let tools: Vec<AgentToolRow> = match (rows.first(), rows.last()) {
                 (Some(first), Some(last)) => {
                     sqlx::query_as(
-                        "SELECT agent, tool, enabled, config, sensitive_config FROM agent_tools \
+                        "SELECT agent, tool, enabled, config, sensitive_config, actions FROM agent_tools \
                          WHERE tenant_id = $1 AND agent >= $2 AND agent <= $3 ORDER BY agent, position",
                     )
                     .bind(tenant_id)
@@ -526,6 +560,12 @@ impl Store {
         });
         Ok(name)
     }
+}
+
+fn parse_actions(stored: Option<&str>) -> Result<Option<Vec<String>>, StoreError> {
+    stored
+        .map(|a| parse_json("agent toolkit actions", a))
+        .transpose()
 }
 
 /// MCP tool names are freer than ours (the model sees them cleaned up): anything printable

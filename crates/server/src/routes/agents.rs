@@ -5,8 +5,12 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+use switchboard_core::Diagnostic;
 use switchboard_core::builder::{Format, ToolChoice};
+use switchboard_core::toolkits;
 use switchboard_store::{AgentDef, AgentToolDef};
 use utoipa::{IntoParams, ToSchema};
 
@@ -52,6 +56,10 @@ pub struct AgentToolBody {
     #[schema(value_type = Option<Object>)]
     #[serde(default, deserialize_with = "present")]
     pub sensitive_config: Option<Value>,
+    /// For a toolkit (`toolkit:<name>`): the actions to enable, each one function for the
+    /// model; absent enables them all.
+    #[schema(min_items = 1)]
+    pub actions: Option<Vec<String>>,
 }
 
 fn yes() -> bool {
@@ -84,6 +92,9 @@ pub struct AgentToolView {
     #[schema(value_type = Object)]
     pub config: Value,
     pub sensitive_config_set: bool,
+    /// For a toolkit: the actions enabled (absent: all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<String>>,
 }
 
 impl From<switchboard_store::Agent> for AgentView {
@@ -101,6 +112,7 @@ impl From<switchboard_store::Agent> for AgentView {
                     enabled: t.enabled,
                     config: t.config,
                     sensitive_config_set: t.sensitive_config_set,
+                    actions: t.actions,
                 })
                 .collect(),
             handoffs: a.handoffs,
@@ -154,7 +166,13 @@ pub async fn put_agent(
     let transfer_on = refer_config(&state, &tenant.id).await?.is_some();
     let mut missing = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for t in &body.tools {
+    let mut problems = Vec::new();
+    // Each function name the model would see, and which entry gives it.
+    let mut functions: HashMap<&str, usize> = HashMap::new();
+    if transfer_on {
+        functions.insert(switchboard_core::transfer::REQUEST_TRANSFER, usize::MAX);
+    }
+    for (i, t) in body.tools.iter().enumerate() {
         if !seen.insert(t.tool.as_str()) {
             return Err(ApiError::bad_request(format!(
                 "tool `{}` is listed twice; list each tool once",
@@ -166,10 +184,45 @@ pub async fn put_agent(
                 "`request_transfer` is the transfer toolkit's tool, which every agent has while transfer is on; rename your tool",
             ));
         }
-        if let Some((label, tool)) = crate::mcp::sources::split_ref(&t.tool) {
+        if t.actions.is_some() && toolkits::split_ref(&t.tool).is_none() {
+            problems.push(problem(
+                format!("/tools/{i}/actions"),
+                format!(
+                    "`{}` is not a toolkit; only `toolkit:<name>` entries take `actions`",
+                    t.tool
+                ),
+                "remove `actions`",
+            ));
+        }
+        if let Some(kit) = toolkits::split_ref(&t.tool) {
+            let Some(kit) = toolkits::find(kit) else {
+                let names: Vec<&str> = toolkits::catalogue().iter().map(|k| k.name).collect();
+                problems.push(problem(
+                    format!("/tools/{i}/tool"),
+                    format!("there is no toolkit `{kit}`"),
+                    &format!("use one of: toolkit:{}", names.join(", toolkit:")),
+                ));
+                continue;
+            };
+            let config = t
+                .config
+                .clone()
+                .unwrap_or_else(|| Value::Object(Map::new()));
+            problems.extend(kit.check(
+                &format!("/tools/{i}"),
+                t.actions.as_deref(),
+                &config,
+                t.sensitive_config.as_ref(),
+            ));
+            for a in kit.selected(t.actions.as_deref()) {
+                name_function(&mut functions, &mut problems, &body.tools, i, a.name);
+            }
+        } else if let Some((label, tool)) = crate::mcp::sources::split_ref(&t.tool) {
             check_mcp_tool(&state, &tenant.id, label, tool).await?;
         } else if state.store.get_tool(&tenant.id, &t.tool).await?.is_none() {
             missing.push(t.tool.clone());
+        } else {
+            name_function(&mut functions, &mut problems, &body.tools, i, &t.tool);
         }
         if let Some(v) = &t.sensitive_config
             && !(v.is_object() || v.is_null())
@@ -192,6 +245,18 @@ pub async fn put_agent(
             missing.join(", ")
         )));
     }
+    if !problems.is_empty() {
+        let n = problems.len();
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_agent",
+            format!(
+                "agent `{name}` has {n} problem{}",
+                if n == 1 { "" } else { "s" }
+            ),
+        )
+        .with_details(json!(problems)));
+    }
     let def = AgentDef {
         name: name.clone(),
         instructions: body.instructions,
@@ -205,12 +270,48 @@ pub async fn put_agent(
                 enabled: t.enabled,
                 config: t.config.unwrap_or_else(|| Value::Object(Map::new())),
                 sensitive_config: t.sensitive_config,
+                actions: t.actions,
             })
             .collect(),
         handoffs: body.handoffs,
         default: body.default,
     };
     Ok(Json(state.store.put_agent(&tenant.id, &def).await?.into()))
+}
+
+fn problem(pointer: String, message: String, fix: &str) -> Diagnostic {
+    Diagnostic {
+        pointer,
+        message,
+        fix: Some(fix.to_owned()),
+    }
+}
+
+/// Claims a function name for entry `i`; a name another entry (or the transfer toolkit)
+/// already gives the model is a problem at this entry.
+fn name_function<'a>(
+    functions: &mut HashMap<&'a str, usize>,
+    problems: &mut Vec<Diagnostic>,
+    tools: &[AgentToolBody],
+    i: usize,
+    name: &'a str,
+) {
+    if let Some(&first) = functions.get(name) {
+        let other = match tools.get(first) {
+            Some(t) => format!("`{}` (/tools/{first})", t.tool),
+            None => "the transfer toolkit".to_owned(),
+        };
+        problems.push(problem(
+            format!("/tools/{i}"),
+            format!(
+                "`{}` gives the model a function `{name}`, which {other} gives too",
+                tools.get(i).map_or("", |t| t.tool.as_str())
+            ),
+            "enable only some of a toolkit's actions (`actions`), or keep one of the two on this agent",
+        ));
+    } else {
+        functions.insert(name, i);
+    }
 }
 
 /// An agent tool entry `"<label>/<tool>"` must name a registered MCP server, and a tool it has

@@ -18,6 +18,7 @@ pub mod responses;
 pub mod settings;
 pub mod tenants;
 pub mod tool_methods;
+pub mod toolkits;
 pub mod tools;
 
 #[derive(OpenApi)]
@@ -31,6 +32,7 @@ pub mod tools;
         (name = "agents", description = "Agents, their tools, and the toolset a model sees"),
         (name = "settings", description = "Tenant features, secrets and API keys"),
         (name = "calls", description = "Calls over HTTP: start, invoke tools, cancel, end"),
+        (name = "toolkits", description = "Built-in toolkits (calendar, email): their config schemas and actions; enable one on an agent as `toolkit:<name>`"),
         (name = "mcp", description = "MCP servers as tool sources: register them, list their tools, attach them to agents as `<label>/<tool>`"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
@@ -127,6 +129,8 @@ pub fn router() -> OpenApiRouter<AppState> {
             agents::delete_agent
         ))
         .routes(routes!(agents::get_toolset))
+        .routes(routes!(toolkits::list_toolkits))
+        .routes(routes!(toolkits::get_toolkit))
         .routes(routes!(calls::create_call))
         .routes(routes!(calls::get_call, calls::end_call))
         .routes(routes!(calls::invoke))

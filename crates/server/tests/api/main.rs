@@ -9,10 +9,12 @@ mod error_statuses;
 mod limits;
 mod memory;
 mod ownership;
+mod peers;
 mod realtime;
 mod redaction;
 mod support;
 mod tenancy;
+mod toolkits;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -625,6 +627,8 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/mcp-servers/{label}", "put"),
         ("/v1/mcp-servers/{label}", "delete"),
         ("/v1/mcp-servers/{label}/tools", "get"),
+        ("/v1/toolkits", "get"),
+        ("/v1/toolkits/{name}", "get"),
         ("/healthz", "get"),
         ("/readyz", "get"),
     ] {

@@ -1,0 +1,644 @@
+//! CalDAV (RFC 4791) calendars: Nextcloud, Radicale, iCloud-style servers.
+//!
+//! `list_events` and `check_availability` are a `REPORT` calendar-query with a time range that
+//! asks the server to expand recurrences into UTC instances; `create_event` is a `PUT` of one
+//! VEVENT whose UID (and resource name) comes from the idempotency key, with `If-None-Match: *`,
+//! so a retried booking finds its own event instead of making a second one. Basic auth comes
+//! from the agent tool's `sensitive_config` (`username`, `password`).
+
+use std::time::Duration as StdDuration;
+
+use chrono::{DateTime, Duration, FixedOffset, NaiveTime, SecondsFormat, Utc};
+use icalendar::{
+    Calendar, CalendarComponent, CalendarDateTime, Component, DatePerhapsTime, EventLike,
+};
+use quick_xml::events::Event as XmlEvent;
+use reqwest::{Method, StatusCode, Url};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
+
+use crate::slots::{self, Interval, WorkingHours};
+
+/// Largest response body read from a calendar server.
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Most events read from one response (past it the rest are ignored).
+const MAX_EVENTS: usize = 2_000;
+/// How far ahead `check_availability` looks for alternatives.
+const SEARCH_DAYS: i64 = 7;
+/// Alternatives offered when a slot is taken.
+const ALTERNATIVES: usize = 3;
+/// Each request's deadline.
+const REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
+
+/// The CalDAV handler: one HTTP client with the outbound guard.
+#[derive(Debug)]
+pub struct CalDav {
+    client: Option<reqwest::Client>,
+    allow_private: bool,
+}
+
+/// One event as the model reads it.
+#[derive(Debug, Clone, PartialEq)]
+struct Event {
+    uid: String,
+    title: String,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    description: Option<String>,
+}
+
+impl Event {
+    fn json(&self, tz: &FixedOffset) -> Value {
+        let mut v = json!({
+            "id": self.uid,
+            "title": self.title,
+            "start": rfc3339(self.start.with_timezone(tz)),
+            "end": rfc3339(self.end.with_timezone(tz)),
+        });
+        if let (Some(d), Value::Object(m)) = (&self.description, &mut v) {
+            m.insert("description".into(), json!(d));
+        }
+        v
+    }
+
+    fn interval(&self) -> Interval {
+        (self.start, self.end)
+    }
+}
+
+/// The agent tool's settings, read once per operation.
+struct Settings {
+    url: Url,
+    username: Option<String>,
+    password: Option<String>,
+    default_duration: i64,
+    hours: WorkingHours,
+}
+
+impl CalDav {
+    /// `allow_private`: whether calendars on loopback and private networks may be reached
+    /// (tests and local development only), the same switch as `api_call`'s guard.
+    pub fn new(allow_private: bool) -> Self {
+        let client = switchboard_runtime::http::guarded_client_builder(allow_private)
+            .user_agent(format!("switchboard/{}", env!("CARGO_PKG_VERSION")))
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(StdDuration::from_secs(5))
+            .build()
+            .inspect_err(|e| tracing::error!(name: "caldav_http_client_failed", error = %e, "caldav_http_client_failed"))
+            .ok();
+        CalDav {
+            client,
+            allow_private,
+        }
+    }
+
+    /// Performs one calendar operation for a CalDAV-configured tool.
+    pub async fn call(&self, scope: &ToolkitScope<'_>, op: &CalendarOp) -> Result<Value, String> {
+        let s = self.settings(scope)?;
+        match op {
+            CalendarOp::ListEvents {
+                time_min,
+                time_max,
+                max_results,
+            } => {
+                let from = parse_time("time_min", time_min)?;
+                let to = match time_max {
+                    Some(t) => parse_time("time_max", t)?,
+                    None => from + Duration::days(1),
+                };
+                if to <= from {
+                    return Err(format!(
+                        "time_max {} is not after time_min {}; ask for a range that ends after it starts",
+                        rfc3339(to),
+                        rfc3339(from)
+                    ));
+                }
+                let mut events = self.events(&s, from.to_utc(), to.to_utc()).await?;
+                let max = usize::try_from(max_results.unwrap_or(10).clamp(1, 100)).unwrap_or(10);
+                events.truncate(max);
+                let tz = *from.offset();
+                Ok(json!({"events": events.iter().map(|e| e.json(&tz)).collect::<Vec<_>>()}))
+            }
+            CalendarOp::CheckAvailability {
+                date,
+                duration_minutes,
+            } => {
+                let start = parse_time("date", date)?;
+                let len =
+                    Duration::minutes(i64::from(duration_minutes.unwrap_or(30)).clamp(1, 1440));
+                self.availability(&s, start, len).await
+            }
+            CalendarOp::CreateEvent {
+                title,
+                start_time,
+                duration_minutes,
+                attendees,
+                description,
+            } => {
+                let start = parse_time("start_time", start_time)?;
+                let minutes = duration_minutes.map_or(s.default_duration, i64::from);
+                let len = Duration::minutes(minutes.clamp(1, 1440));
+                let uid = event_uid(scope.tenant_id, scope.idempotency_key);
+                self.create(
+                    &s,
+                    NewEvent {
+                        uid: &uid,
+                        title,
+                        start,
+                        len,
+                        attendees: attendees.as_deref().unwrap_or_default(),
+                        description: description.as_deref(),
+                    },
+                )
+                .await
+            }
+        }
+    }
+
+    fn settings(&self, scope: &ToolkitScope<'_>) -> Result<Settings, String> {
+        let cfg = scope.config;
+        let raw = cfg.get("url").and_then(Value::as_str).ok_or(
+            "the calendar is not set up: its config has no `url`; the operator must set the CalDAV collection URL",
+        )?;
+        let mut url = Url::parse(raw).map_err(|_| {
+            "the calendar's config.url is not a URL; the operator must fix it".to_owned()
+        })?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err("the calendar's config.url must be an http(s) URL with a host".into());
+        }
+        if !self.allow_private
+            && let Some(ip) = url
+                .host_str()
+                .and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse().ok())
+            && switchboard_runtime::http::is_forbidden_address(ip)
+        {
+            return Err(format!(
+                "the calendar at {} is on a loopback, private or metadata address, which this server does not call",
+                host_label(&url)
+            ));
+        }
+        if !url.path().ends_with('/') {
+            let path = format!("{}/", url.path());
+            url.set_path(&path);
+        }
+        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let hour = |k: &str, default: NaiveTime| {
+            cfg.pointer(&format!("/working_hours/{k}"))
+                .and_then(Value::as_str)
+                .and_then(|t| NaiveTime::parse_from_str(t, "%H:%M").ok())
+                .unwrap_or(default)
+        };
+        let d = WorkingHours::default();
+        Ok(Settings {
+            url,
+            username: text(scope.secrets, "username"),
+            password: text(scope.secrets, "password"),
+            default_duration: cfg
+                .get("default_event_duration")
+                .and_then(Value::as_i64)
+                .unwrap_or(30),
+            hours: WorkingHours {
+                start: hour("start", d.start),
+                end: hour("end", d.end),
+            },
+        })
+    }
+
+    async fn availability(
+        &self,
+        s: &Settings,
+        start: DateTime<FixedOffset>,
+        len: Duration,
+    ) -> Result<Value, String> {
+        let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
+        let events = self.events(s, start.to_utc(), horizon).await?;
+        let slot = (start.to_utc(), (start + len).to_utc());
+        let tz = *start.offset();
+        let conflicts: Vec<Value> = events
+            .iter()
+            .filter(|e| slots::overlaps(slot, e.interval()))
+            .map(|e| e.json(&tz))
+            .collect();
+        let in_hours = slots::within_hours(start, len, s.hours);
+        let available = conflicts.is_empty() && in_hours;
+        let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+        let next = if available {
+            Vec::new()
+        } else {
+            slots::next_free(start, len, &busy, s.hours, horizon, ALTERNATIVES)
+        };
+        let mut out = json!({
+            "available": available,
+            "start": rfc3339(start),
+            "end": rfc3339(start + len),
+            "conflicts": conflicts,
+            "next_free_slots": next
+                .iter()
+                .map(|(a, b)| json!({"start": rfc3339(*a), "end": rfc3339(*b)}))
+                .collect::<Vec<_>>(),
+        });
+        if !in_hours && let Value::Object(m) = &mut out {
+            m.insert(
+                "reason".into(),
+                json!(format!(
+                    "outside working hours ({}-{})",
+                    s.hours.start.format("%H:%M"),
+                    s.hours.end.format("%H:%M")
+                )),
+            );
+        }
+        Ok(out)
+    }
+
+    async fn create(&self, s: &Settings, new: NewEvent<'_>) -> Result<Value, String> {
+        for a in new.attendees {
+            if !plausible_email(a) {
+                return Err(format!(
+                    "attendee `{}` is not an email address; ask the caller for it again",
+                    clip(a)
+                ));
+            }
+        }
+        let end = new.start + new.len;
+        let tz = *new.start.offset();
+        // Taken by someone else: a clear refusal with alternatives. Our own event (a retry of
+        // this very booking) is the booking.
+        let horizon = new.start.to_utc() + Duration::days(SEARCH_DAYS);
+        let events = self.events(s, new.start.to_utc(), horizon).await?;
+        let slot = (new.start.to_utc(), end.to_utc());
+        if let Some(own) = events.iter().find(|e| e.uid == new.uid) {
+            let mut v = own.json(&tz);
+            if let Value::Object(m) = &mut v {
+                m.insert("created".into(), json!(false));
+            }
+            return Ok(v);
+        }
+        let conflicts: Vec<&Event> = events
+            .iter()
+            .filter(|e| slots::overlaps(slot, e.interval()))
+            .collect();
+        if !conflicts.is_empty() {
+            let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+            let next = slots::next_free(new.start, new.len, &busy, s.hours, horizon, ALTERNATIVES);
+            let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
+            return Err(format!(
+                "the slot {} to {} is already taken; nothing was booked. Offer the caller one of these free times instead: {}",
+                rfc3339(new.start),
+                rfc3339(end),
+                if offer.is_empty() {
+                    "none in the next week".to_owned()
+                } else {
+                    offer.join(", ")
+                }
+            ));
+        }
+        let mut event = icalendar::Event::new();
+        event
+            .uid(new.uid)
+            .summary(new.title)
+            .starts(new.start.to_utc())
+            .ends(end.to_utc());
+        if let Some(d) = new.description {
+            event.description(d);
+        }
+        for a in new.attendees {
+            event.append_multi_property(
+                icalendar::Property::new("ATTENDEE", format!("mailto:{a}")).done(),
+            );
+        }
+        let mut cal = Calendar::new();
+        cal.push(event.done());
+        let ics = cal.done().to_string();
+        let url = s
+            .url
+            .join(&format!("{}.ics", resource_name(new.uid)))
+            .map_err(|_| "the calendar's config.url cannot take an event name".to_owned())?;
+        let resp = self
+            .request(s, Method::PUT, url)?
+            .header("Content-Type", "text/calendar; charset=utf-8")
+            .header("If-None-Match", "*")
+            .body(ics)
+            .send()
+            .await
+            .map_err(|e| unreachable(&s.url, &e))?;
+        let created = match resp.status() {
+            st if st.is_success() => true,
+            // The resource exists: this booking was made before (the name is the booking's).
+            StatusCode::PRECONDITION_FAILED => false,
+            st => return Err(refused(&s.url, st, "store the event")),
+        };
+        Ok(json!({
+            "id": new.uid,
+            "title": new.title,
+            "start": rfc3339(new.start),
+            "end": rfc3339(end),
+            "created": created,
+        }))
+    }
+
+    /// The events overlapping `[from, to)`, ordered by start.
+    async fn events(
+        &self,
+        s: &Settings,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<Event>, String> {
+        let (a, b) = (ical_utc(from), ical_utc(to));
+        let body = format!(
+            r#"<?xml version="1.0" encoding="utf-8"?>
+<C:calendar-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav">
+  <D:prop><C:calendar-data><C:expand start="{a}" end="{b}"/></C:calendar-data></D:prop>
+  <C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="VEVENT"><C:time-range start="{a}" end="{b}"/></C:comp-filter></C:comp-filter></C:filter>
+</C:calendar-query>"#
+        );
+        let report = Method::from_bytes(b"REPORT").map_err(|e| e.to_string())?;
+        let resp = self
+            .request(s, report, s.url.clone())?
+            .header("Depth", "1")
+            .header("Content-Type", "application/xml; charset=utf-8")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| unreachable(&s.url, &e))?;
+        let status = resp.status();
+        if status != StatusCode::MULTI_STATUS && !status.is_success() {
+            return Err(refused(&s.url, status, "list its events"));
+        }
+        let text = read_capped(resp).await.map_err(|e| match e {
+            ReadError::TooLarge => format!(
+                "the calendar at {} answered more than {} MiB; ask for a shorter time range",
+                host_label(&s.url),
+                MAX_BODY_BYTES / (1024 * 1024)
+            ),
+            ReadError::Transport(e) => unreachable(&s.url, &e),
+        })?;
+        let mut events: Vec<Event> = calendar_data(&text)
+            .map_err(|e| {
+                format!(
+                    "the calendar at {} answered a response that is not CalDAV XML ({e})",
+                    host_label(&s.url)
+                )
+            })?
+            .iter()
+            .flat_map(|ics| parse_events(ics))
+            .filter(|e| slots::overlaps((from, to), e.interval()))
+            .take(MAX_EVENTS)
+            .collect();
+        events.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.uid.cmp(&b.uid)));
+        Ok(events)
+    }
+
+    fn request(
+        &self,
+        s: &Settings,
+        method: Method,
+        url: Url,
+    ) -> Result<reqwest::RequestBuilder, String> {
+        let client = self
+            .client
+            .as_ref()
+            .ok_or("the calendar client could not be built on this server; the operators have the details in its log")?;
+        let mut req = client.request(method, url);
+        if let Some(user) = &s.username {
+            req = req.basic_auth(user, s.password.as_deref());
+        }
+        Ok(req)
+    }
+}
+
+/// What `create_event` books.
+struct NewEvent<'a> {
+    uid: &'a str,
+    title: &'a str,
+    start: DateTime<FixedOffset>,
+    len: Duration,
+    attendees: &'a [String],
+    description: Option<&'a str>,
+}
+
+/// The event's UID: the same for every retry of one booking (the idempotency key names the
+/// call, the function call and the action), and never the same across tenants.
+fn event_uid(tenant: &str, idempotency_key: &str) -> String {
+    let digest = Sha256::digest(format!("{tenant}\u{0}{idempotency_key}").as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("sb-{hex}@switchboard")
+}
+
+/// The resource name for a UID: its safe characters only.
+fn resource_name(uid: &str) -> String {
+    uid.chars()
+        .take_while(|c| *c != '@')
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect()
+}
+
+/// Every `calendar-data` text of a multistatus body.
+fn calendar_data(xml: &str) -> Result<Vec<String>, String> {
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let mut out = Vec::new();
+    let mut inside = false;
+    let mut current = String::new();
+    loop {
+        match reader.read_event().map_err(|e| e.to_string())? {
+            XmlEvent::Start(e) if e.local_name().as_ref() == "calendar-data" => {
+                inside = true;
+                current.clear();
+            }
+            XmlEvent::End(e) if e.local_name().as_ref() == "calendar-data" => {
+                inside = false;
+                if out.len() < MAX_EVENTS {
+                    out.push(std::mem::take(&mut current));
+                }
+            }
+            XmlEvent::Text(t) if inside => current.push_str(&t.xml10_content()),
+            XmlEvent::CData(t) if inside => current.push_str(&t.xml10_content()),
+            XmlEvent::GeneralRef(r) if inside => {
+                match r.resolve_char_ref().map_err(|e| e.to_string())? {
+                    Some(c) => current.push(c),
+                    None => {
+                        let name = r.xml10_content();
+                        let text = quick_xml::escape::resolve_predefined_entity(&name)
+                            .ok_or_else(|| format!("unknown entity &{name};"))?;
+                        current.push_str(text);
+                    }
+                }
+            }
+            XmlEvent::Eof => break,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The VEVENTs of one iCalendar object; times the server did not give in UTC are read as UTC.
+fn parse_events(ics: &str) -> Vec<Event> {
+    let Ok(cal) = ics.parse::<Calendar>() else {
+        return Vec::new();
+    };
+    cal.components
+        .iter()
+        .filter_map(|c| match c {
+            CalendarComponent::Event(e) => Some(e),
+            _ => None,
+        })
+        .filter(|e| {
+            e.property_value("STATUS")
+                .is_none_or(|s| !s.eq_ignore_ascii_case("CANCELLED"))
+        })
+        .filter_map(|e| {
+            let (start, all_day) = to_utc(e.get_start()?)?;
+            let end = match e.get_end().and_then(to_utc) {
+                Some((end, _)) => end,
+                None if all_day => start + Duration::days(1),
+                None => start,
+            };
+            Some(Event {
+                uid: e.get_uid().unwrap_or_default().to_owned(),
+                title: e.get_summary().unwrap_or_default().to_owned(),
+                start,
+                end: end.max(start),
+                description: e.get_description().map(str::to_owned),
+            })
+        })
+        .collect()
+}
+
+fn to_utc(t: DatePerhapsTime) -> Option<(DateTime<Utc>, bool)> {
+    match t {
+        DatePerhapsTime::DateTime(CalendarDateTime::Utc(t)) => Some((t, false)),
+        DatePerhapsTime::DateTime(CalendarDateTime::Floating(t)) => Some((t.and_utc(), false)),
+        DatePerhapsTime::DateTime(CalendarDateTime::WithTimezone { date_time, .. }) => {
+            Some((date_time.and_utc(), false))
+        }
+        DatePerhapsTime::Date(d) => Some((d.and_time(NaiveTime::MIN).and_utc(), true)),
+    }
+}
+
+fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
+    DateTime::parse_from_rfc3339(s).map_err(|_| {
+        format!(
+            "{field} `{}` is not an RFC 3339 time; write it like 2030-01-07T14:00:00Z or 2030-01-07T09:00:00-05:00",
+            clip(s)
+        )
+    })
+}
+
+fn rfc3339(t: DateTime<FixedOffset>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn ical_utc(t: DateTime<Utc>) -> String {
+    t.format("%Y%m%dT%H%M%SZ").to_string()
+}
+
+/// `scheme://host:port` of the calendar: what errors name (never the path or credentials).
+fn host_label(url: &Url) -> String {
+    format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str().unwrap_or_default(),
+        url.port_or_known_default().unwrap_or_default()
+    )
+}
+
+fn unreachable(url: &Url, e: &reqwest::Error) -> String {
+    let why = if e.is_timeout() {
+        "did not answer in time"
+    } else if e.is_connect() {
+        "could not be reached"
+    } else {
+        "failed while answering"
+    };
+    format!(
+        "the calendar at {} {why}; tell the caller the calendar is unavailable right now and offer to call back",
+        host_label(url)
+    )
+}
+
+fn refused(url: &Url, status: StatusCode, what: &str) -> String {
+    let host = host_label(url);
+    match status {
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
+            "the calendar at {host} refused the credentials ({status}); the operator must fix the agent's calendar username and password"
+        ),
+        StatusCode::NOT_FOUND => format!(
+            "the calendar at {host} has no calendar at the configured URL (404); the operator must fix config.url"
+        ),
+        _ => format!("the calendar at {host} did not {what} ({status})"),
+    }
+}
+
+enum ReadError {
+    TooLarge,
+    Transport(reqwest::Error),
+}
+
+async fn read_capped(mut resp: reqwest::Response) -> Result<String, ReadError> {
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(ReadError::Transport)? {
+        if buf.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(ReadError::TooLarge);
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// `local@domain.tld`, no spaces or angle brackets: enough to catch a misheard address.
+fn plausible_email(a: &str) -> bool {
+    let Some((local, domain)) = a.rsplit_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && a.len() <= 254
+        && !a
+            .chars()
+            .any(|c| c.is_whitespace() || "<>,;:\"()[]\\".contains(c))
+}
+
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uids_are_stable_per_booking_and_apart_per_tenant() {
+        let a = event_uid("acme", "c1-fc1-0");
+        assert_eq!(a, event_uid("acme", "c1-fc1-0"));
+        assert_ne!(a, event_uid("other", "c1-fc1-0"));
+        assert_ne!(a, event_uid("acme", "c1-fc2-0"));
+        assert_eq!(resource_name(&a).len(), 35);
+    }
+
+    #[test]
+    fn calendar_data_is_read_from_a_multistatus() {
+        let xml = r#"<?xml version="1.0"?><multistatus xmlns="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><response><href>/a/b/x.ics</href><propstat><prop><C:calendar-data>BEGIN:VCALENDAR&#13;
+VERSION:2.0&#13;
+BEGIN:VEVENT&#13;
+UID:x1&#13;
+SUMMARY:Dentist &amp; co&#13;
+DTSTART:20300107T100000Z&#13;
+DTEND:20300107T103000Z&#13;
+END:VEVENT&#13;
+END:VCALENDAR&#13;
+</C:calendar-data></prop></propstat></response></multistatus>"#;
+        let data = calendar_data(xml).unwrap();
+        let events = parse_events(&data[0]);
+        assert_eq!(events.len(), 1, "{data:?}");
+        assert_eq!(events[0].title, "Dentist & co");
+        assert_eq!(
+            rfc3339(events[0].start.fixed_offset()),
+            "2030-01-07T10:00:00Z"
+        );
+    }
+}
