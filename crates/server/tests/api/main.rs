@@ -10,6 +10,7 @@ mod limits;
 mod memory;
 mod realtime;
 mod redaction;
+mod replay;
 mod support;
 mod tenancy;
 
@@ -613,6 +614,7 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/tools:validate", "post"),
         ("/v1/tools/{name}", "put"),
         ("/v1/tools/{name}:test", "post"),
+        ("/v1/tools/{name}:replay", "post"),
         ("/v1/tools/{name}/versions", "get"),
         ("/v1/agents/{name}", "put"),
         ("/v1/agents/{name}/toolset", "get"),
