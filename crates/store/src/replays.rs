@@ -73,6 +73,34 @@ impl Store {
         parse_rows(tool, rows)
     }
 
+    /// The tenant's newest `limit` recorded invocations of any tool, newest first (the
+    /// console's health page).
+    pub async fn recent_invocations_of_tenant(
+        &self,
+        tenant_id: &str,
+        limit: usize,
+    ) -> Result<Vec<CallRecord>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows: Vec<(String, String)> = with_pool!(self, |pool| {
+            sqlx::query_as(
+                "SELECT call_id, record FROM call_invocations WHERE tenant_id = $1 \
+                 ORDER BY seq DESC LIMIT $2",
+            )
+            .bind(tenant_id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+        });
+        rows.into_iter()
+            .map(|(call_id, text)| {
+                Ok(CallRecord {
+                    call_id,
+                    record: parse_json("invocation record", &text)?,
+                })
+            })
+            .collect()
+    }
+
     /// The recorded invocations of `tool` in one of the tenant's calls, in the order they
     /// finished, at most `limit` (the newest). Empty for another tenant's call or none.
     pub async fn call_invocations_of_tool(

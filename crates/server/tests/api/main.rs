@@ -5,6 +5,7 @@
 mod call_cap;
 mod commits;
 mod conformance;
+mod console;
 mod error_statuses;
 mod limits;
 mod memory;
