@@ -267,7 +267,7 @@ both_backends!(the_console_signs_in_edits_replays_and_publishes, |app| {
         );
     }
     let (_, list) = o.get("/console/calls").await;
-    assert!(!list.contains("c1"), "{list}");
+    assert!(!list.contains("/console/calls/c1\""), "{list}");
 
     // Signing out ends the session cookie.
     let (s, _) = b.post("/console/signout", &[]).await;
