@@ -1,4 +1,5 @@
-//! `switchboard`: validate tool files, print the function definitions a model sees, run a tool.
+//! `switchboard`: validate tool files, print the function definitions a model sees, run a tool,
+//! serve, and replay a tool's recorded calls against a draft.
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
@@ -9,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod files;
 mod limits;
+mod replay;
 mod run;
 mod schema;
 mod serve;
@@ -55,6 +57,9 @@ enum Command {
     },
     /// Run one tool with the given arguments and print what the model receives.
     Run(run::RunArgs),
+    /// Replay a tool's recorded calls on a server against a draft, performing nothing; print
+    /// which calls the change would alter (exit 1 when one that passed would now fail).
+    Replay(replay::ReplayArgs),
     /// Run the server (SQLite by default; PostgreSQL when DATABASE_URL says postgres://).
     Serve(serve::ServeArgs),
     /// Apply the database migrations.
@@ -109,6 +114,7 @@ fn main() -> ExitCode {
             tool_choice.as_deref(),
         ),
         Command::Run(args) => run::run(&args),
+        Command::Replay(args) => replay::replay(&args),
         Command::Serve(args) => serve::serve(&args),
         Command::Migrate(db) => serve::migrate(&db),
         Command::Tenant(cmd) => serve::tenant(&cmd),

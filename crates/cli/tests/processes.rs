@@ -8,6 +8,7 @@
 mod support;
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::Method;
@@ -291,6 +292,107 @@ async fn two_nodes_share_one_invocation_record() {
                 node.base
             );
         }
+    })
+    .await;
+}
+
+/// Runs `switchboard replay` against a server; returns its exit code and stdout.
+fn run_replay(base: &str, key: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("replay")
+        .args(args)
+        .args(["--server", base])
+        .env("SWITCHBOARD_API_KEY", key)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), format!("{stdout}{stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switchboard_replay_tells_which_recorded_calls_a_draft_changes() {
+    bounded(async {
+        let dir = TempDir::new();
+        let database = format!("sqlite://{}", dir.path().join("switchboard.db").display());
+        let serve = Serve::start(&database, dir.path(), "replay").await;
+        let admin = serve.admin_key();
+        let key = serve.tenant(&admin, "acme").await;
+        serve
+            .post(
+                "/v1/tools",
+                &key,
+                save_meal("Logged your {{params.meal_type}}."),
+            )
+            .await;
+        serve
+            .put(
+                "/v1/agents/assistant",
+                &key,
+                json!({"default": true, "tools": [{"tool": "save_meal"}]}),
+            )
+            .await;
+        serve
+            .post("/v1/calls", &key, json!({"call_id": "c1"}))
+            .await;
+        serve
+            .invoke(
+                &key,
+                "c1",
+                "f1",
+                "save_meal",
+                json!({"meal_type": "breakfast", "dishes": ["eggs"]}),
+            )
+            .await;
+        serve
+            .invoke(
+                &key,
+                "c1",
+                "f2",
+                "save_meal",
+                json!({"meal_type": "lunch", "dishes": ["soup"]}),
+            )
+            .await;
+
+        let (code, out) = run_replay(&serve.base, &key, &["save_meal"]);
+        assert_eq!(code, Some(0), "{out}");
+        assert!(out.contains("2 replayed: 2 unchanged, 0 changed"), "{out}");
+
+        // A new message changes both; dropping `lunch` from the enum makes one fail.
+        let draft = dir.path().join("draft.json");
+        let mut def = save_meal("Noted: {{params.meal_type}}.");
+        def["parameters"][0]["enum"] = json!(["breakfast", "dinner"]);
+        std::fs::write(&draft, def.to_string()).unwrap();
+        let (code, out) = run_replay(
+            &serve.base,
+            &key,
+            &["save_meal", "--draft", draft.to_str().unwrap()],
+        );
+        assert_eq!(code, Some(1), "a newly failing call exits 1: {out}");
+        assert!(
+            out.contains("2 replayed: 0 unchanged, 1 changed, 1 newly failing"),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"+ output: {"ok":true,"message":"Noted: breakfast.","data":{}}"#),
+            "{out}"
+        );
+
+        // A broken draft: the server's problems, each with its place.
+        std::fs::write(
+            &draft,
+            json!({"name": "save_meal", "description": "d", "actions": [{"type": "respnd"}]})
+                .to_string(),
+        )
+        .unwrap();
+        let (code, out) = run_replay(
+            &serve.base,
+            &key,
+            &["save_meal", "--draft", draft.to_str().unwrap()],
+        );
+        assert_eq!(code, Some(2), "{out}");
+        assert!(out.contains("/actions/0/type"), "{out}");
     })
     .await;
 }

@@ -20,6 +20,7 @@ use switchboard_core::{
 use crate::BoxFuture;
 use crate::effects::{CallAction, EffectScope, Effects, TransferLedger};
 use crate::invocation::Invocation;
+use crate::replay::{EffectExchange, RunTrace};
 
 /// One tool as an agent has it: the pinned version, whether it is on, and its config.
 #[derive(Debug, Clone)]
@@ -121,6 +122,9 @@ pub struct Execution {
     /// Transfers and hang-ups for the client to carry out.
     pub call_actions: Vec<CallAction>,
     pub elapsed: Duration,
+    /// What replaying the run needs (not yet redacted); absent for a resumed run, whose start
+    /// this process did not see.
+    pub trace: Option<Box<RunTrace>>,
 }
 
 /// Runs invocations against a deployment's effect handlers.
@@ -162,6 +166,7 @@ impl Executor {
                     tool: None,
                     call_actions: Vec::new(),
                     elapsed: started.elapsed(),
+                    trace: None,
                 };
             }
         };
@@ -173,10 +178,18 @@ impl Executor {
             refer: call.refer.clone(),
             now: Arc::new(Value::String(crate::now_rfc3339())),
         };
+        let trace = RunTrace::new(&input, ctx);
         let step = switchboard_core::start(&entry.tool, input, &invocation.arguments_json, ctx);
         let entry = entry.clone();
-        self.drive(call, &entry, invocation, step, gate, transfers, started)
-            .await
+        let (mut exec, effects) = self
+            .drive(call, &entry, invocation, step, gate, transfers, started)
+            .await;
+        exec.trace = Some(Box::new(RunTrace {
+            effects,
+            writes: exec.outcome.writes.clone(),
+            ..trace
+        }));
+        exec
     }
 
     /// Continues a checkpointed run: performs the effect it stopped at, then runs on.
@@ -198,18 +211,22 @@ impl Executor {
             Some(e) => ToolEntry { tool, ..e.clone() },
             None => ToolEntry::new(tool),
         };
-        self.drive(
-            call,
-            &entry,
-            invocation,
-            Step::Effect(request, suspended),
-            gate,
-            transfers,
-            Instant::now(),
-        )
-        .await
+        let (exec, _) = self
+            .drive(
+                call,
+                &entry,
+                invocation,
+                Step::Effect(request, suspended),
+                gate,
+                transfers,
+                Instant::now(),
+            )
+            .await;
+        // The run started elsewhere: its input and context are not known here, so no trace.
+        exec
     }
 
+    /// Drives a run to its end; returns how it ended and each effect with its outcome.
     #[allow(clippy::too_many_arguments)]
     async fn drive(
         &self,
@@ -220,11 +237,12 @@ impl Executor {
         gate: &dyn Gate,
         transfers: &TransferLedger,
         started: Instant,
-    ) -> Execution {
+    ) -> (Execution, Vec<EffectExchange>) {
         let tool = &entry.tool;
         let caller = ctx_caller(&step);
         let deadline = Duration::from_millis(tool.timeout_ms());
         let mut actions = Vec::new();
+        let mut exchanges: Vec<EffectExchange> = Vec::new();
         let secret = call
             .signing_secret
             .as_ref()
@@ -249,6 +267,10 @@ impl Executor {
                         } else {
                             EffectOutcome::Failed(interrupted(&request))
                         };
+                        exchanges.push(EffectExchange {
+                            request,
+                            outcome: outcome.clone(),
+                        });
                         step = suspended.resume(outcome);
                     }
                 }
@@ -280,12 +302,14 @@ impl Executor {
             elapsed_ms = elapsed.as_secs_f64() * 1000.0,
             "tool_executor_execute_finished"
         );
-        Execution {
+        let exec = Execution {
             outcome,
             tool: Some(Arc::clone(tool)),
             call_actions: actions,
             elapsed,
-        }
+            trace: None,
+        };
+        (exec, exchanges)
     }
 }
 

@@ -5,6 +5,7 @@ use switchboard_core::result::{Handoff, LogEntry};
 use switchboard_core::{ErrorCode, ToolResult};
 
 use crate::BoxFuture;
+use crate::replay::RunTrace;
 
 /// One function call from the model (seed 001's `ToolInvocation`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,4 +75,11 @@ pub struct InvocationRecord {
     pub duplicate_of: Option<String>,
     #[serde(default)]
     pub logs: Vec<LogEntry>,
+    /// What replaying it needs (redacted as the rest of the record); absent for a duplicate, a
+    /// run resumed after a restart, or a trace over the record's field bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Box<RunTrace>>,
+    /// The size of the trace that was not kept because it was over the field bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_bytes: Option<usize>,
 }

@@ -15,6 +15,8 @@
 //! - [`invocation`]: the function call, its delivery, and its record; [`records`]: how much a
 //!   call keeps of its records.
 //! - [`redact`]: keeps secrets and tokens out of outputs, records and logs.
+//! - [`replay`]: a recorded invocation run again against a draft of its tool, with the recorded
+//!   effect outcomes, performing nothing.
 //!
 //! This crate knows no HTTP server and no database: doors and stores plug in through traits.
 #![forbid(unsafe_code)]
@@ -29,6 +31,7 @@ pub mod journal;
 pub mod mcp;
 pub mod records;
 pub mod redact;
+pub mod replay;
 pub mod session;
 
 pub use effects::{CallControl, Effects, McpCalls};

@@ -21,7 +21,9 @@ pub struct RecordLimits {
     /// A longer `arguments` or `output` is replaced by the JSON text
     /// `{"truncated": true, "bytes": N, "preview": "…"}` (N: the original length; the whole
     /// marker fits the bound); log messages past the bound are cut. A repeated request answered
-    /// from a record gets that record's output. Default 16 KiB; at least 256.
+    /// from a record gets that record's output. A record's replay trace (the context the tool
+    /// saw, its effects' requests and outcomes) is kept only when it fits the bound as a whole.
+    /// Default 16 KiB; at least 256.
     pub max_record_field_bytes: usize,
 }
 
@@ -49,6 +51,13 @@ impl RecordLimits {
             record.output = truncated_marker(&record.output, max);
         }
         bound_logs(&mut record.logs, max);
+        if let Some(trace) = &record.trace {
+            let bytes = serde_json::to_vec(trace).map_or(usize::MAX, |v| v.len());
+            if bytes > max {
+                record.trace = None;
+                record.trace_bytes = Some(bytes);
+            }
+        }
         record
     }
 }

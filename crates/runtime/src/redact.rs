@@ -113,6 +113,11 @@ impl Redactor {
                     ..l.clone()
                 })
                 .collect(),
+            trace: r
+                .trace
+                .as_ref()
+                .and_then(|t| t.redacted(self))
+                .map(Box::new),
             ..r.clone()
         }
     }

@@ -708,15 +708,15 @@ impl Actor {
             return;
         };
         metrics::gauge!("switchboard_pending_tools").decrement(1.0);
-        let (mut outcome, actions) = match result {
-            Ok(exec) => (exec.outcome, exec.call_actions),
+        let (mut outcome, actions, trace) = match result {
+            Ok(exec) => (exec.outcome, exec.call_actions, exec.trace),
             Err(e) => {
                 tracing::error!(name: "tool_run_panicked", function_call_id = %fc, tool_name = %p.tool, panicked = e.is_panic(), "tool_run_panicked");
                 let err = ToolError::new(
                     ErrorCode::ToolExecutionFailed,
                     "The tool failed unexpectedly. Tell the caller it cannot be done right now.",
                 );
-                (Outcome::failed(&p.tool, err), Vec::new())
+                (Outcome::failed(&p.tool, err), Vec::new(), None)
             }
         };
         if outcome.ok()
@@ -747,6 +747,7 @@ impl Actor {
             && c.outcome.writes.is_empty()
             && c.outcome.handoff.is_none();
         c.actions = actions;
+        c.trace = trace;
         c.max_context_bytes = p.max_context_bytes;
         let first_id = fc.to_owned();
         let answered = self.conclude(c).await;
@@ -1029,6 +1030,12 @@ impl Actor {
             interrupted: c.interrupted,
             duplicate_of: c.duplicate_of.clone(),
             logs,
+            trace: c
+                .trace
+                .as_ref()
+                .and_then(|t| t.redacted(&self.redactor))
+                .map(Box::new),
+            trace_bytes: None,
         };
         let record = self.deps.options.records.bound(record);
         (result, record)
@@ -1176,6 +1183,8 @@ struct Conclusion {
     unverified_tool: bool,
     /// The tool's `max_context_bytes`, which its commit may not exceed.
     max_context_bytes: usize,
+    /// What replaying the run needs, when it ran here from its start.
+    trace: Option<Box<crate::replay::RunTrace>>,
 }
 
 impl Conclusion {
@@ -1214,6 +1223,7 @@ impl Conclusion {
             answer_first: false,
             unverified_tool: false,
             max_context_bytes: switchboard_core::Limits::default().max_context_bytes,
+            trace: None,
         }
     }
 }

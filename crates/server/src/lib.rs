@@ -12,6 +12,8 @@
 //!   tenants' MCP servers as tool sources.
 //! - [`realtime`]: the OpenAI Realtime SIP webhook, routing a call to its agent, and running it on
 //!   the node's Realtime door.
+//! - [`console`]: the operators' console at `/console` (server-rendered pages, assets in the
+//!   binary, a sealed session cookie, CSRF tokens, a strict Content-Security-Policy).
 //! - [`demo`]: the `acme-corp` demo tenant.
 //!
 //! [`serve`] takes its listener and its shutdown signal, so tests bind `127.0.0.1:0` and drive a
@@ -31,6 +33,7 @@ use tower_http::trace::TraceLayer;
 
 pub mod auth;
 pub mod calls;
+pub mod console;
 pub mod demo;
 pub mod error;
 pub mod extract;
@@ -64,6 +67,7 @@ pub fn app(state: AppState) -> Router {
             ownership::forward_to_owner,
         ))
         .merge(mcp_door)
+        .merge(console::router())
         .route("/openapi.json", axum::routing::get(move || async move { axum::Json(openapi_json.clone()) }))
         .route("/metrics", axum::routing::get(routes::health::metrics))
         .fallback(|| async { error::ApiError::not_found("this path") })

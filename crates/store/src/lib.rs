@@ -7,7 +7,8 @@
 //! - [`crypto`]: the [`MasterKey`] and AES-256-GCM [`seal`]/[`open`] for values at rest.
 //! - Each resource has its own module: [`tenants`], [`keys`], [`tools`], [`agents`],
 //!   [`secrets`], [`mcp_servers`], [`calls`] (whose [`TenantJournal`] is the runtime's
-//!   [`switchboard_runtime::CallJournal`] for one tenant's calls).
+//!   [`switchboard_runtime::CallJournal`] for one tenant's calls), [`replays`] (a tool's
+//!   recorded invocations read back for replay).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -23,8 +24,10 @@ pub mod keys;
 pub mod mcp_servers;
 pub mod ownership;
 mod page;
+pub mod replays;
 pub mod secrets;
 pub mod tenants;
+mod tokens;
 pub mod tools;
 mod webhooks;
 
@@ -48,6 +51,7 @@ pub use keys::{ApiKey, Principal};
 pub use mcp_servers::{McpServer, McpServerConfig};
 pub use ownership::{CallOwner, Door, NodeInfo};
 pub use page::{Page, Paged};
+pub use replays::CallRecord;
 pub use secrets::SecretInfo;
 pub use tenants::Tenant;
 pub use tools::ToolVersion;

@@ -317,6 +317,8 @@ fn record(fc: &str, ok: bool) -> InvocationRecord {
         interrupted: false,
         duplicate_of: None,
         logs: Vec::new(),
+        trace: None,
+        trace_bytes: None,
     }
 }
 

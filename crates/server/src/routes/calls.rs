@@ -576,7 +576,7 @@ pub async fn cancel_response(
 
 /// The redactor of a call's view: the secrets of its tools as the call pinned them (when it is
 /// live here) and as they are now, the signing secret, and the user's tokens.
-async fn view_redactor(
+pub(crate) async fn view_redactor(
     state: &AppState,
     tenant: &str,
     live: Option<&LiveCall>,
@@ -610,7 +610,12 @@ fn view(
         context: ctx,
         invocations: records
             .iter()
-            .filter_map(|r| serde_json::to_value(redactor.redact_record(r)).ok())
+            // The replay trace is for `POST /v1/tools/{name}:replay`, not for the view.
+            .map(|r| InvocationRecord {
+                trace: None,
+                ..r.clone()
+            })
+            .filter_map(|r| serde_json::to_value(redactor.redact_record(&r)).ok())
             .map(|mut v| {
                 redactor.redact_value(&mut v);
                 v

@@ -14,6 +14,7 @@ pub mod agents;
 pub mod calls;
 pub mod health;
 pub mod mcp_servers;
+pub mod replay;
 pub mod responses;
 pub mod settings;
 pub mod tenants;
@@ -24,7 +25,7 @@ pub mod tools;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Switchboard", description = "A tool runtime for voice AI agents: tools as data, function definitions for models, and the calls models make during live phone calls."),
-    paths(tools::test_tool),
+    paths(tools::test_tool, replay::replay_tool),
     modifiers(&BearerAuth),
     tags(
         (name = "tenants", description = "Tenants and their API keys (admin key)"),
@@ -117,9 +118,13 @@ pub fn router() -> OpenApiRouter<AppState> {
             tools::put_tool,
             tools::delete_tool
         ))
-        // `{name}:test` is not a path axum can route (one parameter per segment, nothing after it):
-        // the handler takes the whole segment; the document keeps the documented path.
-        .route("/v1/tools/{name}", axum::routing::post(tools::test_tool))
+        // `{name}:test` and `{name}:replay` are not paths axum can route (one parameter per
+        // segment, nothing after it): the handler takes the whole segment and picks the
+        // operation by its suffix; the document keeps the documented paths.
+        .route(
+            "/v1/tools/{name}",
+            axum::routing::post(tools::tool_operation),
+        )
         .routes(routes!(tools::list_versions))
         .routes(routes!(tools::get_version))
         .routes(routes!(agents::list_agents))

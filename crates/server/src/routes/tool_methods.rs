@@ -1,4 +1,5 @@
-//! Method checks for `/v1/tools/{name}` and `/v1/tools/{name}:test`, which share one axum route
+//! Method checks for `/v1/tools/{name}`, `/v1/tools/{name}:test` and `/v1/tools/{name}:replay`,
+//! which share one axum route
 //! (a path segment cannot end in a literal): each answers a method it does not have with 405 and
 //! an `Allow` header naming exactly its own methods, as the OpenAPI document describes them.
 
@@ -9,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
 
-/// The methods of `/v1/tools/{name}:test`.
+/// The methods of `/v1/tools/{name}:test` and `/v1/tools/{name}:replay`.
 const TEST_METHODS: &[Method] = &[Method::POST];
 /// The methods of `/v1/tools/{name}` (HEAD comes with GET).
 const TOOL_METHODS: &[Method] = &[Method::GET, Method::HEAD, Method::PUT, Method::DELETE];
@@ -26,6 +27,8 @@ pub async fn check(req: Request, next: Next) -> Response {
     };
     let (path, allowed) = if segment.ends_with(":test") {
         ("/v1/tools/{name}:test", TEST_METHODS)
+    } else if segment.ends_with(":replay") {
+        ("/v1/tools/{name}:replay", TEST_METHODS)
     } else {
         ("/v1/tools/{name}", TOOL_METHODS)
     };

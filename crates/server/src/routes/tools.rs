@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use switchboard_core::effect::HttpResponse;
@@ -48,7 +49,7 @@ impl From<ToolVersion> for ToolView {
 }
 
 /// Parses a definition; a bad one is a 400 listing every problem with its JSON Pointer and fix.
-fn parse(state: &AppState, def: &Value) -> ApiResult<Tool> {
+pub(crate) fn parse(state: &AppState, def: &Value) -> ApiResult<Tool> {
     Tool::parse(def, &state.config.limits).map_err(|d| {
         let n = d.0.len();
         ApiError::new(
@@ -244,6 +245,37 @@ pub struct TestRun {
     pub effects: Option<String>,
     /// Test a given version instead of the current one.
     pub version: Option<i64>,
+    /// Outcomes for the run's effects, in order, with `effects: stub`: the first effect gets
+    /// the first mock, and so on; effects past the list get the stub. Each is an effect outcome:
+    /// `{"kind": "http", "status": 503, "body": {...}}`, `{"kind": "failed", "code": "timeout",
+    /// "message": "..."}` or `{"kind": "done", "value": ...}`.
+    #[schema(value_type = Option<Vec<Object>>, max_items = 64)]
+    pub mocks: Option<Vec<Value>>,
+}
+
+/// The most mocks a test run takes.
+const MAX_MOCKS: usize = 64;
+
+/// The mocks of a test run, each checked to be an effect outcome.
+pub(crate) fn parse_mocks(given: Option<&[Value]>) -> ApiResult<Vec<EffectOutcome>> {
+    let given = given.unwrap_or_default();
+    if given.len() > MAX_MOCKS {
+        return Err(ApiError::bad_request(format!(
+            "mocks has {} entries, over the limit of {MAX_MOCKS}; a run asks for fewer effects",
+            given.len()
+        )));
+    }
+    given
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            serde_json::from_value(m.clone()).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "mocks[{i}] is not an effect outcome ({e}); write {{\"kind\": \"http\", \"status\": 200, \"body\": {{}}}}, {{\"kind\": \"failed\", \"code\": \"timeout\", \"message\": \"...\"}} or {{\"kind\": \"done\", \"value\": null}}"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// What a test run did.
@@ -262,6 +294,31 @@ pub struct TestResult {
     pub logs: Vec<Value>,
     #[schema(value_type = Option<Object>)]
     pub handoff: Option<Value>,
+}
+
+/// `POST /v1/tools/{name}:test` and `POST /v1/tools/{name}:replay`, which share one axum route
+/// (a path segment cannot end in a literal): the segment's suffix picks the operation.
+pub async fn tool_operation(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(segment): Path<String>,
+    req: Request,
+) -> Response {
+    if segment.ends_with(":replay") {
+        match Body::from_request(req, &state).await {
+            Ok(body) => super::replay::replay_tool(State(state), tenant, Path(segment), body)
+                .await
+                .into_response(),
+            Err(e) => e.into_response(),
+        }
+    } else {
+        match Body::from_request(req, &state).await {
+            Ok(body) => test_tool(State(state), tenant, Path(segment), body)
+                .await
+                .into_response(),
+            Err(e) => e.into_response(),
+        }
+    }
 }
 
 #[utoipa::path(post, path = "/v1/tools/{name}:test", tag = "tools", security(("bearer" = [])), request_body = TestRun,
@@ -299,14 +356,21 @@ pub async fn test_tool(
         now: Arc::new(json!(switchboard_runtime::now_rfc3339())),
         ..RunInput::new("test")
     };
+    let mocks = parse_mocks(run.mocks.as_deref())?;
     let (outcome, effects) = match run.effects.as_deref() {
         None | Some("stub") => {
             let mut effects = Vec::new();
+            let mut mocks = mocks.into_iter();
             let outcome = run_to_end(&tool, input, &args, &ctx, |req| {
                 effects.push(serde_json::to_value(req).unwrap_or(Value::Null));
-                stub(req)
+                mocks.next().unwrap_or_else(|| stub(req))
             });
             (outcome, effects)
+        }
+        Some("perform") if !mocks.is_empty() => {
+            return Err(ApiError::bad_request(
+                "mocks answer effects instead of performing them: use them with `effects: stub` (the default), or drop them to perform",
+            ));
         }
         Some("perform") => {
             let mut config = CallConfig {
@@ -363,7 +427,7 @@ pub async fn test_tool(
     }))
 }
 
-fn stub(req: &EffectRequest) -> EffectOutcome {
+pub(crate) fn stub(req: &EffectRequest) -> EffectOutcome {
     match req {
         EffectRequest::Http(_) => EffectOutcome::Http(HttpResponse {
             status: 200,
@@ -374,7 +438,7 @@ fn stub(req: &EffectRequest) -> EffectOutcome {
     }
 }
 
-fn test_context(tenant: &str, given: Option<&Value>) -> ApiResult<Context> {
+pub(crate) fn test_context(tenant: &str, given: Option<&Value>) -> ApiResult<Context> {
     let call = CallInfo {
         id: "test".into(),
         tenant_id: tenant.to_owned(),

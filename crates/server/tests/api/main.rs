@@ -5,6 +5,7 @@
 mod call_cap;
 mod commits;
 mod conformance;
+mod console;
 mod error_statuses;
 mod limits;
 mod memory;
@@ -12,6 +13,7 @@ mod ownership;
 mod peers;
 mod realtime;
 mod redaction;
+mod replay;
 mod support;
 mod tenancy;
 mod toolkits;
@@ -616,6 +618,7 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/tools:validate", "post"),
         ("/v1/tools/{name}", "put"),
         ("/v1/tools/{name}:test", "post"),
+        ("/v1/tools/{name}:replay", "post"),
         ("/v1/tools/{name}/versions", "get"),
         ("/v1/agents/{name}", "put"),
         ("/v1/agents/{name}/toolset", "get"),

@@ -1,0 +1,46 @@
+// The console's own script (no inline script: the Content-Security-Policy forbids it).
+// - A call's timeline follows the call live over server-sent events.
+// - Clicking a problem in the editor selects its line in the definition.
+(function () {
+  "use strict";
+
+  function follow(table) {
+    var url = table.getAttribute("data-events");
+    if (!url || table.getAttribute("data-ended") === "true" || !window.EventSource) return;
+    var body = table.querySelector("tbody");
+    var source = new EventSource(url);
+    source.addEventListener("record", function (e) {
+      body.insertAdjacentHTML("beforeend", e.data);
+    });
+    source.addEventListener("ended", function () {
+      var status = document.getElementById("call-status");
+      if (status) { status.textContent = "ended"; status.className = "ended"; }
+      table.setAttribute("data-ended", "true");
+      source.close();
+    });
+  }
+
+  function selectLine(textarea, line) {
+    var lines = textarea.value.split("\n");
+    var start = 0;
+    for (var i = 0; i < line - 1 && i < lines.length; i++) start += lines[i].length + 1;
+    var end = start + (lines[line - 1] || "").length;
+    textarea.focus();
+    textarea.setSelectionRange(start, end);
+    var height = textarea.scrollHeight / Math.max(lines.length, 1);
+    textarea.scrollTop = Math.max(0, (line - 5) * height);
+  }
+
+  document.addEventListener("click", function (e) {
+    var problem = e.target.closest ? e.target.closest(".problem[data-line]") : null;
+    var textarea = document.getElementById("definition");
+    if (!problem || !textarea) return;
+    var line = parseInt(problem.getAttribute("data-line"), 10);
+    if (line > 0) selectLine(textarea, line);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var table = document.getElementById("timeline");
+    if (table) follow(table);
+  });
+})();

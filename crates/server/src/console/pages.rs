@@ -1,0 +1,894 @@
+//! The console's pages and the fragments htmx swaps into them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Form;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use switchboard_core::builder::{Format, ToolChoice};
+use switchboard_core::{RunInput, run_to_end};
+use switchboard_runtime::InvocationRecord;
+use switchboard_runtime::redact::Redactor;
+use switchboard_store::Page;
+
+use super::{Operator, cleared_cookie, place, render, same_origin, session_cookie};
+use crate::error::ApiError;
+use crate::routes::replay::{ReplayRun, report};
+use crate::routes::tools::{parse_mocks, stub, test_context};
+use crate::state::AppState;
+use crate::toolset::{agent_toolset, refer_config};
+
+/// How many calls the calls page looks through for its filters.
+const CALLS_SCANNED: u32 = 200;
+/// How many of the tenant's newest invocations the health page reads.
+const HEALTH_RECORDS: usize = 2_000;
+/// How long a call's live timeline stream stays open.
+const STREAM_FOR: Duration = Duration::from_secs(30 * 60);
+/// Records a timeline shows (the newest).
+const TIMELINE_RECORDS: usize = 200;
+
+/// An error as a console answer: its status, and a message that names the fix.
+fn error_page(e: &ApiError) -> Response {
+    let mut r = render(
+        "error.html",
+        json!({"status": e.status.as_u16(), "message": e.message, "details": e.details}),
+    );
+    *r.status_mut() = e.status;
+    r
+}
+
+/// An error as a fragment for a panel (htmx swaps only 2xx answers unless told otherwise, so
+/// the panel's error is answered 200 with the status in the text).
+fn error_fragment(e: &ApiError) -> Response {
+    render(
+        "error_fragment.html",
+        json!({"status": e.status.as_u16(), "message": e.message, "details": e.details}),
+    )
+}
+
+fn nav(op: &Operator, active: &str) -> Value {
+    json!({"tenant": op.tenant, "csrf": op.csrf, "active": active})
+}
+
+// ---- sign-in ----
+
+pub async fn signin_page() -> Response {
+    render("signin.html", json!({"message": null}))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SignIn {
+    key: String,
+}
+
+pub async fn signin(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<SignIn>,
+) -> Response {
+    if !same_origin(&headers) {
+        return (
+            StatusCode::FORBIDDEN,
+            render(
+                "signin.html",
+                json!({"message": "Sign in from this server's own sign-in page."}),
+            ),
+        )
+            .into_response();
+    }
+    let principal = state
+        .store
+        .authenticate(form.key.trim())
+        .await
+        .ok()
+        .flatten();
+    let refused = |message: &str| {
+        (
+            StatusCode::UNAUTHORIZED,
+            render("signin.html", json!({"message": message})),
+        )
+            .into_response()
+    };
+    match principal {
+        Some(p) if p.tenant_id.is_some() => match session_cookie(&state, form.key.trim()) {
+            Some(cookie) => {
+                let mut r = Redirect::to("/console/tools").into_response();
+                if let Ok(v) = HeaderValue::from_str(&cookie) {
+                    r.headers_mut().insert(header::SET_COOKIE, v);
+                }
+                r
+            }
+            None => refused("The session could not be made; the server's log says why."),
+        },
+        Some(_) => refused(
+            "That is the admin key: it manages tenants through the API (/v1/tenants). Sign in with a tenant's key.",
+        ),
+        None => refused("This key is not valid (unknown or revoked). Paste a tenant API key."),
+    }
+}
+
+pub async fn signout(_op: Operator) -> Response {
+    let mut r = Redirect::to("/console/signin").into_response();
+    if let Ok(v) = HeaderValue::from_str(&cleared_cookie()) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r.headers_mut()
+        .insert("HX-Redirect", HeaderValue::from_static("/console/signin"));
+    r
+}
+
+// ---- tools ----
+
+pub async fn tools(State(state): State<AppState>, op: Operator) -> Response {
+    let page = Page {
+        limit: Page::MAX_LIMIT,
+        after: None,
+    };
+    match state.store.list_tools(&op.tenant, page).await {
+        Ok(list) => {
+            let items: Vec<Value> = list
+                .items
+                .iter()
+                .map(|t| {
+                    json!({"name": t.name, "version": t.version, "created_at": t.created_at,
+                       "description": t.definition.get("description").cloned().unwrap_or(Value::Null)})
+                })
+                .collect();
+            render(
+                "tools.html",
+                json!({"nav": nav(&op, "tools"), "tools": items, "more": list.next.is_some()}),
+            )
+        }
+        Err(e) => error_page(&e.into()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NewTool {
+    name: Option<String>,
+}
+
+pub async fn tool(
+    State(state): State<AppState>,
+    op: Operator,
+    Path(name): Path<String>,
+    Query(new): Query<NewTool>,
+) -> Response {
+    // The tools page's "new tool" form asks for `/console/tools/new?name=…`.
+    if let (Some(wanted), "new") = (new.name.as_deref(), name.as_str()) {
+        let safe = wanted
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if safe && !wanted.is_empty() {
+            return Redirect::to(&format!("/console/tools/{wanted}")).into_response();
+        }
+    }
+    let versions = match state.store.list_tool_versions(&op.tenant, &name).await {
+        Ok(v) => v,
+        Err(e) => return error_page(&e.into()),
+    };
+    let (definition, is_new) = match versions.last() {
+        Some(v) => (v.definition.clone(), false),
+        None => (
+            json!({"name": name, "description": "What the tool does, for the model", "parameters": [], "actions": [{"type": "respond", "message": "Done."}]}),
+            true,
+        ),
+    };
+    let text = serde_json::to_string_pretty(&definition).unwrap_or_default();
+    let list: Vec<Value> = versions
+        .iter()
+        .rev()
+        .map(|v| json!({"version": v.version, "created_at": v.created_at}))
+        .collect();
+    render(
+        "tool.html",
+        json!({"nav": nav(&op, "tools"), "name": name, "definition": text, "is_new": is_new,
+               "versions": list}),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Draft {
+    definition: String,
+    #[serde(default)]
+    params: String,
+    #[serde(default)]
+    mocks: String,
+    #[serde(default)]
+    context: String,
+}
+
+/// The draft's text as a definition, its name checked against the page's tool.
+fn draft_value(name: &str, text: &str) -> Result<Value, ApiError> {
+    let mut def: Value = serde_json::from_str(text).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the definition is not JSON: {e} (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if let Value::Object(m) = &mut def {
+        match m.get("name") {
+            None => {
+                m.insert("name".into(), Value::String(name.to_owned()));
+            }
+            Some(Value::String(n)) if n == name => {}
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "the definition's name {other} differs from `{name}`, the tool this page edits; rename by creating a new tool"
+                )));
+            }
+        }
+    }
+    Ok(def)
+}
+
+/// The diagnostics of a draft, each with its line and column in the text.
+fn diagnostics(state: &AppState, name: &str, text: &str) -> Value {
+    let def = match draft_value(name, text) {
+        Ok(d) => d,
+        Err(e) => {
+            let at = serde_json::from_str::<Value>(text)
+                .err()
+                .map(|e| (e.line(), e.column()));
+            return json!({"ok": false, "problems": [{"pointer": "", "message": e.message,
+                "fix": "Correct the JSON at the place shown.", "line": at.map(|a| a.0), "column": at.map(|a| a.1), "excerpt": ""}]});
+        }
+    };
+    match switchboard_core::Tool::parse(&def, &state.config.limits) {
+        Ok(tool) => json!({"ok": true, "problems": [],
+            "function": serde_json::to_string_pretty(&*tool.function_def(false)).unwrap_or_default(),
+            "side_effect": format!("{:?}", tool.side_effect()).to_lowercase()}),
+        Err(d) => {
+            let problems: Vec<Value> =
+                d.0.iter()
+                    .map(|p| {
+                        let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
+                        let pointer = v["pointer"].as_str().unwrap_or_default().to_owned();
+                        let at = place::locate(text, &pointer);
+                        v["line"] = json!(at.map(|a| a.0));
+                        v["column"] = json!(at.map(|a| a.1));
+                        v["excerpt"] = json!(
+                            at.and_then(|(line, _)| text.lines().nth(line - 1))
+                                .map(str::trim)
+                                .unwrap_or_default()
+                        );
+                        v
+                    })
+                    .collect();
+            json!({"ok": false, "problems": problems})
+        }
+    }
+}
+
+pub async fn validate(
+    State(state): State<AppState>,
+    _op: Operator,
+    Path(name): Path<String>,
+    Form(draft): Form<Draft>,
+) -> Response {
+    render(
+        "diagnostics.html",
+        diagnostics(&state, &name, &draft.definition),
+    )
+}
+
+fn json_field(label: &str, text: &str) -> Result<Option<Value>, ApiError> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| ApiError::bad_request(format!("{label} is not JSON: {e}")))
+}
+
+pub async fn dry_run(
+    State(state): State<AppState>,
+    op: Operator,
+    Path(name): Path<String>,
+    Form(draft): Form<Draft>,
+) -> Response {
+    let run = async {
+        let def = draft_value(&name, &draft.definition)?;
+        let tool = Arc::new(crate::routes::tools::parse(&state, &def)?);
+        let params = json_field("params", &draft.params)?.unwrap_or(json!({}));
+        let mocks = match json_field("mocks", &draft.mocks)? {
+            None => Vec::new(),
+            Some(Value::Array(m)) => parse_mocks(Some(&m))?,
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "mocks must be a list of effect outcomes, e.g. [{\"kind\": \"http\", \"status\": 503, \"body\": {}}]",
+                ));
+            }
+        };
+        let context = json_field("context", &draft.context)?;
+        let ctx = test_context(&op.tenant, context.as_ref())?;
+        let input = RunInput {
+            refer: refer_config(&state, &op.tenant).await?,
+            now: Arc::new(json!(switchboard_runtime::now_rfc3339())),
+            ..RunInput::new("dry-run")
+        };
+        let mut effects = Vec::new();
+        let mut mocks = mocks.into_iter();
+        let outcome = run_to_end(&tool, input, &params.to_string(), &ctx, |req| {
+            let answer = mocks.next().unwrap_or_else(|| stub(req));
+            effects.push(json!({"request": req, "outcome": answer}));
+            answer
+        });
+        Ok::<_, ApiError>(json!({
+            "output": serde_json::to_string_pretty(&outcome.output()).unwrap_or_default(),
+            "ok": outcome.ok(),
+            "writes": outcome.writes.iter().map(|w| serde_json::to_string(w).unwrap_or_default()).collect::<Vec<_>>(),
+            "effects": effects.iter().map(|e| json!({
+                "request": serde_json::to_string(&e["request"]).unwrap_or_default(),
+                "outcome": serde_json::to_string(&e["outcome"]).unwrap_or_default()})).collect::<Vec<_>>(),
+            "logs": outcome.logs.iter().map(|l| l.message.clone()).collect::<Vec<_>>(),
+        }))
+    };
+    match run.await {
+        Ok(v) => render("dryrun.html", v),
+        Err(e) => error_fragment(&e),
+    }
+}
+
+pub async fn replay(
+    State(state): State<AppState>,
+    op: Operator,
+    Path(name): Path<String>,
+    Form(draft): Form<Draft>,
+) -> Response {
+    let run = async {
+        let def = draft_value(&name, &draft.definition)?;
+        let run = ReplayRun {
+            definition: Some(def),
+            last: Some(50),
+            ..Default::default()
+        };
+        report(&state, &op.tenant, name.clone(), &run).await
+    };
+    match run.await {
+        Ok(r) => {
+            let invocations: Vec<Value> = r
+                .invocations
+                .iter()
+                .map(|i| {
+                    let diff = |a: &Value, b: &Value| line_diff(&pretty(a), &pretty(b));
+                    json!({
+                        "call_id": i.call_id,
+                        "function_call_id": i.function_call_id,
+                        "verdict": i.verdict,
+                        "reason": i.reason,
+                        "arguments": i.arguments.to_string(),
+                        "output_changed": i.output_changed,
+                        "output_diff": diff(&i.recorded_output, &i.replayed_output),
+                        "writes_changed": i.writes_changed,
+                        "writes_diff": diff(&json!(i.recorded_writes), &json!(i.replayed_writes)),
+                        "effects": i.effects.iter().map(|e| json!({"status": e.status, "request": describe(&serde_json::to_value(&e.request).unwrap_or(Value::Null))})).collect::<Vec<_>>(),
+                        "not_requested": i.effects_not_requested.iter().map(|e| describe(&serde_json::to_value(e).unwrap_or(Value::Null))).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            render(
+                "replay.html",
+                json!({"summary": r.summary, "invocations": invocations}),
+            )
+        }
+        Err(e) => error_fragment(&e),
+    }
+}
+
+pub async fn publish(
+    State(state): State<AppState>,
+    op: Operator,
+    Path(name): Path<String>,
+    Form(draft): Form<Draft>,
+) -> Response {
+    let run = async {
+        let def = draft_value(&name, &draft.definition)?;
+        crate::routes::tools::parse(&state, &def)?;
+        Ok::<_, ApiError>(state.store.put_tool(&op.tenant, &def).await?)
+    };
+    match run.await {
+        Ok(v) => render(
+            "published.html",
+            json!({"name": v.name, "version": v.version}),
+        ),
+        Err(e) => error_fragment(&e),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DiffQuery {
+    a: i64,
+    b: i64,
+}
+
+pub async fn diff(
+    State(state): State<AppState>,
+    op: Operator,
+    Path(name): Path<String>,
+    Query(q): Query<DiffQuery>,
+) -> Response {
+    let run = async {
+        let mut texts = Vec::new();
+        for v in [q.a, q.b] {
+            let found = state
+                .store
+                .get_tool_version(&op.tenant, &name, v)
+                .await?
+                .ok_or_else(|| ApiError::not_found(format!("version {v} of tool `{name}`")))?;
+            texts.push(pretty(&found.definition));
+        }
+        Ok::<_, ApiError>(line_diff(&texts[0], &texts[1]))
+    };
+    match run.await {
+        Ok(lines) => render("diff.html", json!({"a": q.a, "b": q.b, "lines": lines})),
+        Err(e) => error_fragment(&e),
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+/// A line diff: each line with its tag (`same`, `added`, `removed`).
+fn line_diff(a: &str, b: &str) -> Vec<Value> {
+    let diff = similar::TextDiff::from_lines(a, b);
+    diff.iter_all_changes()
+        .map(|c| {
+            let tag = match c.tag() {
+                similar::ChangeTag::Equal => "same",
+                similar::ChangeTag::Insert => "added",
+                similar::ChangeTag::Delete => "removed",
+            };
+            json!({"tag": tag, "text": c.value().trim_end_matches('\n')})
+        })
+        .collect()
+}
+
+/// One line for an effect request: `GET https://…` for HTTP, else its kind and target.
+fn describe(request: &Value) -> String {
+    match request["kind"].as_str() {
+        Some("http") => format!(
+            "{} {}",
+            request["method"].as_str().unwrap_or(""),
+            request["url"].as_str().unwrap_or("")
+        ),
+        Some("transfer") => format!(
+            "transfer to {}",
+            request["target_uri"].as_str().unwrap_or("")
+        ),
+        Some("mcp") => format!(
+            "mcp {}/{}",
+            request["server"].as_str().unwrap_or(""),
+            request["tool"].as_str().unwrap_or("")
+        ),
+        Some("toolkit") => request["action"].as_str().unwrap_or("toolkit").to_owned(),
+        Some(kind) => kind.to_owned(),
+        None => String::new(),
+    }
+}
+
+// ---- agents ----
+
+pub async fn agents(State(state): State<AppState>, op: Operator) -> Response {
+    let page = Page {
+        limit: Page::MAX_LIMIT,
+        after: None,
+    };
+    match state.store.list_agents(&op.tenant, page).await {
+        Ok(list) => {
+            let items: Vec<Value> = list
+                .items
+                .iter()
+                .map(|a| json!({"name": a.name, "default": a.default, "tools": a.tools.len()}))
+                .collect();
+            render(
+                "agents.html",
+                json!({"nav": nav(&op, "agents"), "agents": items}),
+            )
+        }
+        Err(e) => error_page(&e.into()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct FormatQuery {
+    format: Option<String>,
+}
+
+pub async fn agent(
+    State(state): State<AppState>,
+    op: Operator,
+    Path(name): Path<String>,
+    Query(q): Query<FormatQuery>,
+) -> Response {
+    let run = async {
+        let agent = state
+            .store
+            .get_agent(&op.tenant, &name)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("agent `{name}`")))?;
+        let format_name = q.format.as_deref().unwrap_or("openai-realtime");
+        let format: Format = format_name
+            .parse()
+            .map_err(|e| ApiError::bad_request(format!("{e}")))?;
+        let toolset = agent_toolset(&state, &op.tenant, &name, false, None::<ToolChoice>).await?;
+        let numbers: Vec<String> = state
+            .store
+            .get_tenant(&op.tenant)
+            .await?
+            .and_then(|t| {
+                t.features
+                    .pointer("/realtime/phone_numbers")
+                    .and_then(Value::as_object)
+                    .cloned()
+            })
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, a)| a.as_str() == Some(name.as_str()))
+                    .map(|(n, _)| n.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let tools: Vec<Value> = agent
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"tool": t.tool, "enabled": t.enabled, "config": t.config.to_string(),
+                       "sensitive_config_set": t.sensitive_config_set})
+            })
+            .collect();
+        Ok::<_, ApiError>(json!({
+            "nav": nav(&op, "agents"),
+            "name": agent.name,
+            "instructions": agent.instructions,
+            "default": agent.default,
+            "handoffs": agent.handoffs,
+            "tools": tools,
+            "numbers": numbers,
+            "format": format_name,
+            "formats": ["openai-realtime", "openai-chat", "openai-responses", "anthropic", "mcp"],
+            "toolset": pretty(&toolset.render(format)),
+        }))
+    };
+    match run.await {
+        Ok(v) => render("agent.html", v),
+        Err(e) => error_page(&e),
+    }
+}
+
+// ---- calls ----
+
+#[derive(Debug, Deserialize)]
+pub struct CallFilters {
+    agent: Option<String>,
+    /// `active` or `ended`.
+    status: Option<String>,
+    /// RFC 3339: calls started at or after it.
+    since: Option<String>,
+}
+
+pub async fn calls(
+    State(state): State<AppState>,
+    op: Operator,
+    Query(f): Query<CallFilters>,
+) -> Response {
+    let page = Page {
+        limit: CALLS_SCANNED,
+        after: None,
+    };
+    let list = match state.store.list_calls(&op.tenant, page).await {
+        Ok(l) => l,
+        Err(e) => return error_page(&e.into()),
+    };
+    let keep = |s: &Option<String>| s.as_deref().filter(|v| !v.is_empty()).map(str::to_owned);
+    let (agent, status, since) = (keep(&f.agent), keep(&f.status), keep(&f.since));
+    let items: Vec<Value> = list
+        .items
+        .iter()
+        .filter(|c| agent.as_deref().is_none_or(|a| c.agent == a))
+        .filter(|c| status.as_deref().is_none_or(|s| c.status.as_str() == s))
+        .filter(|c| since.as_deref().is_none_or(|s| c.created_at.as_str() >= s))
+        .map(|c| {
+            json!({"id": c.id, "agent": c.agent, "status": c.status.as_str(),
+                   "created_at": c.created_at, "ended_at": c.ended_at,
+                   "live_here": state.calls.get(&op.tenant, &c.id).is_some()})
+        })
+        .collect();
+    render(
+        "calls.html",
+        json!({"nav": nav(&op, "calls"), "calls": items,
+               "filters": {"agent": agent, "status": status, "since": since}}),
+    )
+}
+
+/// A record as a timeline row: redacted, with its effects and context changes from its trace.
+fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
+    let r = redactor.redact_record(r);
+    let (effects, writes) = match &r.trace {
+        Some(t) => (
+            t.effects
+                .iter()
+                .map(|e| {
+                    let req = serde_json::to_value(&e.request).unwrap_or(Value::Null);
+                    let out = match &e.outcome {
+                        switchboard_core::EffectOutcome::Http(h) => format!("HTTP {}", h.status),
+                        switchboard_core::EffectOutcome::Done { .. } => "done".to_owned(),
+                        switchboard_core::EffectOutcome::Failed(err) => {
+                            format!("failed: {}", err.code.as_str())
+                        }
+                    };
+                    json!({"request": describe(&req), "outcome": out})
+                })
+                .collect::<Vec<_>>(),
+            t.writes
+                .iter()
+                .map(|w| serde_json::to_string(w).unwrap_or_default())
+                .collect::<Vec<_>>(),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    let mut v = json!({
+        "function_call_id": r.function_call_id,
+        "tool": r.tool,
+        "arguments": r.arguments,
+        "ok": r.ok,
+        "error": r.error.map(|e| e.as_str()),
+        "latency_ms": format!("{:.1}", r.latency_ms),
+        "started_at": r.started_at,
+        "interrupted": r.interrupted,
+        "duplicate_of": r.duplicate_of,
+        "effects": effects,
+        "writes": writes,
+    });
+    redactor.redact_value(&mut v);
+    v
+}
+
+pub async fn call(State(state): State<AppState>, op: Operator, Path(id): Path<String>) -> Response {
+    let run = async {
+        let row_ = state
+            .store
+            .get_call(&op.tenant, &id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("call `{id}`")))?;
+        let (records, total) = state
+            .store
+            .recent_invocations(&op.tenant, &id, TIMELINE_RECORDS)
+            .await?;
+        let live = state.calls.get(&op.tenant, &id);
+        let redactor =
+            crate::routes::calls::view_redactor(&state, &op.tenant, live.as_deref(), &row_.context)
+                .await?;
+        let rows: Vec<Value> = records.iter().map(|r| row(&redactor, r)).collect();
+        let mut context = serde_json::to_value(&row_.context).unwrap_or(Value::Null);
+        redactor.redact_value(&mut context);
+        Ok::<_, ApiError>(json!({
+            "nav": nav(&op, "calls"),
+            "id": redactor.redact(&id),
+            "events_url": format!("/console/calls/{}/events?after={}", urlencode(&id), total),
+            "agent": row_.agent,
+            "status": row_.status.as_str(),
+            "created_at": row_.created_at,
+            "rows": rows,
+            "total": total,
+            "context": pretty(&context),
+        }))
+    };
+    match run.await {
+        Ok(v) => render("call.html", v),
+        Err(e) => error_page(&e),
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[derive(Debug, Deserialize)]
+pub struct After {
+    #[serde(default)]
+    after: u64,
+}
+
+/// Server-sent events: each new record of the call as a rendered timeline row (`record`),
+/// then `ended` when the call ends. Polls the database, which every node commits to.
+pub async fn call_events(
+    State(state): State<AppState>,
+    op: Operator,
+    Path(id): Path<String>,
+    Query(a): Query<After>,
+) -> Response {
+    match state.store.get_call(&op.tenant, &id).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return error_page(&ApiError::not_found(format!("call `{id}`"))),
+        Err(e) => return error_page(&e.into()),
+    }
+    let stream = async_stream(state, op.tenant, id, a.after);
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+fn async_stream(
+    state: AppState,
+    tenant: String,
+    id: String,
+    mut seen: u64,
+) -> impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>> {
+    let deadline = tokio::time::Instant::now() + STREAM_FOR;
+    futures_util::stream::unfold(
+        (Vec::<Event>::new(), false),
+        move |(mut queue, mut done)| {
+            let (state, tenant, id) = (state.clone(), tenant.clone(), id.clone());
+            async move {
+                loop {
+                    if let Some(e) = queue.pop() {
+                        return Some((Ok(e), (queue, done)));
+                    }
+                    if done || tokio::time::Instant::now() >= deadline {
+                        return None;
+                    }
+                    let Ok(Some(call)) = state.store.get_call(&tenant, &id).await else {
+                        return None;
+                    };
+                    let Ok((records, total)) = state
+                        .store
+                        .recent_invocations(&tenant, &id, TIMELINE_RECORDS)
+                        .await
+                    else {
+                        return None;
+                    };
+                    if total > seen {
+                        let fresh = usize::try_from(total - seen).unwrap_or(usize::MAX);
+                        let live = state.calls.get(&tenant, &id);
+                        let redactor = crate::routes::calls::view_redactor(
+                            &state,
+                            &tenant,
+                            live.as_deref(),
+                            &call.context,
+                        )
+                        .await
+                        .unwrap_or_default();
+                        let start = records.len().saturating_sub(fresh);
+                        // Newest last in `records`; the queue pops from its end, oldest first.
+                        for r in records[start..].iter().rev() {
+                            let html = render_row(&row(&redactor, r));
+                            queue.push(Event::default().event("record").data(html));
+                        }
+                        seen = total;
+                    }
+                    if call.status.as_str() == "ended" {
+                        queue.insert(0, Event::default().event("ended").data("ended"));
+                        done = true;
+                        continue;
+                    }
+                    if queue.is_empty() {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                }
+            }
+        },
+    )
+}
+
+fn render_row(row: &Value) -> String {
+    super::TEMPLATES
+        .get_template("row.html")
+        .and_then(|t| t.render(minijinja::value::Serde(json!({"r": row}))))
+        .unwrap_or_default()
+        .replace(['\n', '\r'], " ")
+}
+
+// ---- health ----
+
+pub async fn health(State(state): State<AppState>, op: Operator) -> Response {
+    let records = match state
+        .store
+        .recent_invocations_of_tenant(&op.tenant, HEALTH_RECORDS)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => return error_page(&e.into()),
+    };
+    #[derive(Default)]
+    struct Stats {
+        latencies: Vec<f64>,
+        errors: BTreeMap<String, u64>,
+        per_minute: BTreeMap<String, u64>,
+        hosts: std::collections::BTreeSet<String>,
+    }
+    let mut by_tool: BTreeMap<String, Stats> = BTreeMap::new();
+    for r in &records {
+        let s = by_tool.entry(r.record.tool.clone()).or_default();
+        s.latencies.push(r.record.latency_ms);
+        let outcome = r.record.error.map_or("ok", |e| e.as_str());
+        *s.errors.entry(outcome.to_owned()).or_default() += 1;
+        let minute: String = r.record.started_at.chars().take(16).collect();
+        *s.per_minute.entry(minute).or_default() += 1;
+        if let Some(t) = &r.record.trace {
+            for e in &t.effects {
+                if let switchboard_core::EffectRequest::Http(h) = &e.request
+                    && let Some(host) = host_port(&h.url)
+                {
+                    s.hosts.insert(host);
+                }
+            }
+        }
+    }
+    let tools: Vec<Value> = by_tool
+        .into_iter()
+        .map(|(name, mut s)| {
+            s.latencies.sort_by(f64::total_cmp);
+            let pct = |p: f64| {
+                let n = s.latencies.len();
+                let i = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
+                format!("{:.1}", s.latencies[i])
+            };
+            let total: u64 = s.errors.values().sum();
+            let max = s.per_minute.values().copied().max().unwrap_or(1).max(1);
+            let bars: Vec<Value> = s
+                .per_minute
+                .iter()
+                .rev()
+                .take(60)
+                .rev()
+                .enumerate()
+                .map(|(i, (minute, n))| {
+                    let h = (*n as f64 / max as f64 * 40.0).round().max(1.0);
+                    json!({"x": i * 6, "y": 40.0 - h, "h": h, "label": format!("{minute}: {n}")})
+                })
+                .collect();
+            let open: Vec<String> = s
+                .hosts
+                .iter()
+                .filter(|h| {
+                    !matches!(
+                        state.effects.http.breaker_state(&op.tenant, h),
+                        switchboard_runtime::http::BreakerState::Closed
+                    )
+                })
+                .cloned()
+                .collect();
+            json!({"name": name, "total": total, "p50": pct(0.50), "p95": pct(0.95), "p99": pct(0.99),
+                   "errors": s.errors.iter().map(|(k, v)| json!({"code": k, "count": v})).collect::<Vec<_>>(),
+                   "bars": bars, "open_breakers": open})
+        })
+        .collect();
+    render(
+        "health.html",
+        json!({"nav": nav(&op, "health"), "tools": tools, "records": records.len(),
+               "live_here": state.calls.count(&op.tenant), "node_total": state.calls.total()}),
+    )
+}
+
+/// `host:port` of a URL, as the breakers key hosts.
+fn host_port(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit('@').next()?;
+    if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        Some(authority.to_ascii_lowercase())
+    } else {
+        let port = if scheme == "http" { 80 } else { 443 };
+        Some(format!("{}:{port}", authority.to_ascii_lowercase()))
+    }
+}

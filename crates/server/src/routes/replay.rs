@@ -1,0 +1,192 @@
+//! `POST /v1/tools/{name}:replay`: a tool's recorded invocations run again against a draft (or
+//! a stored version) with their recorded effect outcomes, performing nothing, and what each
+//! would change.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use switchboard_core::Tool;
+use switchboard_runtime::replay::{ReplaySummary, ReplayedInvocation, replay};
+use switchboard_store::CallRecord;
+use utoipa::ToSchema;
+
+use crate::auth::Tenant;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::extract::{Body, Path};
+use crate::state::AppState;
+use crate::toolset::compile;
+
+/// The most invocations one replay runs, and its default.
+pub const MAX_REPLAYED: u32 = 200;
+const DEFAULT_REPLAYED: u32 = 50;
+/// The most calls a replay may name.
+pub const MAX_CALLS: usize = 50;
+
+/// What to replay, and against what.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayRun {
+    /// A draft definition of the tool (not saved). Absent: `version`, else the current version.
+    #[schema(value_type = Option<Object>)]
+    pub definition: Option<Value>,
+    /// A stored version to replay against, instead of a draft.
+    pub version: Option<i64>,
+    /// How many of the tool's newest recorded invocations to replay (default 50).
+    #[schema(minimum = 1, maximum = 200)]
+    pub last: Option<u32>,
+    /// Replay the tool's invocations in these calls (by call id) instead of the newest ones.
+    #[schema(max_items = 50)]
+    pub calls: Option<Vec<String>>,
+}
+
+/// What a replay found.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplayReport {
+    pub tool: String,
+    /// The stored version replayed; absent for a draft.
+    pub version: Option<i64>,
+    /// How many invocations are unchanged, changed, newly failing, newly passing, skipped.
+    #[schema(value_type = Object)]
+    pub summary: ReplaySummary,
+    /// Per invocation, newest first (by call, in call order, when calls were named): the
+    /// verdict, the output recorded and now, the context writes, and each effect (`recorded`:
+    /// its recorded outcome was reused; `diverged`: the recording has no such request, so it
+    /// was answered with a failure).
+    #[schema(value_type = Vec<Object>)]
+    pub invocations: Vec<ReplayedInvocation>,
+}
+
+#[utoipa::path(post, path = "/v1/tools/{name}:replay", tag = "tools", security(("bearer" = [])), request_body = ReplayRun,
+    responses((status = 200, body = ReplayReport, description = "Each recorded invocation replayed against the draft; nothing is performed"),
+        (status = 400, body = ErrorBody, description = "A draft with problems (each with its JSON Pointer and fix), or a selection out of range"),
+        (status = 404, body = ErrorBody)))]
+pub async fn replay_tool(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(segment): Path<String>,
+    Body(run): Body<ReplayRun>,
+) -> ApiResult<Json<ReplayReport>> {
+    let name = segment
+        .strip_suffix(":replay")
+        .unwrap_or(&segment)
+        .to_owned();
+    Ok(Json(report(&state, &tenant.id, name, &run).await?))
+}
+
+/// Replays the tenant's recorded invocations of tool `name` as `run` asks.
+pub(crate) async fn report(
+    state: &AppState,
+    tenant: &str,
+    name: String,
+    run: &ReplayRun,
+) -> ApiResult<ReplayReport> {
+    let (tool, version) = draft_or_version(state, tenant, &name, run).await?;
+    let last = run.last.unwrap_or(DEFAULT_REPLAYED);
+    if !(1..=MAX_REPLAYED).contains(&last) {
+        return Err(ApiError::bad_request(format!(
+            "last is {last}; replay 1 to {MAX_REPLAYED} invocations at a time"
+        )));
+    }
+    let records = select(state, tenant, &name, last as usize, run.calls.as_deref()).await?;
+    let invocations = tokio::task::spawn_blocking(move || {
+        records
+            .iter()
+            .map(|r| replay(&tool, &r.call_id, &r.record))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the replay stopped unexpectedly: {e}")))?;
+    Ok(ReplayReport {
+        tool: name,
+        version,
+        summary: ReplaySummary::of(&invocations),
+        invocations,
+    })
+}
+
+/// The tool to replay against: the draft, the version asked for, or the current version.
+async fn draft_or_version(
+    state: &AppState,
+    tenant: &str,
+    name: &str,
+    run: &ReplayRun,
+) -> ApiResult<(Arc<Tool>, Option<i64>)> {
+    match (&run.definition, run.version) {
+        (Some(_), Some(_)) => Err(ApiError::bad_request(
+            "give a draft `definition` or a stored `version` to replay against, not both",
+        )),
+        (Some(def), None) => {
+            let mut def = def.clone();
+            match &mut def {
+                Value::Object(m) => match m.get("name") {
+                    None => {
+                        m.insert("name".into(), Value::String(name.to_owned()));
+                    }
+                    Some(Value::String(n)) if n == name => {}
+                    Some(other) => {
+                        return Err(ApiError::bad_request(format!(
+                            "the draft's name {other} differs from `{name}` in the URL; a replay runs a tool's own records against a draft of that tool"
+                        )));
+                    }
+                },
+                _ => {
+                    return Err(ApiError::bad_request(
+                        "definition must be a tool definition: a JSON object like the body of PUT /v1/tools/{name}",
+                    ));
+                }
+            }
+            let tool = super::tools::parse(state, &def)?;
+            Ok((Arc::new(tool), None))
+        }
+        (None, version) => {
+            let v = match version {
+                Some(n) => state.store.get_tool_version(tenant, name, n).await?,
+                None => state.store.get_tool(tenant, name).await?,
+            }
+            .ok_or_else(|| match version {
+                Some(n) => ApiError::not_found(format!("version {n} of tool `{name}`")),
+                None => ApiError::not_found(format!("tool `{name}`")),
+            })?;
+            let n = v.version;
+            Ok((compile(state, tenant, &v)?, Some(n)))
+        }
+    }
+}
+
+/// The records to replay: the tool's invocations in the named calls, or its newest ones.
+async fn select(
+    state: &AppState,
+    tenant: &str,
+    name: &str,
+    last: usize,
+    calls: Option<&[String]>,
+) -> ApiResult<Vec<CallRecord>> {
+    let Some(calls) = calls else {
+        return Ok(state
+            .store
+            .recent_invocations_of_tool(tenant, name, last)
+            .await?);
+    };
+    if calls.len() > MAX_CALLS {
+        return Err(ApiError::bad_request(format!(
+            "calls names {} calls, over the limit of {MAX_CALLS}; replay them in several requests",
+            calls.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for call in calls {
+        let room = last.saturating_sub(out.len());
+        if room == 0 {
+            break;
+        }
+        let found = state
+            .store
+            .call_invocations_of_tool(tenant, call, name, room)
+            .await?;
+        out.extend(found);
+    }
+    Ok(out)
+}

@@ -1,0 +1,321 @@
+//! The console at `/console`, driven over HTTP as a browser would: sign-in, the session cookie,
+//! CSRF, the security headers, the tool editor's panels, calls and their live timeline, and
+//! tenant isolation.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use serde_json::json;
+
+use crate::both_backends;
+use crate::support::{Backend, TestApp, acme, invoke, spawn_app};
+
+const FORM: &str = "application/x-www-form-urlencoded";
+
+/// A form body, as a browser encodes it.
+fn encode(pairs: &[(&str, &str)]) -> String {
+    let enc = |s: &str| {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                    (b as char).to_string()
+                }
+                b' ' => "+".to_owned(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// A signed-in browser: the session cookie and the page's CSRF token.
+struct Browser {
+    base: String,
+    cookie: String,
+    csrf: String,
+}
+
+async fn sign_in(app: &TestApp, key: &str) -> Browser {
+    let r = client()
+        .post(format!("{}/console/signin", app.base))
+        .header(CONTENT_TYPE, FORM)
+        .body(encode(&[("key", key)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()[LOCATION], "/console/tools");
+    let set = r.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(set.contains(attr), "{set}");
+    }
+    assert!(!set.contains(key), "the key is sealed in the cookie: {set}");
+    let cookie = set.split(';').next().unwrap().to_owned();
+    let mut b = Browser {
+        base: app.base.clone(),
+        cookie,
+        csrf: String::new(),
+    };
+    let (_, page) = b.get("/console/tools").await;
+    let at = page
+        .find("X-CSRF-Token\": \"")
+        .unwrap_or_else(|| panic!("no CSRF token in the page: {page}"))
+        + 16;
+    b.csrf = page[at..at + 64].to_owned();
+    b
+}
+
+impl Browser {
+    async fn get(&self, path: &str) -> (StatusCode, String) {
+        let r = client()
+            .get(format!("{}{path}", self.base))
+            .header(COOKIE, &self.cookie)
+            .send()
+            .await
+            .unwrap();
+        let csp = r.headers().get(CONTENT_SECURITY_POLICY).cloned();
+        assert!(
+            csp.is_some_and(|v| v.to_str().unwrap().contains("script-src 'self'")),
+            "{path} has no strict CSP"
+        );
+        (r.status(), r.text().await.unwrap())
+    }
+
+    async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+        let r = client()
+            .post(format!("{}{path}", self.base))
+            .header(COOKIE, &self.cookie)
+            .header("X-CSRF-Token", &self.csrf)
+            .header("HX-Request", "true")
+            .header(CONTENT_TYPE, FORM)
+            .body(encode(form))
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.text().await.unwrap())
+    }
+}
+
+both_backends!(the_console_signs_in_edits_replays_and_publishes, |app| {
+    let key = acme(&app, "acme").await;
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "c1", "user": {"auth_token": "tok-abcdef-123"}}),
+    )
+    .await;
+    invoke(
+        &app,
+        &key,
+        "c1",
+        "f1",
+        "save_meal",
+        json!({"meal_type": "lunch", "dishes": ["soup"]}),
+    )
+    .await;
+
+    // Without a session: to the sign-in page. A wrong key: 401.
+    let r = client()
+        .get(format!("{}/console/tools", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()[LOCATION], "/console/signin");
+    let r = client()
+        .post(format!("{}/console/signin", app.base))
+        .header(CONTENT_TYPE, FORM)
+        .body(encode(&[("key", "sb_acme_wrong")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = client()
+        .post(format!("{}/console/signin", app.base))
+        .header(CONTENT_TYPE, FORM)
+        .body(encode(&[("key", app.admin.as_str())]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::UNAUTHORIZED,
+        "the admin key is not a tenant"
+    );
+
+    let b = sign_in(&app, &key).await;
+    let (s, tools) = b.get("/console/tools").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(tools.contains("/console/tools/save_meal"), "{tools}");
+    let (s, editor) = b.get("/console/tools/save_meal").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(editor.contains("Replay the last 50 calls"));
+
+    // A state change without the CSRF token is refused.
+    let r = client()
+        .post(format!("{}/console/tools/save_meal/publish", app.base))
+        .header(COOKIE, &b.cookie)
+        .header(CONTENT_TYPE, FORM)
+        .body(encode(&[("definition", "{}")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+
+    // An error in the draft is shown at its place, with its fix.
+    let mut def = crate::support::save_meal();
+    def["actions"][0]["type"] = json!("validat");
+    let text = serde_json::to_string_pretty(&def).unwrap();
+    let (s, diag) = b
+        .post(
+            "/console/tools/save_meal/validate",
+            &[("definition", &text)],
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let line = text
+        .lines()
+        .position(|l| l.contains("\"validat\""))
+        .unwrap()
+        + 1;
+    assert!(diag.contains("&#x2f;actions&#x2f;0&#x2f;type"), "{diag}");
+    assert!(diag.contains("did you mean `validate`"), "{diag}");
+    assert!(diag.contains(&format!("line {line}, column")), "{diag}");
+    assert!(diag.contains("Fix:"), "{diag}");
+
+    // Fixed, with a new message: valid; the replay shows the recorded call would change.
+    let mut fixed = crate::support::save_meal();
+    fixed["on_success"] =
+        json!([{"type": "respond", "message": "Noted your {{params.meal_type}}."}]);
+    let text = serde_json::to_string_pretty(&fixed).unwrap();
+    let (_, diag) = b
+        .post(
+            "/console/tools/save_meal/validate",
+            &[("definition", &text)],
+        )
+        .await;
+    assert!(diag.contains("No problems"), "{diag}");
+    let (_, replay) = b
+        .post("/console/tools/save_meal/replay", &[("definition", &text)])
+        .await;
+    assert!(replay.contains("1</strong> replayed"), "{replay}");
+    assert!(replay.contains("1 changed"), "{replay}");
+    assert!(replay.contains("Noted your lunch."), "{replay}");
+
+    // A dry run with a mocked effect, then publish.
+    let (_, dry) = b
+        .post(
+            "/console/tools/save_meal/dry-run",
+            &[
+                ("definition", &text),
+                ("params", r#"{"meal_type": "dinner", "dishes": ["rice"]}"#),
+            ],
+        )
+        .await;
+    assert!(dry.contains("Noted your dinner."), "{dry}");
+    let (_, published) = b
+        .post("/console/tools/save_meal/publish", &[("definition", &text)])
+        .await;
+    assert!(published.contains("version 2"), "{published}");
+    let (_, diff) = b.get("/console/tools/save_meal/diff?a=1&b=2").await;
+    assert!(diff.contains("class=\"added\""), "{diff}");
+
+    // Agents, calls, a call's timeline, health: no secret anywhere.
+    let mut seen = String::new();
+    for path in [
+        "/console/agents",
+        "/console/agents/assistant",
+        "/console/calls",
+        "/console/calls/c1",
+        "/console/health",
+    ] {
+        let (s, page) = b.get(path).await;
+        assert_eq!(s, StatusCode::OK, "{path}: {page}");
+        seen.push_str(&page);
+    }
+    assert!(seen.contains("save_meal"));
+    assert!(seen.contains("set (write-only)"));
+    for secret in ["sk-very-secret-1", "tok-abcdef-123"] {
+        assert!(!seen.contains(secret), "{secret} reached a page");
+    }
+
+    // Another tenant's session sees none of it.
+    let other = app.tenant("other").await;
+    let o = sign_in(&app, &other).await;
+    for path in [
+        "/console/tools/save_meal/diff?a=1&b=2",
+        "/console/agents/assistant",
+        "/console/calls/c1",
+        "/console/calls/c1/events",
+    ] {
+        let (s, page) = o.get(path).await;
+        assert!(
+            s == StatusCode::NOT_FOUND || page.contains("404"),
+            "{path} for another tenant: {s}"
+        );
+    }
+    let (_, list) = o.get("/console/calls").await;
+    assert!(!list.contains("/console/calls/c1\""), "{list}");
+
+    // Signing out ends the session cookie.
+    let (s, _) = b.post("/console/signout", &[]).await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+});
+
+both_backends!(a_calls_timeline_updates_live_while_tools_run, |app| {
+    let key = acme(&app, "acme").await;
+    app.post("/v1/calls", &key, json!({"call_id": "live"}))
+        .await;
+    let b = sign_in(&app, &key).await;
+    let mut events = client()
+        .get(format!("{}/console/calls/live/events?after=0", app.base))
+        .header(COOKIE, &b.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), StatusCode::OK);
+    invoke(
+        &app,
+        &key,
+        "live",
+        "f1",
+        "save_meal",
+        json!({"meal_type": "dinner", "dishes": ["rice"]}),
+    )
+    .await;
+    let mut got = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !got.contains("fc-f1") {
+        let chunk = tokio::time::timeout_at(deadline, events.chunk())
+            .await
+            .expect("a record event within 10 s")
+            .unwrap()
+            .expect("the stream stays open");
+        got.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(got.contains("event: record"), "{got}");
+    app.delete("/v1/calls/live", &key).await;
+    while !got.contains("event: ended") {
+        let chunk = tokio::time::timeout_at(deadline, events.chunk())
+            .await
+            .expect("the ended event within 10 s")
+            .unwrap();
+        match chunk {
+            Some(c) => got.push_str(&String::from_utf8_lossy(&c)),
+            None => break,
+        }
+    }
+    assert!(got.contains("event: ended"), "{got}");
+});
