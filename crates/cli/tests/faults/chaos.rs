@@ -10,11 +10,11 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{Serve, TempDir, with_postgres};
+use crate::support::{Serve, TempDir, with_postgres_within};
 use crate::upstream::Upstream;
 use crate::{Kills, SERIAL, Totals, check_writes, invoke_until_answered, tenant, until_ok};
 
-const CALLS: usize = 12;
+const CALLS: usize = 32;
 const LEASE: &str = "1000";
 
 /// Function calls in all (`SWITCHBOARD_FAULTS_INVOCATIONS`, default 10,200).
@@ -31,7 +31,8 @@ type Answers = HashMap<String, (String, String, Value)>;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_nodes_with_kills_random_spread() {
     let _serial = SERIAL.lock().await;
-    with_postgres(|database| async move {
+    let started = std::time::Instant::now();
+    with_postgres_within(Duration::from_secs(900), move |database| async move {
         let dir = TempDir::new();
         let upstream = Upstream::start().await;
         upstream.set_delay(Duration::from_millis(40));
@@ -133,6 +134,11 @@ async fn three_nodes_with_kills_random_spread() {
         }
         totals.upstream_writes_duplicated = kills.unexplained_resends(&upstream);
         drop(nodes);
+        eprintln!(
+            "three_nodes_with_kills_random_spread: {} function calls in {:.0} s",
+            totals.invocations,
+            started.elapsed().as_secs_f64()
+        );
         totals.report("three_nodes_with_kills_random_spread");
         assert!(
             totals.invocations >= u64::try_from(invocations()).unwrap(),

@@ -168,7 +168,7 @@ async fn invoke_until_answered(
             }
             Err(_) => {}
         }
-        tokio::time::sleep(Duration::from_millis(50 + fastrand::u64(..150))).await;
+        tokio::time::sleep(Duration::from_millis(30 + fastrand::u64(..70))).await;
     }
     None
 }

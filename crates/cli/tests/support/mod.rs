@@ -41,6 +41,11 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        // `SWITCHBOARD_KEEP_TEST_DIRS=1` keeps the servers' logs for a post-mortem.
+        if std::env::var_os("SWITCHBOARD_KEEP_TEST_DIRS").is_some() {
+            eprintln!("kept {}", self.0.display());
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
@@ -266,6 +271,15 @@ where
     F: FnOnce(String) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    with_postgres_within(TEST_LIMIT, body).await
+}
+
+/// [`with_postgres`] with another bound on the body than [`TEST_LIMIT`].
+pub async fn with_postgres_within<F, Fut>(limit: Duration, body: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let admin = std::env::var("SWITCHBOARD_TEST_DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
     let name = format!("sb_proc_{}", random(12));
@@ -281,7 +295,7 @@ where
         .map(|(b, _)| b.to_owned())
         .unwrap_or(admin.clone());
     let mut task = tokio::spawn(body(format!("{base}/{name}")));
-    let outcome = match tokio::time::timeout(TEST_LIMIT, &mut task).await {
+    let outcome = match tokio::time::timeout(limit, &mut task).await {
         Ok(r) => r.map_err(|e| e.try_into_panic().ok()),
         Err(_) => {
             // Dropping the body kills its processes before the database goes.
@@ -299,7 +313,7 @@ where
     match outcome {
         Ok(()) => {}
         Err(Some(panic)) => std::panic::resume_unwind(panic),
-        Err(None) => panic!("the test did not finish within {TEST_LIMIT:?}"),
+        Err(None) => panic!("the test did not finish within {limit:?}"),
     }
     dropped.expect("drop the test database");
 }
