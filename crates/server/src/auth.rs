@@ -36,11 +36,15 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
         .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <key>`"))
 }
 
-/// The principal behind the request's key.
+/// The principal behind the request's key (found once per request: a middleware that needed
+/// it first leaves it in the request's extensions).
 pub(crate) async fn principal(
     parts: &Parts,
     state: &AppState,
 ) -> Result<switchboard_store::Principal, ApiError> {
+    if let Some(known) = parts.extensions.get::<switchboard_store::Principal>() {
+        return Ok(known.clone());
+    }
     let key = bearer(parts)?;
     state
         .store

@@ -183,7 +183,12 @@ pub async fn forward_to_owner(State(state): State<AppState>, req: Request, next:
         None => return next.run(Request::from_parts(parts, body)).await,
     };
     let tenant = match crate::auth::principal(&parts, &state).await {
-        Ok(p) => p.tenant_id,
+        Ok(p) => {
+            // The handler's extractor reads it from here instead of the database again.
+            let tenant = p.tenant_id.clone();
+            parts.extensions.insert(p);
+            tenant
+        }
         Err(_) => None,
     };
     let Some(tenant) = tenant else {

@@ -190,30 +190,30 @@ impl Store {
         // A call made by `create_call` keeps its pinned versions; the context is the session's.
         let result = with_pool!(self, |pool| {
             async {
-            let mut tx = pool.begin_write().await?;
-            let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), true))
-                .bind(tenant_id)
+                let mut tx = pool.begin_write().await?;
+                let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), true))
+                    .bind(tenant_id)
+                    .bind(call_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                check_fence(call_id, row.map(|r| r.0), fence)?;
+                sqlx::query(
+                    "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at) \
+                     VALUES ($1, $2, $3, 'active', $4, $5, '{}', 0, 0, $6) \
+                     ON CONFLICT (tenant_id, id) DO UPDATE SET agent = excluded.agent, call_info = excluded.call_info, \
+                     context = excluded.context, version = calls.version + 1",
+                )
                 .bind(call_id)
-                .fetch_optional(&mut *tx)
+                .bind(tenant_id)
+                .bind(context.active_agent())
+                .bind(&call_info)
+                .bind(&context_text)
+                .bind(&at)
+                .execute(&mut *tx)
                 .await?;
-            check_fence(call_id, row.map(|r| r.0), fence)?;
-            sqlx::query(
-                "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at) \
-                 VALUES ($1, $2, $3, 'active', $4, $5, '{}', 0, 0, $6) \
-                 ON CONFLICT (tenant_id, id) DO UPDATE SET agent = excluded.agent, call_info = excluded.call_info, \
-                 context = excluded.context, version = calls.version + 1",
-            )
-            .bind(call_id)
-            .bind(tenant_id)
-            .bind(context.active_agent())
-            .bind(&call_info)
-            .bind(&context_text)
-            .bind(&at)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok::<(), StoreError>(())
-            }
+                tx.commit().await?;
+                Ok::<(), StoreError>(())
+                }
             .await
         });
         match result {
@@ -240,31 +240,31 @@ impl Store {
         let at = now();
         let result = with_pool!(self, |pool| {
             async {
-            let mut tx = pool.begin_write().await?;
-            let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), false))
+                let mut tx = pool.begin_write().await?;
+                let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), false))
+                    .bind(tenant_id)
+                    .bind(call_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some((stored, _)) = row else {
+                    return Err(StoreError::NotFound(format!("call `{call_id}`")));
+                };
+                check_fence(call_id, Some(stored), fence)?;
+                sqlx::query(
+                    "INSERT INTO call_checkpoints (tenant_id, call_id, function_call_id, checkpoint, updated_at) VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (tenant_id, call_id, function_call_id) DO UPDATE SET \
+                     checkpoint = excluded.checkpoint, updated_at = excluded.updated_at",
+                )
                 .bind(tenant_id)
                 .bind(call_id)
-                .fetch_optional(&mut *tx)
+                .bind(function_call_id)
+                .bind(&sealed)
+                .bind(&at)
+                .execute(&mut *tx)
                 .await?;
-            let Some((stored, _)) = row else {
-                return Err(StoreError::NotFound(format!("call `{call_id}`")));
-            };
-            check_fence(call_id, Some(stored), fence)?;
-            sqlx::query(
-                "INSERT INTO call_checkpoints (tenant_id, call_id, function_call_id, checkpoint, updated_at) VALUES ($1, $2, $3, $4, $5) \
-                 ON CONFLICT (tenant_id, call_id, function_call_id) DO UPDATE SET \
-                 checkpoint = excluded.checkpoint, updated_at = excluded.updated_at",
-            )
-            .bind(tenant_id)
-            .bind(call_id)
-            .bind(function_call_id)
-            .bind(&sealed)
-            .bind(&at)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok(())
-            }
+                tx.commit().await?;
+                Ok(())
+                }
             .await
         });
         match result {
