@@ -82,6 +82,10 @@ impl OutputSink for LineSink {
     fn released(&self) {
         let _ = self.tx.send(DriverMsg::Released);
     }
+
+    fn handed_off(&self, agent: &str) {
+        let _ = self.tx.send(DriverMsg::HandedOff(agent.to_owned()));
+    }
 }
 
 impl RealtimeDoor {

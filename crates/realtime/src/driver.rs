@@ -49,6 +49,9 @@ pub(crate) enum DriverMsg {
     /// The call's session stopped because another node took the call over: stop without
     /// hanging up.
     Released,
+    /// The active agent changed through a function call answered elsewhere (a call's MCP
+    /// endpoint): the model gets the new agent's instructions and tools.
+    HandedOff(String),
 }
 
 /// How a call ended, for the caller to record.
@@ -549,6 +552,13 @@ impl Driver {
             DriverMsg::Released => {
                 tracing::warn!(name: "realtime_call_released", "realtime_call_released");
                 Step::End(CallEnd::Released)
+            }
+            DriverMsg::HandedOff(agent) => {
+                if let Some(profile) = self.agents.get(&agent) {
+                    self.agent = agent;
+                    self.send(events::session_update(profile.session()));
+                }
+                Step::Go
             }
         }
     }

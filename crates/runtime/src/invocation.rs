@@ -53,6 +53,13 @@ pub trait OutputSink: Send + Sync {
     /// the function calls still running here will be answered by the new owner, not through
     /// this sink. Called once, after which the session stops.
     fn released(&self) {}
+
+    /// The call's active agent became `agent` through a function call this sink did not
+    /// deliver itself (another door answered it): a door that keeps the model's instructions and
+    /// tools in step with the active agent updates them now.
+    fn handed_off(&self, agent: &str) {
+        let _ = agent;
+    }
 }
 
 /// What the call keeps of one invocation: what was asked (secrets redacted) and how it ended.

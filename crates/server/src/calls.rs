@@ -1,7 +1,8 @@
 //! The HTTP door's live calls: one `CallSession` per call, and a sink that hands each answer to
-//! the HTTP request waiting for it.
+//! the HTTP request waiting for it; a phone call's sink that splits answers between its line and
+//! the requests of its MCP endpoint.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use switchboard_runtime::{BoxFuture, CallSession, Delivery, OutputSink};
@@ -12,6 +13,9 @@ use tokio::sync::oneshot;
 pub struct HttpSink {
     /// Several requests may wait for one function call (a client retrying while it runs).
     waiters: Mutex<HashMap<String, Vec<oneshot::Sender<Delivery>>>>,
+    /// On a phone call: the function calls submitted through requests and not answered yet,
+    /// whose answers go to requests and never to the line (see [`PhoneSink`]).
+    submitted: Mutex<HashSet<String>>,
 }
 
 impl HttpSink {
@@ -25,6 +29,26 @@ impl HttpSink {
             .or_default()
             .push(tx);
         rx
+    }
+
+    /// Marks a function call as submitted through a request, before it is submitted: on a phone
+    /// call its answer then goes to requests, never to the line (also when the request has
+    /// given up by then). The mark goes with the answer.
+    pub fn submitted_here(&self, function_call_id: &str) {
+        self.submitted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(function_call_id.to_owned());
+    }
+
+    /// Whether this answer belongs to a request (and no longer marked as pending).
+    fn takes(&self, delivery: &Delivery) -> bool {
+        !delivery.async_completion
+            && self
+                .submitted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&delivery.result.function_call_id)
     }
 
     /// Drops interest (the request gave up); the answer still lands in the call's record.
@@ -67,6 +91,48 @@ impl OutputSink for HttpSink {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
+        self.submitted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+}
+
+/// A phone call's sink: the model's function calls from the line are answered on the line; those
+/// that came through the call's MCP endpoint (OpenAI calling the call's tools over MCP, or a
+/// client) are answered to their requests, and a handoff among them still brings the line's
+/// model the new agent's instructions and tools.
+pub struct PhoneSink {
+    pub requests: Arc<HttpSink>,
+    pub line: Arc<dyn OutputSink>,
+}
+
+impl std::fmt::Debug for PhoneSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PhoneSink")
+            .field("requests", &self.requests)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OutputSink for PhoneSink {
+    fn deliver(&self, delivery: Delivery) -> BoxFuture<'_, ()> {
+        if self.requests.takes(&delivery) {
+            if let Some(h) = &delivery.handoff {
+                self.line.handed_off(&h.agent);
+            }
+            return self.requests.deliver(delivery);
+        }
+        self.line.deliver(delivery)
+    }
+
+    fn released(&self) {
+        self.requests.released();
+        self.line.released();
+    }
+
+    fn handed_off(&self, agent: &str) {
+        self.line.handed_off(agent);
     }
 }
 

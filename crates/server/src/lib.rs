@@ -8,8 +8,8 @@
 //! - [`calls`]: the HTTP door's live calls (a `CallSession` each) and the sink that answers the
 //!   waiting requests; [`toolset`]: from stored config to compiled tools, toolsets and a call's
 //!   pinned config; [`tool_cache`]: compiled tools, bounded by bytes.
-//! - [`mcp`]: MCP both ways: each agent's tools served at `/v1/agents/{name}/mcp`, and
-//!   tenants' MCP servers as tool sources.
+//! - [`mcp`]: MCP both ways: each agent's tools served at `/v1/agents/{name}/mcp` and each
+//!   live call's at `/v1/calls/{call_id}/mcp`, and tenants' MCP servers as tool sources.
 //! - [`realtime`]: the OpenAI Realtime SIP webhook, routing a call to its agent, and running it on
 //!   the node's Realtime door.
 //! - [`console`]: the operators' console at `/console` (server-rendered pages, assets in the
@@ -55,8 +55,10 @@ pub fn app(state: AppState) -> Router {
     let openapi_json = serde_json::to_value(&openapi).unwrap_or_default();
     let max_body = state.config.max_body_bytes;
     // JSON-RPC over streamable HTTP, so outside the OpenAPI document; README describes it.
+    let mcp_service = mcp::door::service(&state);
     let mcp_door = Router::new()
-        .route_service(mcp::ENDPOINT_PATH, mcp::door::service(&state))
+        .route_service(mcp::ENDPOINT_PATH, mcp_service.clone())
+        .route_service(mcp::CALL_ENDPOINT_PATH, mcp_service)
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             mcp::door::authenticate,

@@ -212,8 +212,24 @@ async fn call_id_param(parts: &mut axum::http::request::Parts, state: &AppState)
         .map(|(_, value)| value.to_owned())
 }
 
+/// Whether a request header goes along when a request is passed on: the credential, the body's
+/// type, what the client accepts, and the MCP and Switchboard headers (an MCP request's
+/// revision, method, session and parameters; the caller's user context).
+fn forwarded_request_header(name: &axum::http::HeaderName) -> bool {
+    let name = name.as_str();
+    matches!(
+        name,
+        "authorization" | "content-type" | "accept" | "x-request-id"
+    ) || (name.starts_with("mcp-") || name.starts_with("x-switchboard-"))
+        && name != FORWARDED_HEADER
+}
+
+/// Response headers that come back from the owner: the body's type, when to retry, and the MCP
+/// session a legacy `initialize` opened there.
+const FORWARDED_RESPONSE_HEADERS: [&str; 3] = ["content-type", "retry-after", "mcp-session-id"];
+
 /// Passes a request on to the node that owns its call.
-async fn forward(
+pub(crate) async fn forward(
     state: &AppState,
     node: &NodeInfo,
     parts: axum::http::request::Parts,
@@ -246,16 +262,10 @@ async fn forward(
         .request(parts.method.clone(), format!("{address}{path}"))
         .header(FORWARDED_HEADER, &state.node.id)
         .body(bytes);
-    for name in [
-        axum::http::header::AUTHORIZATION,
-        axum::http::header::CONTENT_TYPE,
-    ] {
-        if let Some(v) = parts.headers.get(&name) {
-            request = request.header(name, v);
+    for (name, value) in &parts.headers {
+        if forwarded_request_header(name) {
+            request = request.header(name, value);
         }
-    }
-    if let Some(v) = parts.headers.get("x-request-id") {
-        request = request.header("x-request-id", v);
     }
     tracing::debug!(name: "call_request_forwarded", call_id = %call_id, node_id = %node.id, "call_request_forwarded");
     metrics::counter!("switchboard_forwarded_requests_total").increment(1);
@@ -267,8 +277,10 @@ async fn forward(
         }
     };
     let status = answer.status();
-    let content_type = answer.headers().get(reqwest::header::CONTENT_TYPE).cloned();
-    let retry_after = answer.headers().get(reqwest::header::RETRY_AFTER).cloned();
+    let headers: Vec<_> = FORWARDED_RESPONSE_HEADERS
+        .iter()
+        .filter_map(|name| Some((*name, answer.headers().get(*name)?.clone())))
+        .collect();
     let body = match answer.bytes().await {
         Ok(b) => b,
         Err(e) => {
@@ -277,13 +289,8 @@ async fn forward(
         }
     };
     let mut response = (status, body).into_response();
-    for (name, value) in [
-        (axum::http::header::CONTENT_TYPE, content_type),
-        (axum::http::header::RETRY_AFTER, retry_after),
-    ] {
-        if let Some(v) = value {
-            response.headers_mut().insert(name, v);
-        }
+    for (name, value) in headers {
+        response.headers_mut().insert(name, value);
     }
     response
 }

@@ -56,9 +56,6 @@ pub struct RealtimeFeature {
     pub public_url: Option<String>,
 }
 
-/// The tenant secret holding the API key OpenAI sends to the MCP endpoint (`mcp_agents`).
-pub const MCP_API_KEY: &str = "mcp_api_key";
-
 /// The model used when neither the agent nor the tenant names one.
 pub const DEFAULT_MODEL: &str = "gpt-realtime";
 
@@ -242,7 +239,7 @@ async fn prepare(
             })?,
     };
     let (config, pinned) = call_config(state, tenant).await.map_err(internal)?;
-    let plan = build_plan(state, tenant, &feature, &agent, &config).await?;
+    let plan = build_plan(state, tenant, &incoming.call_id, &feature, &agent, &config).await?;
     Ok(Prepared {
         plan,
         config,
@@ -255,6 +252,7 @@ async fn prepare(
 async fn build_plan(
     state: &AppState,
     tenant: &str,
+    call_id: &str,
     feature: &RealtimeFeature,
     agent: &str,
     config: &switchboard_runtime::CallConfig,
@@ -263,20 +261,23 @@ async fn build_plan(
         status: 480,
         reason: e.to_string(),
     };
-    let mcp_key = if feature.mcp_agents.is_empty() {
-        None
-    } else {
-        let key = state
-            .store
-            .get_secret(tenant, MCP_API_KEY)
-            .await
-            .map_err(|e| internal(e.into()))?
-            .ok_or_else(|| Decline {
-                status: 480,
-                reason: format!("features.realtime.mcp_agents is set but the tenant has no `{MCP_API_KEY}` secret (a tenant API key for OpenAI to call the MCP endpoint with)"),
-            })?;
-        Some(key.expose_secret().to_owned())
-    };
+    // OpenAI calls the call's own MCP endpoint with a credential good for this call alone.
+    let mcp =
+        match (&feature.public_url, feature.mcp_agents.is_empty()) {
+            (Some(base), false) => {
+                let url = crate::mcp::call_endpoint(base, call_id).ok_or_else(|| Decline {
+                    status: 480,
+                    reason: format!("features.realtime.public_url `{base}` is not a base URL"),
+                })?;
+                let token = crate::mcp::call_token::mint(&state.store, tenant, call_id)
+                    .ok_or_else(|| Decline {
+                        status: 480,
+                        reason: "could not seal the call's MCP credential".into(),
+                    })?;
+                Some((url, token))
+            }
+            _ => None,
+        };
     let mut agents = HashMap::new();
     let mut first = None;
     let mut page = switchboard_store::Page::first(switchboard_store::Page::MAX_LIMIT);
@@ -297,18 +298,11 @@ async fn build_plan(
                 tools: toolset.get("tools").cloned().unwrap_or(json!([])),
                 tool_choice,
             };
-            if let (true, Some(key), Some(base)) = (
-                feature.mcp_agents.contains(&a.name),
-                &mcp_key,
-                &feature.public_url,
-            ) {
-                let url = crate::mcp::agent_endpoint(state, tenant, &a.name, base)
-                    .await
-                    .map_err(internal)?;
+            if let (true, Some((url, token))) = (feature.mcp_agents.contains(&a.name), &mcp) {
                 profile.tools = json!([{
                     "type": "mcp", "server_label": "switchboard", "server_url": url,
                     "require_approval": "never",
-                    "headers": {"Authorization": format!("Bearer {key}")},
+                    "headers": {"Authorization": format!("Bearer {token}")},
                 }]);
                 profile.tool_choice = json!("auto");
             }
@@ -391,6 +385,11 @@ async fn run(
             return;
         }
     }
+    let requests = Arc::new(crate::calls::HttpSink::default());
+    let sink = Arc::new(crate::calls::PhoneSink {
+        requests: Arc::clone(&requests),
+        line: sink,
+    });
     let deps = session_deps(&state, &tenant, prepared.config, sink, FIRST_FENCE);
     let session = match CallSession::start(call, user, deps).await {
         Ok(s) => s,
@@ -403,7 +402,7 @@ async fn run(
     state.calls.insert(Arc::new(LiveCall {
         tenant_id: tenant.clone(),
         session: session.clone(),
-        sink: Default::default(),
+        sink: requests,
         realtime: true,
     }));
     let end = state
@@ -488,7 +487,7 @@ pub(crate) async fn resume_call(
         Some(v) => RealtimeFeature::parse(v).map_err(ApiError::bad_request)?,
     };
     let config = crate::routes::calls::pinned_config(state, tenant, &row.pinned).await?;
-    let plan = build_plan(state, tenant, &feature, &row.agent, &config)
+    let plan = build_plan(state, tenant, call_id, &feature, &row.agent, &config)
         .await
         .map_err(|d| ApiError::internal(d.reason))?;
     let Some((sink, opened)) = state.realtime.open(call_id, key) else {
@@ -496,6 +495,11 @@ pub(crate) async fn resume_call(
             "call `{call_id}` is being served here already"
         )));
     };
+    let requests = Arc::new(crate::calls::HttpSink::default());
+    let sink = Arc::new(crate::calls::PhoneSink {
+        requests: Arc::clone(&requests),
+        line: sink,
+    });
     let deps = session_deps(state, tenant, config, sink, fence);
     let session = match CallSession::restore(call_id, deps).await {
         Ok(Some(s)) => s,
@@ -513,7 +517,7 @@ pub(crate) async fn resume_call(
     let live = Arc::new(LiveCall {
         tenant_id: tenant.to_owned(),
         session: session.clone(),
-        sink: Default::default(),
+        sink: requests,
         realtime: true,
     });
     state.calls.insert(Arc::clone(&live));

@@ -1,18 +1,29 @@
-//! The MCP door: an agent's tools over MCP streamable HTTP at `/v1/agents/{name}/mcp`.
+//! The MCP door: tools over MCP streamable HTTP, both protocol eras on one endpoint.
 //!
+//! - **Endpoints**: `/v1/agents/{name}/mcp` (an agent's tools) and `/v1/calls/{call_id}/mcp`
+//!   (the tools of a live call's active agent; every `tools/call` is an invocation of that call,
+//!   whichever revision the client speaks and whichever node it reaches: a node that does not
+//!   serve the call passes the request on to the one that does).
 //! - **Auth**: the tenant API key as `Authorization: Bearer`, checked like the REST API's (401
-//!   without a valid key); the agent must be the key's tenant's (404 otherwise).
+//!   without a valid key); the agent or call must be the key's tenant's (404 otherwise). A
+//!   call's endpoint also takes that call's own credential ([`super::call_token`]).
+//! - **Eras**: a 2025-11-25 client (`initialize`) gets a session; a 2026-07-28 client sends
+//!   its revision on every request and is served statelessly (rmcp checks `MCP-Protocol-Version`,
+//!   `Mcp-Method` and `Mcp-Name` against the body, answers `server/discover`, and refuses GET
+//!   and DELETE with 405 for it).
 //! - **`tools/list`**: the agent's enabled tools as the model sees them (the toolset's `mcp`
-//!   format), the transfer tool included when the tenant has transfer on. Once the session has a
-//!   call, the call's pinned tools of its active agent (a handoff changes them, and the session
-//!   is sent `notifications/tools/list_changed`).
-//! - **`tools/call`**: one call per MCP session, started by the session's first `tools/call`
-//!   (a store row and a `CallSession`, shown by `GET /v1/calls/{id}`) and ended when the
-//!   session closes (DELETE, idle timeout) or the server shuts down. `X-Switchboard-Call-Id`
-//!   attaches the session to an existing call instead (which it then does not end). With
-//!   `--mcp-stateless` there are no sessions: each request without that header runs in a call
-//!   of its own, ended when the request is answered. Every result's `_meta` names the call
-//!   (`switchboard/call_id`) so a client can pass it back.
+//!   format), the transfer tool included when the tenant has transfer on, `ttlMs` 30 s and
+//!   `cacheScope: "private"`. For a call (its endpoint, `X-Switchboard-Call-Id`, or a session
+//!   that has one) the call's pinned tools of its active agent, `ttlMs` 0: a handoff changes
+//!   them (and a session is sent `notifications/tools/list_changed`).
+//! - **`tools/call`** on an agent's endpoint: one call per legacy session, started by its first
+//!   `tools/call` (a store row and a `CallSession`, shown by `GET /v1/calls/{id}`) and ended
+//!   when the session closes (DELETE, idle timeout) or the server shuts down. A stateless
+//!   request (every 2026-07-28 request, and all of them with `--mcp-stateless`) runs in a call
+//!   of its own, ended when it is answered, unless `X-Switchboard-Call-Id` names a call to
+//!   join (which it then does not end). Every result's `_meta` names the call
+//!   (`switchboard/call_id`) so a client can pass it back; a client that wants one context
+//!   across calls uses the call's endpoint.
 //! - **User context**: `X-Switchboard-User`, a JSON object, becomes the call's `user` scope when
 //!   the call starts.
 //! - **Errors**: a tool that fails answers `isError: true` with our error JSON as its text (the
@@ -22,13 +33,14 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, RawPathParams, Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    Implementation, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::StreamableHttpService;
@@ -41,8 +53,10 @@ use switchboard_runtime::{CallConfig, Invocation};
 use crate::auth::Tenant;
 use crate::calls::LiveCall;
 use crate::error::ApiError;
+use crate::mcp::call_token;
 use crate::mcp::sessions::{OwnedSessions, Owner, current_opener, opened_by};
-use crate::routes::calls::{NewCall, live, start_call, submit_and_wait};
+use crate::ownership::FORWARDED_HEADER;
+use crate::routes::calls::{NewCall, Serving, Via, live, locate, start_call, submit_and_wait};
 use crate::state::AppState;
 use crate::toolset::agent_toolset;
 
@@ -52,19 +66,28 @@ pub const CALL_HEADER: &str = "x-switchboard-call-id";
 pub const USER_HEADER: &str = "x-switchboard-user";
 /// The header naming an MCP session (streamable HTTP).
 const SESSION_HEADER: &str = "mcp-session-id";
+/// How long an agent's tool list may be reused (`ttlMs`): a published tool version reaches
+/// clients within this. A call's list has none (a handoff may change it at any moment).
+const AGENT_LIST_TTL_MS: u64 = 30_000;
 /// `_meta` key of a `tools/call` that sets its function call id (repeats get the first answer).
 pub const META_FUNCTION_CALL_ID: &str = "switchboard/function_call_id";
 
-/// Who is calling the MCP endpoint, put in the request's extensions by [`authenticate`].
+/// Who is calling an MCP endpoint, put in the request's extensions by [`authenticate`].
 #[derive(Debug, Clone)]
 pub struct McpCaller {
     pub tenant_id: String,
-    pub agent: String,
+    /// The path the request came to (sessions belong to one endpoint).
+    pub endpoint: String,
+    /// The agent of an agent endpoint; `None` on a call's endpoint (the call's active agent
+    /// serves it).
+    pub agent: Option<String>,
+    /// The call the request's tools run in: the call endpoint's, or the one
+    /// `X-Switchboard-Call-Id` names.
     pub call_id: Option<String>,
     pub user: Option<Value>,
 }
 
-/// The tower service for `/v1/agents/{name}/mcp`, authenticated by [`authenticate`].
+/// The tower service for both MCP endpoints, authenticated by [`authenticate`].
 pub fn service(state: &AppState) -> StreamableHttpService<AgentServer, OwnedSessions> {
     let settings = &state.config.mcp;
     let config = StreamableHttpServerConfig::default()
@@ -82,11 +105,24 @@ pub fn service(state: &AppState) -> StreamableHttpService<AgentServer, OwnedSess
     )
 }
 
-/// The agent named by an MCP endpoint path.
-fn agent_of(path: &str) -> Option<&str> {
-    path.strip_prefix("/v1/agents/")?
-        .strip_suffix("/mcp")
-        .filter(|a| !a.is_empty() && !a.contains('/'))
+/// Which MCP endpoint a path is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Endpoint {
+    /// `/v1/agents/{name}/mcp`
+    Agent(String),
+    /// `/v1/calls/{call_id}/mcp`
+    Call(String),
+}
+
+/// The endpoint a request was routed to, from its (decoded) path parameters.
+async fn endpoint_of(state: &AppState, parts: &mut axum::http::request::Parts) -> Option<Endpoint> {
+    let params = RawPathParams::from_request_parts(parts, state).await.ok()?;
+    let (name, value) = params.iter().next()?;
+    match name {
+        "name" => Some(Endpoint::Agent(value.to_owned())),
+        "call_id" => Some(Endpoint::Call(value.to_owned())),
+        _ => None,
+    }
 }
 
 fn caller_headers(headers: &HeaderMap) -> Result<(Option<String>, Option<Value>), ApiError> {
@@ -115,59 +151,133 @@ fn caller_headers(headers: &HeaderMap) -> Result<(Option<String>, Option<Value>)
     Ok((call_id, user))
 }
 
-/// Checks the tenant key, the agent and, when the request names an MCP session, that the session
-/// is this tenant's and this agent's; then hands the request to the MCP service with an
-/// [`McpCaller`] in its extensions, as the session's [`Owner`] should it open one.
-pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let (mut parts, body) = request.into_parts();
-    let tenant = match Tenant::from_request_parts(&mut parts, &state).await {
-        Ok(t) => t,
-        Err(e) => return e.into_response(),
+/// The tenant a request to `endpoint` acts for: a tenant key's, on either endpoint, or a call
+/// token's, on the endpoint of the call it was minted for only.
+async fn tenant_of(
+    state: &AppState,
+    parts: &mut axum::http::request::Parts,
+    endpoint: &Endpoint,
+) -> Result<String, ApiError> {
+    let token = parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| call_token::is_call_token(t));
+    let Some(token) = token else {
+        return Ok(Tenant::from_request_parts(parts, state).await?.id);
     };
-    let Some(agent) = agent_of(parts.uri.path()).map(str::to_owned) else {
-        return ApiError::not_found("this path").into_response();
+    let refused = || {
+        ApiError::unauthorized(
+            "this call credential is not valid here: it opens only the MCP endpoint of its own call, and only while that call is live",
+        )
     };
-    match state.store.get_agent(&tenant.id, &agent).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return ApiError::not_found(format!("agent `{agent}`")).into_response(),
-        Err(e) => return ApiError::from(e).into_response(),
+    let grant = call_token::verify(&state.store, token).ok_or_else(refused)?;
+    if *endpoint != Endpoint::Call(grant.call_id.clone()) {
+        return Err(refused());
     }
-    let (call_id, user) = match caller_headers(&parts.headers) {
-        Ok(h) => h,
-        Err(e) => return e.into_response(),
+    // The credential expires with its call.
+    match state
+        .store
+        .call_owner(&grant.tenant_id, &grant.call_id)
+        .await?
+    {
+        Some(owner) if owner.status != switchboard_store::CallStatus::Ended => Ok(grant.tenant_id),
+        _ => Err(refused()),
+    }
+}
+
+/// Whether the request is of the 2026-07-28 era or later (it names its revision on every
+/// request, and opens no session).
+fn modern(headers: &HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= MODERN_REVISION)
+}
+
+/// The first revision without sessions (revisions are dates, so they compare as text).
+const MODERN_REVISION: &str = "2026-07-28";
+
+/// Checks the credential, the agent or call of the path and, when the request names an MCP
+/// session, that the session was opened on this endpoint by this tenant; a call served by
+/// another node gets the request passed on to it. Then hands the request to the MCP service
+/// with an [`McpCaller`] in its extensions, as the session's [`Owner`] should it open one.
+pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match admit(&state, request).await {
+        Ok(Admitted::Here(owner, request)) => opened_by(owner, next.run(request)).await,
+        Ok(Admitted::Forwarded(response)) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+enum Admitted {
+    Here(Owner, Request),
+    Forwarded(Response),
+}
+
+async fn admit(state: &AppState, request: Request) -> Result<Admitted, ApiError> {
+    let (mut parts, body) = request.into_parts();
+    let endpoint = endpoint_of(state, &mut parts)
+        .await
+        .ok_or_else(|| ApiError::not_found("this path"))?;
+    let tenant_id = tenant_of(state, &mut parts, &endpoint).await?;
+    let (header_call, user) = caller_headers(&parts.headers)?;
+    let (agent, call_id) = match &endpoint {
+        Endpoint::Agent(agent) => {
+            state
+                .store
+                .get_agent(&tenant_id, agent)
+                .await?
+                .ok_or_else(|| ApiError::not_found(format!("agent `{agent}`")))?;
+            (Some(agent.clone()), header_call)
+        }
+        Endpoint::Call(call_id) => {
+            if header_call.as_ref().is_some_and(|h| h != call_id) {
+                return Err(ApiError::bad_request(format!(
+                    "X-Switchboard-Call-Id names another call than this endpoint's (`{call_id}`); drop the header, the path names the call"
+                )));
+            }
+            if !parts.headers.contains_key(FORWARDED_HEADER)
+                && let Serving::Elsewhere(node) = locate(state, &tenant_id, call_id).await?
+            {
+                let response = crate::ownership::forward(state, &node, parts, body, call_id).await;
+                return Ok(Admitted::Forwarded(response));
+            }
+            (None, Some(call_id.clone()))
+        }
     };
     let owner = Owner {
-        tenant_id: tenant.id,
-        agent,
+        tenant_id: tenant_id.clone(),
+        endpoint: parts.uri.path().to_owned(),
     };
     if !state.config.mcp.stateless
         && let Some(session) = parts.headers.get(SESSION_HEADER)
+        && !modern(&parts.headers)
         && !session
             .to_str()
             .is_ok_and(|id| state.mcp.sessions.owns(id, &owner))
     {
-        // Another tenant's or another agent's session is not found, exactly like one that
+        // Another tenant's or another endpoint's session is not found, exactly like one that
         // never existed: nothing about it is told and nothing of it changes.
-        return ApiError::not_found(format!(
-            "MCP session (of agent `{}` for this key)",
-            owner.agent
-        ))
-        .into_response();
+        return Err(ApiError::not_found(
+            "MCP session (of this endpoint for this credential)",
+        ));
     }
-    if let Err(e) = session_room(&state, &parts, &owner) {
-        return e.into_response();
-    }
+    session_room(state, &parts, &owner)?;
     parts.extensions.insert(McpCaller {
-        tenant_id: owner.tenant_id.clone(),
-        agent: owner.agent.clone(),
+        tenant_id,
+        endpoint: owner.endpoint.clone(),
+        agent,
         call_id,
         user,
     });
-    opened_by(owner, next.run(Request::from_parts(parts, body))).await
+    Ok(Admitted::Here(owner, Request::from_parts(parts, body)))
 }
 
-/// Refuses a request that would open a session (a POST naming none) when the tenant has as many
-/// open as it may.
+/// Refuses a request that would open a session (a legacy POST naming none) when the tenant has
+/// as many open as it may.
 fn session_room(
     state: &AppState,
     parts: &axum::http::request::Parts,
@@ -177,6 +287,7 @@ fn session_room(
     if state.config.mcp.stateless
         || parts.method != axum::http::Method::POST
         || parts.headers.contains_key(SESSION_HEADER)
+        || modern(&parts.headers)
         || state.mcp.sessions.count_of(&owner.tenant_id) < max
     {
         return Ok(());
@@ -227,9 +338,9 @@ impl AgentServer {
     /// Refuses a request from anyone but the session's owner.
     fn check_owner(&self, caller: &McpCaller) -> Result<(), McpError> {
         match &self.owner {
-            Some(o) if o.tenant_id == caller.tenant_id && o.agent == caller.agent => Ok(()),
+            Some(o) if o.tenant_id == caller.tenant_id && o.endpoint == caller.endpoint => Ok(()),
             _ => Err(McpError::invalid_request(
-                "this MCP session was opened for another agent or key; open a session of your own",
+                "this MCP session was opened on another endpoint or for another key; open a session of your own",
                 None,
             )),
         }
@@ -252,11 +363,14 @@ impl AgentServer {
                 false,
             ),
             None => {
+                let agent = caller.agent.clone().ok_or_else(|| {
+                    McpError::internal_error("a call's endpoint without its call", None)
+                })?;
                 let started = start_call(
                     &self.state,
                     &caller.tenant_id,
                     NewCall {
-                        agent: Some(caller.agent.clone()),
+                        agent: Some(agent.clone()),
                         call_id: None,
                         from: None,
                         to: None,
@@ -265,7 +379,7 @@ impl AgentServer {
                 )
                 .await
                 .map_err(call_error)?;
-                tracing::info!(name: "mcp_call_started", call_id = %started.call_id, agent = %caller.agent, "mcp_call_started");
+                tracing::info!(name: "mcp_call_started", call_id = %started.call_id, agent = %agent, "mcp_call_started");
                 let live = self
                     .state
                     .calls
@@ -368,19 +482,41 @@ impl ServerHandler for AgentServer {
     ) -> Result<ListToolsResult, McpError> {
         let caller = caller(&context)?;
         self.check_owner(&caller)?;
-        if let Some(live) = self.current_call().await
-            && let Some(snapshot) = live.session.snapshot().await
-        {
+        let call = match (self.current_call().await, &caller.call_id) {
+            (Some(live), _) => Some(live),
+            (None, Some(id)) => Some(
+                live(&self.state, &caller.tenant_id, id)
+                    .await
+                    .map_err(call_error)?,
+            ),
+            (None, None) => None,
+        };
+        if let Some(live) = call {
+            let snapshot = live.session.snapshot().await.ok_or_else(|| {
+                McpError::invalid_request(
+                    format!("call `{}` has ended", live.session.call_id()),
+                    None,
+                )
+            })?;
             let config = live.session.config();
+            // A handoff changes the list at any moment: clients list again every time.
             return Ok(ListToolsResult::with_all_items(pinned_tools(
                 &config,
                 snapshot.context.active_agent(),
-            )));
+            ))
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private));
         }
-        let toolset = agent_toolset(&self.state, &caller.tenant_id, &caller.agent, false, None)
+        let agent = caller
+            .agent
+            .as_deref()
+            .ok_or_else(|| McpError::internal_error("a call's endpoint without its call", None))?;
+        let toolset = agent_toolset(&self.state, &caller.tenant_id, agent, false, None)
             .await
             .map_err(call_error)?;
-        Ok(ListToolsResult::with_all_items(mcp_tools(&toolset)))
+        Ok(ListToolsResult::with_all_items(mcp_tools(&toolset))
+            .with_ttl_ms(AGENT_LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Private))
     }
 
     async fn call_tool(
@@ -413,7 +549,7 @@ impl ServerHandler for AgentServer {
             item_id: None,
         };
         let answer = tokio::select! {
-            answer = submit_and_wait(&self.state, &live, invocation) => answer.map_err(call_error)?,
+            answer = submit_and_wait(&self.state, &live, invocation, Via::Mcp) => answer.map_err(call_error)?,
             () = context.ct.cancelled() => {
                 live.session.cancel_response(&function_call_id);
                 return Err(McpError::internal_error("cancelled by the client", None));
@@ -423,8 +559,8 @@ impl ServerHandler for AgentServer {
             let available = answer.result.get("details").cloned();
             return Err(McpError::invalid_params(
                 format!(
-                    "agent `{}` has no tool `{}`; call one that tools/list shows",
-                    caller.agent, request.name
+                    "the active agent of call `{call_id}` has no tool `{}`; call one that tools/list shows",
+                    request.name
                 ),
                 available,
             ));
@@ -469,18 +605,5 @@ impl Drop for AgentServer {
                 tracing::info!(name: "mcp_call_ended", call_id = %call.call_id, "mcp_call_ended");
             }
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_agent_comes_from_the_path() {
-        assert_eq!(agent_of("/v1/agents/assistant/mcp"), Some("assistant"));
-        assert_eq!(agent_of("/v1/agents//mcp"), None);
-        assert_eq!(agent_of("/v1/agents/a/b/mcp"), None);
-        assert_eq!(agent_of("/v1/tools/x"), None);
     }
 }

@@ -1,8 +1,11 @@
 //! MCP both ways.
 //!
-//! - [`door`]: each agent's tools served over MCP streamable HTTP at `/v1/agents/{name}/mcp`
-//!   (rmcp's `StreamableHttpService`), running every `tools/call` through the same call
-//!   session and executor as the other doors.
+//! - [`door`]: each agent's tools served over MCP streamable HTTP at `/v1/agents/{name}/mcp`,
+//!   and each live call's at `/v1/calls/{call_id}/mcp` (rmcp's `StreamableHttpService`, both
+//!   protocol eras), running every `tools/call` through the same call session and executor as
+//!   the other doors.
+//! - [`call_token`]: credentials that open one call's endpoint while the call lives (what
+//!   OpenAI gets for a Realtime call's MCP tool).
 //! - [`sources`]: tenants' MCP servers as tool sources: the store behind the runtime's client
 //!   pool, and the synthesized declarative tools an agent gets for `"<label>/<tool>"` entries.
 //!
@@ -15,15 +18,16 @@ use switchboard_runtime::mcp::{McpClientOptions, McpClients};
 use switchboard_store::Store;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
-
+pub mod call_token;
 pub mod door;
 pub mod sessions;
 pub mod sources;
 
 /// The path of an agent's MCP endpoint (what an MCP client is pointed at).
 pub const ENDPOINT_PATH: &str = "/v1/agents/{name}/mcp";
+/// The path of a live call's MCP endpoint: the tools of its active agent, every `tools/call`
+/// an invocation of that call.
+pub const CALL_ENDPOINT_PATH: &str = "/v1/calls/{call_id}/mcp";
 
 /// Settings of both MCP directions; `serve`'s `--mcp-*` flags fill them.
 #[derive(Debug, Clone)]
@@ -82,26 +86,14 @@ impl McpState {
     }
 }
 
-/// The MCP endpoint URL of an agent on a server reachable at `base` (e.g.
-/// `https://switchboard.example.com`), after checking the agent exists for the tenant: what
-/// the Realtime door gives OpenAI as a `type: "mcp"` tool's `server_url`.
-///
-/// # Errors
-/// `not_found` when the tenant has no such agent.
-pub async fn agent_endpoint(
-    state: &AppState,
-    tenant_id: &str,
-    agent: &str,
-    base: &str,
-) -> ApiResult<String> {
-    state
-        .store
-        .get_agent(tenant_id, agent)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("agent `{agent}`")))?;
-    Ok(format!(
-        "{}{}",
-        base.trim_end_matches('/'),
-        ENDPOINT_PATH.replace("{name}", agent)
-    ))
+/// The MCP endpoint URL of call `call_id` on a server reachable at `base` (e.g.
+/// `https://switchboard.example.com`): what the Realtime door gives OpenAI as a `type: "mcp"`
+/// tool's `server_url`. `None` when `base` is not a URL.
+pub fn call_endpoint(base: &str, call_id: &str) -> Option<String> {
+    let mut url = reqwest::Url::parse(base).ok()?;
+    url.path_segments_mut()
+        .ok()?
+        .pop_if_empty()
+        .extend(["v1", "calls", call_id, "mcp"]);
+    Some(url.into())
 }

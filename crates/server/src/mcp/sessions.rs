@@ -1,11 +1,11 @@
-//! MCP sessions belong to the tenant and agent that opened them.
+//! MCP sessions belong to the tenant and endpoint that opened them.
 //!
 //! rmcp's session manager knows session ids, not who opened them; one manager serves every
 //! agent's endpoint. [`OwnedSessions`] wraps it and binds each session, when it is created, to
-//! the [`Owner`] of the request that creates it (given by [`opened_by`] around the request, so
+//! the [`Owner`] (tenant and endpoint) of the request that creates it (given by [`opened_by`] around the request, so
 //! there is no moment when a session exists unbound). The door's middleware asks
 //! [`OwnedSessions::owns`] before any request that names a session reaches rmcp: another
-//! tenant's key, or another agent's path, finds no such session (404) and changes nothing.
+//! tenant's key, or another endpoint's path, finds no such session (404) and changes nothing.
 //! The binding goes when the session closes (DELETE, idle timeout, shutdown).
 
 use std::collections::HashMap;
@@ -20,11 +20,12 @@ use rmcp::transport::streamable_http_server::session::local::{
 };
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
 
-/// Who opened an MCP session: the tenant of the key and the agent of the path.
+/// Who opened an MCP session: the tenant of the credential, and the endpoint (an agent's or a
+/// call's path) it was opened on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {
     pub tenant_id: String,
-    pub agent: String,
+    pub endpoint: String,
 }
 
 tokio::task_local! {

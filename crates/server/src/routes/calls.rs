@@ -312,6 +312,16 @@ pub(crate) async fn live(
     }
 }
 
+/// Which door a function call came through, for [`submit_and_wait`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// `POST /v1/calls/{id}/invocations`: not for a phone call, whose model speaks on its line.
+    Http,
+    /// A call's MCP endpoint (or an agent's): also for a phone call, whose tools OpenAI may
+    /// call over MCP.
+    Mcp,
+}
+
 /// The answer when another node serves the call and this request cannot be passed on to it.
 pub(crate) fn served_elsewhere(call_id: &str, node: &NodeInfo) -> ApiError {
     let _ = node;
@@ -497,7 +507,9 @@ pub async fn invoke(
         response_id: new.response_id,
         item_id: None,
     };
-    Ok(Json(submit_and_wait(&state, &live, invocation).await?))
+    Ok(Json(
+        submit_and_wait(&state, &live, invocation, Via::Http).await?,
+    ))
 }
 
 /// Hands a function call to a live call and waits for its answer; a function call id the call
@@ -506,15 +518,19 @@ pub(crate) async fn submit_and_wait(
     state: &AppState,
     live: &LiveCall,
     invocation: Invocation,
+    via: Via,
 ) -> ApiResult<InvocationResult> {
     let call_id = invocation.call_id.clone();
-    if live.realtime {
+    if live.realtime && via == Via::Http {
         return Err(ApiError::conflict(format!(
-            "call `{call_id}` is served by the Realtime door: its model's function calls arrive on the call's WebSocket, not here"
+            "call `{call_id}` is served by the Realtime door: its model's function calls arrive on the call's WebSocket, not here (an MCP client may call its tools at /v1/calls/{call_id}/mcp)"
         )));
     }
     let fc = invocation.function_call_id.clone();
     let rx = live.sink.wait_for(&fc);
+    if live.realtime {
+        live.sink.submitted_here(&fc);
+    }
     match live.session.lookup(&fc).await {
         Some(Lookup::Done(record)) => {
             live.sink.forget(&fc);

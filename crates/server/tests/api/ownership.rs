@@ -1,6 +1,6 @@
 //! One owner per call across nodes: a request that reaches a node not owning the call is passed
-//! on to the owner (a repeat runs nothing twice, a cancel reaches the running tool, an end ends
-//! the owner's session), and a node takes a call over only when its owner is dead.
+//! on to the owner (a repeat runs nothing twice, a cancel reaches the running tool, an MCP
+//! request to the call's endpoint runs there, an end ends the owner's session), and a node takes a call over only when its owner is dead.
 
 use std::time::{Duration, Instant};
 
@@ -62,6 +62,29 @@ async fn upstream() -> MockServer {
     upstream
 }
 
+/// A 2026-07-28 `tools/call` on a call's MCP endpoint: the status and the body.
+async fn mcp_call(app: &TestApp, key: &str, call: &str, params: Value) -> (StatusCode, String) {
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let r = app
+        .client
+        .post(format!("{}/v1/calls/{call}/mcp", app.base))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.text().await.unwrap())
+}
+
 #[tokio::test]
 async fn requests_reaching_another_node_are_served_by_the_owner() {
     for backend in [Backend::Sqlite, Backend::Postgres] {
@@ -120,6 +143,26 @@ async fn requests_reaching_another_node_are_served_by_the_owner() {
             started.elapsed() < Duration::from_secs(3),
             "the read ran to its end"
         );
+
+        // The call's MCP endpoint on B serves A's call: the tool runs there, once, in c1.
+        let (s, answer) = mcp_call(
+            &b,
+            &key,
+            "c1",
+            json!({"name": "place_order", "arguments": {"item": "soup"}}),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{answer}");
+        assert!(
+            answer.contains("\"switchboard/call_id\":\"c1\""),
+            "{answer}"
+        );
+        assert!(
+            b_state.calls.get("acme", "c1").is_none(),
+            "B served A's call over MCP"
+        );
+        let (_, call) = a.get("/v1/calls/c1", &key).await;
+        assert_eq!(call["invocations"].as_array().unwrap().len(), 3, "{call}");
 
         // An end sent to B ends the owner's session.
         let (s, ended) = b.delete("/v1/calls/c1", &key).await;

@@ -710,39 +710,61 @@ async fn fifty_concurrent_calls_each_get_their_answers() {
     phone.stop().await;
 }
 
+/// One 2026-07-28 MCP request (no session, the revision on the request), with `credential`;
+/// the HTTP status and the JSON-RPC message answering it.
+async fn mcp(
+    phone: &Phone,
+    url: &str,
+    credential: &str,
+    method: &str,
+    params: Value,
+) -> (StatusCode, Value) {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut req = phone
+        .app
+        .client
+        .post(url)
+        .bearer_auth(credential)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        req = req.header("mcp-name", name);
+    }
+    let r = req
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    // A JSON body, or a request-scoped event stream whose data line is the answer.
+    let json = serde_json::from_str(&text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m["id"] == 7)
+            .unwrap_or(Value::Null)
+    });
+    (status, json)
+}
+
 #[tokio::test]
-async fn an_mcp_agent_hands_openai_its_mcp_endpoint_instead_of_functions() {
+async fn an_mcp_agent_hands_openai_its_calls_own_mcp_endpoint() {
     let phone = Phone::new(Backend::Sqlite).await;
     let mut features = refer();
     features["realtime"] = json!({"phone_numbers": {NUMBER: "assistant"}, "mcp_agents": ["assistant"],
-        "public_url": "https://switchboard.example.com"});
+        "public_url": phone.app.base});
     let (s, body) = phone
         .app
         .put("/v1/features", &phone.key, features.clone())
         .await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    // Without the key OpenAI would call the endpoint with, the call is declined.
-    let status = phone
-        .sim
-        .send_incoming_call(&phone.webhook(), SECRET, "rtc_mcp_nokey", CALLER, NUMBER)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
-    phone
-        .sim
-        .wait_request("reject", "rtc_mcp_nokey", WAIT)
-        .await
-        .expect("declined");
-    let (s, _) = phone
-        .app
-        .put(
-            "/v1/secrets/mcp_api_key",
-            &phone.key,
-            json!({"value": phone.key}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::NO_CONTENT);
-    let _m = phone.ring("rtc_mcp").await;
+    let mut m = phone.ring("rtc_mcp").await;
     let accept = phone
         .sim
         .wait_request("accept", "rtc_mcp", WAIT)
@@ -751,14 +773,101 @@ async fn an_mcp_agent_hands_openai_its_mcp_endpoint_instead_of_functions() {
     let tools = accept.body["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1, "{tools:?}");
     assert_eq!(tools[0]["type"], "mcp");
-    assert_eq!(
-        tools[0]["server_url"],
-        "https://switchboard.example.com/v1/agents/assistant/mcp"
+    let url = tools[0]["server_url"].as_str().unwrap().to_owned();
+    assert_eq!(url, format!("{}/v1/calls/rtc_mcp/mcp", phone.app.base));
+    // Not the tenant's key: a credential for this call alone.
+    let credential = tools[0]["headers"]["Authorization"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap()
+        .to_owned();
+    assert!(credential.starts_with("sbc_"), "{credential}");
+    assert!(!credential.contains(&phone.key));
+
+    // OpenAI lists the call's tools and calls one: an invocation of the phone call itself.
+    let (s, list) = mcp(&phone, &url, &credential, "tools/list", json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{list}");
+    assert_eq!(list["result"]["ttlMs"], 0, "{list}");
+    assert_eq!(list["result"]["cacheScope"], "private", "{list}");
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"save_meal") && names.contains(&"to_billing"),
+        "{names:?}"
     );
+    let meal =
+        json!({"name": "save_meal", "arguments": {"meal_type": "lunch", "dishes": ["soup"]}});
+    let (s, answer) = mcp(&phone, &url, &credential, "tools/call", meal).await;
+    assert_eq!(s, StatusCode::OK, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(answer["result"]["_meta"]["switchboard/call_id"], "rtc_mcp");
+    // The model's own function call on the line shares the context.
+    ask(
+        &mut m,
+        "call_line",
+        "save_meal",
+        json!({"meal_type": "dinner", "dishes": ["rice"]}),
+    )
+    .await;
+    assert_eq!(output(&mut m, "call_line").await["ok"], true);
+    let call = call_view(&phone, "rtc_mcp").await;
     assert_eq!(
-        tools[0]["headers"]["Authorization"],
-        format!("Bearer {}", phone.key)
+        call["context"]["workflow"]["logged_meals"],
+        json!([{"meal_type": "lunch", "dishes": ["soup"]}, {"meal_type": "dinner", "dishes": ["rice"]}]),
+        "{call}"
     );
+    assert_eq!(call["invocations"].as_array().unwrap().len(), 2, "{call}");
+    // The MCP call was answered over MCP, not on the line.
+    assert_eq!(phone.sim.outputs("rtc_mcp").len(), 1);
+
+    // A handoff through MCP brings the line's model the new agent, and the list changes.
+    let (_, answer) = mcp(
+        &phone,
+        &url,
+        &credential,
+        "tools/call",
+        json!({"name": "to_billing", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let update = m
+        .recv_type("session.update", WAIT)
+        .await
+        .expect("session.update");
+    assert_eq!(
+        update["session"]["instructions"],
+        "You are Billie in billing."
+    );
+    let (_, list) = mcp(&phone, &url, &credential, "tools/list", json!({})).await;
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"pay_invoice") && !names.contains(&"save_meal"),
+        "{names:?}"
+    );
+
+    // The credential opens nothing else: not the REST API, not another call's endpoint.
+    let (s, _) = phone.app.get("/v1/calls/rtc_mcp", &credential).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let _other = phone.ring("rtc_mcp_other").await;
+    let other_url = format!("{}/v1/calls/rtc_mcp_other/mcp", phone.app.base);
+    let (s, _) = mcp(&phone, &other_url, &credential, "tools/list", json!({})).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    // It expires with its call.
+    let (s, _) = phone.app.delete("/v1/calls/rtc_mcp", &phone.key).await;
+    assert!(s.is_success(), "{s}");
+    let (s, _) = mcp(&phone, &url, &credential, "tools/list", json!({})).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+
     // A public URL is required with mcp_agents.
     features["realtime"]["public_url"] = Value::Null;
     let (s, body) = phone.app.put("/v1/features", &phone.key, features).await;

@@ -1,8 +1,9 @@
 //! MCP both ways, against the official MCP Python SDK as the real peer (on 127.0.0.1 only):
-//! its client calls an agent's tools over `/v1/agents/{name}/mcp`, and its server is a tenant's
-//! tool source.
+//! its client calls an agent's tools over `/v1/agents/{name}/mcp` and a call's over
+//! `/v1/calls/{call_id}/mcp`, in both protocol eras, and its server is a tenant's tool source.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod eras;
 mod python;
 mod sessions;
 #[allow(dead_code)]
@@ -47,6 +48,7 @@ both_backends!(an_mcp_client_lists_and_calls_an_agents_tools, |app| {
     let key = acme(&app, "acme").await;
     let out = client(&json!({
         "url": endpoint(&app, "assistant"),
+        "mode": "legacy",
         "headers": {"Authorization": format!("Bearer {key}"), "X-Switchboard-User": "{\"id\": \"u_42\"}"},
         "calls": [
             {"name": "save_meal", "arguments": {"meal_type": "lunch", "dishes": ["soup"]}},
