@@ -55,21 +55,31 @@ pub struct CallStarted {
     pub toolset: Value,
 }
 
-/// A function call from the model.
+/// A function call from the model: its id, name and arguments, or the model's item as it came.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewInvocation {
     /// The model's id for this function call; repeats are answered with the first answer.
+    /// Required unless `item` is given.
     #[schema(min_length = 1, max_length = 200)]
-    pub function_call_id: String,
-    pub name: String,
-    /// The arguments as an object…
+    pub function_call_id: Option<String>,
+    /// The function's name; required unless `item` is given.
+    pub name: Option<String>,
+    /// The arguments: an object, or the JSON text the model produced (as OpenAI's events carry
+    /// it), parsed like `arguments_json`…
     #[schema(value_type = Option<Object>)]
     pub arguments: Option<Value>,
-    /// …or as the JSON text the model produced.
+    /// …or the JSON text the model produced.
     pub arguments_json: Option<String>,
     /// The model response it belongs to (for cancellation on barge-in).
     pub response_id: Option<String>,
+    /// Instead of the fields above: the model's function call as it came, an OpenAI Responses
+    /// `function_call` item, a Chat Completions tool call or an Anthropic `tool_use` block. The
+    /// answer then carries `item` in the matching shape.
+    #[schema(value_type = Option<Object>)]
+    pub item: Option<Value>,
+    /// The shape of the answer's `item` (default: the request item's; none without one).
+    pub answer_as: Option<super::items::ItemFormat>,
 }
 
 /// The answer to a function call.
@@ -95,6 +105,11 @@ pub struct InvocationResult {
     pub interrupted: bool,
     /// This answer was recorded earlier (a repeated request).
     pub replayed: bool,
+    /// The answer as the item that goes back to the model (`function_call_output`, a `tool`
+    /// message or a `tool_result` block), when the request gave an `item` or `answer_as`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub item: Option<Value>,
 }
 
 /// A call, its context and its invocation record.
@@ -437,6 +452,7 @@ fn result_from_record(r: &InvocationRecord) -> InvocationResult {
         duplicate_of: r.duplicate_of.clone(),
         interrupted: r.interrupted,
         replayed: true,
+        item: None,
     }
 }
 
@@ -467,6 +483,7 @@ fn result_from_delivery(
         duplicate_of: d.duplicate_of,
         interrupted: d.interrupted,
         replayed: false,
+        item: None,
     }
 }
 
@@ -478,38 +495,96 @@ pub async fn invoke(
     Path(call_id): Path<String>,
     Body(new): Body<NewInvocation>,
 ) -> ApiResult<Json<InvocationResult>> {
-    if new.function_call_id.is_empty() || new.function_call_id.len() > 200 {
+    let call = model_call(new)?;
+    let live = live(&state, &tenant.id, &call_id).await?;
+    let invocation = Invocation {
+        call_id: call_id.clone(),
+        function_call_id: call.function_call_id,
+        name: call.name,
+        arguments_json: call.arguments_json,
+        response_id: call.response_id,
+        item_id: None,
+    };
+    let mut answer = submit_and_wait(&state, &live, invocation, Via::Http).await?;
+    if let Some(format) = call.answer_as {
+        answer.item = Some(super::items::answer_item(
+            format,
+            &answer.function_call_id,
+            answer.ok,
+            &answer.output,
+        ));
+    }
+    Ok(Json(answer))
+}
+
+/// A request's function call, read from its fields or its `item`.
+struct RequestedCall {
+    function_call_id: String,
+    name: String,
+    arguments_json: String,
+    response_id: Option<String>,
+    answer_as: Option<super::items::ItemFormat>,
+}
+
+fn model_call(new: NewInvocation) -> ApiResult<RequestedCall> {
+    let call = match new.item {
+        Some(item) => {
+            if new.function_call_id.is_some()
+                || new.name.is_some()
+                || new.arguments.is_some()
+                || new.arguments_json.is_some()
+            {
+                return Err(ApiError::bad_request(
+                    "give the model's `item`, or `function_call_id`, `name` and the arguments, not both",
+                ));
+            }
+            let read = super::items::read_item(&item)?;
+            RequestedCall {
+                function_call_id: read.function_call_id,
+                name: read.name,
+                arguments_json: read.arguments_json,
+                response_id: new.response_id,
+                answer_as: Some(new.answer_as.unwrap_or(read.format)),
+            }
+        }
+        None => {
+            let (Some(function_call_id), Some(name)) = (new.function_call_id, new.name) else {
+                return Err(ApiError::bad_request(
+                    "`function_call_id` and `name` are required (or send the model's function call as `item`)",
+                ));
+            };
+            let arguments_json = match (new.arguments, new.arguments_json) {
+                (Some(_), Some(_)) => {
+                    return Err(ApiError::bad_request(
+                        "give `arguments` or `arguments_json`, not both",
+                    ));
+                }
+                (Some(v @ Value::Object(_)), None) => v.to_string(),
+                // The model's JSON text, as OpenAI's events carry it: parsed like arguments_json.
+                (Some(Value::String(s)), None) => s,
+                (Some(_), None) => {
+                    return Err(ApiError::bad_request(
+                        "`arguments` must be a JSON object (the function's arguments by name) or the model's arguments as JSON text; send other JSON text as `arguments_json`",
+                    ));
+                }
+                (None, Some(s)) => s,
+                (None, None) => "{}".to_owned(),
+            };
+            RequestedCall {
+                function_call_id,
+                name,
+                arguments_json,
+                response_id: new.response_id,
+                answer_as: new.answer_as,
+            }
+        }
+    };
+    if call.function_call_id.is_empty() || call.function_call_id.len() > 200 {
         return Err(ApiError::bad_request(
             "function_call_id must be 1-200 characters",
         ));
     }
-    let arguments_json = match (new.arguments, new.arguments_json) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::bad_request(
-                "give `arguments` or `arguments_json`, not both",
-            ));
-        }
-        (Some(v), None) if v.is_object() => v.to_string(),
-        (Some(_), None) => {
-            return Err(ApiError::bad_request(
-                "`arguments` must be a JSON object (the function's arguments by name); send other JSON text as `arguments_json`",
-            ));
-        }
-        (None, Some(s)) => s,
-        (None, None) => "{}".to_owned(),
-    };
-    let live = live(&state, &tenant.id, &call_id).await?;
-    let invocation = Invocation {
-        call_id: call_id.clone(),
-        function_call_id: new.function_call_id,
-        name: new.name,
-        arguments_json,
-        response_id: new.response_id,
-        item_id: None,
-    };
-    Ok(Json(
-        submit_and_wait(&state, &live, invocation, Via::Http).await?,
-    ))
+    Ok(call)
 }
 
 /// Hands a function call to a live call and waits for its answer; a function call id the call

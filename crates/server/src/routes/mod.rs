@@ -13,6 +13,7 @@ use crate::state::AppState;
 pub mod agents;
 pub mod calls;
 pub mod health;
+pub mod items;
 pub mod mcp_servers;
 pub mod replay;
 pub mod responses;

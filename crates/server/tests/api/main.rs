@@ -14,6 +14,7 @@ mod peers;
 mod realtime;
 mod redaction;
 mod replay;
+mod shapes;
 mod support;
 mod tenancy;
 mod toolkits;
