@@ -7,10 +7,8 @@
 //! Every failure becomes an [`EffectOutcome::Failed`] whose message names the host only: URL
 //! paths and queries may carry tokens, so they never appear in an error or a log line.
 
-use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
@@ -107,28 +105,16 @@ pub enum HttpSetupError {
     Client(#[source] reqwest::Error),
 }
 
-/// The circuit breaker state of one tenant and host, as reported for metrics and tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BreakerState {
-    /// Requests go through.
-    Closed,
-    /// Requests fail fast with `upstream_unavailable` until `until`.
-    Open {
-        /// When the cool-down ends and a trial request is let through.
-        until: Instant,
-    },
-    /// The cool-down is over: the next request (only one at a time) is a trial.
-    HalfOpen,
-}
+pub use crate::breaker::BreakerState;
+use crate::breaker::{Admission, Breakers, Upstream, Verdict};
 
 /// Performs `api_call` requests for every tenant, sharing one connection pool.
 #[derive(Debug)]
 pub struct HttpEffects {
     client: reqwest::Client,
     config: HttpConfig,
-    /// Breakers of hosts that failed recently, keyed by (tenant id, `host:port`); a host that
-    /// answers well has no entry, so the map only holds hosts currently in trouble.
-    breakers: Mutex<HashMap<(String, String), Breaker>>,
+    /// Breakers of hosts that failed recently, keyed by (tenant id, `host:port`).
+    breakers: Breakers,
 }
 
 impl HttpEffects {
@@ -147,10 +133,15 @@ impl HttpEffects {
             .user_agent(config.user_agent.clone())
             .build()
             .map_err(HttpSetupError::Client)?;
+        let breakers = Breakers::new(
+            Upstream::ApiCall,
+            config.breaker_failure_threshold,
+            config.breaker_cooldown,
+        );
         Ok(HttpEffects {
             client,
             config,
-            breakers: Mutex::new(HashMap::new()),
+            breakers,
         })
     }
 
@@ -187,12 +178,7 @@ impl HttpEffects {
     /// (e.g. `api.example.com:443`, `[::1]:8080`).
     #[must_use]
     pub fn breaker_state(&self, tenant_id: &str, host: &str) -> BreakerState {
-        let key = (tenant_id.to_owned(), host.to_ascii_lowercase());
-        match self.lock_breakers().get(&key).map(|b| b.phase) {
-            None | Some(Phase::Closed) => BreakerState::Closed,
-            Some(Phase::Open { until }) if Instant::now() < until => BreakerState::Open { until },
-            Some(Phase::Open { .. } | Phase::HalfOpen { .. }) => BreakerState::HalfOpen,
-        }
+        self.breakers.state(tenant_id, &host.to_ascii_lowercase())
     }
 
     /// Validates and renders the request once; every try reuses the result.
@@ -246,14 +232,8 @@ impl HttpEffects {
         p: &Prepared,
         req: &HttpRequest,
     ) -> (EffectOutcome, u32) {
-        let key = (tenant_id.to_owned(), p.breaker_key.clone());
-        let ticket = match self.admit(&key) {
-            Admission::Go { trial } => Ticket {
-                effects: self,
-                key,
-                trial,
-                settled: false,
-            },
+        let ticket = match self.breakers.admit(tenant_id, &p.breaker_key) {
+            Admission::Go(ticket) => ticket,
             Admission::Rejected { until } => {
                 return (EffectOutcome::Failed(breaker_error(&p.host, until)), 0);
             }
@@ -398,79 +378,6 @@ impl HttpEffects {
             }
         }
     }
-
-    /// Decides whether a request may go out, moving an expired open breaker to half-open.
-    fn admit(&self, key: &(String, String)) -> Admission {
-        let now = Instant::now();
-        let mut breakers = self.lock_breakers();
-        let Some(breaker) = breakers.get_mut(key) else {
-            return Admission::Go { trial: false };
-        };
-        match breaker.phase {
-            Phase::Closed => Admission::Go { trial: false },
-            Phase::Open { until } if now < until => Admission::Rejected { until: Some(until) },
-            Phase::Open { .. }
-            | Phase::HalfOpen {
-                trial_in_flight: false,
-            } => {
-                breaker.phase = Phase::HalfOpen {
-                    trial_in_flight: true,
-                };
-                Admission::Go { trial: true }
-            }
-            Phase::HalfOpen {
-                trial_in_flight: true,
-            } => Admission::Rejected { until: None },
-        }
-    }
-
-    /// Records how a request ended in its breaker.
-    fn record(&self, key: &(String, String), trial: bool, verdict: Verdict) {
-        let mut breakers = self.lock_breakers();
-        match verdict {
-            // A host that answered is healthy again: forget its failures.
-            Verdict::Success => {
-                breakers.remove(key);
-            }
-            Verdict::Failure => {
-                let threshold = self.config.breaker_failure_threshold;
-                let breaker = breakers.entry(key.clone()).or_insert(Breaker {
-                    failures: 0,
-                    phase: Phase::Closed,
-                });
-                breaker.failures = breaker.failures.saturating_add(1);
-                // A request admitted before the breaker opened must not extend its cool-down.
-                let opens =
-                    trial || (breaker.phase == Phase::Closed && breaker.failures >= threshold);
-                if opens {
-                    let until = later(Instant::now(), self.config.breaker_cooldown);
-                    breaker.phase = Phase::Open { until };
-                    let cooldown_ms =
-                        u64::try_from(self.config.breaker_cooldown.as_millis()).unwrap_or(u64::MAX);
-                    tracing::warn!(name: "api_call_breaker_open", failures = breaker.failures, cooldown_ms, reopened = trial, "api_call_breaker_open");
-                }
-            }
-            // The trial ended without telling anything about the host: let the next one try.
-            Verdict::Neutral => {
-                if let Some(breaker) = breakers.get_mut(key)
-                    && trial
-                    && breaker.phase
-                        == (Phase::HalfOpen {
-                            trial_in_flight: true,
-                        })
-                {
-                    breaker.phase = Phase::HalfOpen {
-                        trial_in_flight: false,
-                    };
-                }
-            }
-        }
-    }
-
-    /// The breaker map; a poisoned lock still holds consistent data (no code panics under it).
-    fn lock_breakers(&self) -> MutexGuard<'_, HashMap<(String, String), Breaker>> {
-        self.breakers.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// A request rendered once for all its tries.
@@ -540,15 +447,6 @@ impl TransportFailure {
     }
 }
 
-/// What a finished request says about its host's health.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    Success,
-    Failure,
-    /// Nothing was learnt (refused before any I/O, or cancelled).
-    Neutral,
-}
-
 impl Verdict {
     /// A final status of 5xx, 408, 425 or 429 is a failure of the host; anything else is an answer.
     fn of_status(status: u16) -> Verdict {
@@ -556,55 +454,6 @@ impl Verdict {
             Verdict::Failure
         } else {
             Verdict::Success
-        }
-    }
-}
-
-/// One tenant's breaker for one host.
-#[derive(Debug, Clone, Copy)]
-struct Breaker {
-    failures: u32,
-    phase: Phase,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Closed,
-    Open { until: Instant },
-    HalfOpen { trial_in_flight: bool },
-}
-
-/// Whether the breaker lets a request out.
-enum Admission {
-    Go {
-        trial: bool,
-    },
-    /// `until` is `None` while a half-open trial is in flight.
-    Rejected {
-        until: Option<Instant>,
-    },
-}
-
-/// An admitted request; if it is dropped unsettled (the call cancelled it), a half-open trial
-/// slot is released so the breaker cannot stay stuck waiting for a result that never comes.
-struct Ticket<'a> {
-    effects: &'a HttpEffects,
-    key: (String, String),
-    trial: bool,
-    settled: bool,
-}
-
-impl Ticket<'_> {
-    fn settle(mut self, verdict: Verdict) {
-        self.settled = true;
-        self.effects.record(&self.key, self.trial, verdict);
-    }
-}
-
-impl Drop for Ticket<'_> {
-    fn drop(&mut self) {
-        if !self.settled {
-            self.effects.record(&self.key, self.trial, Verdict::Neutral);
         }
     }
 }
@@ -895,16 +744,7 @@ fn redirect_error(host: &str, refused: &RedirectRefused) -> ToolError {
 }
 
 fn breaker_error(host: &str, until: Option<Instant>) -> ToolError {
-    let wait = match until {
-        Some(until) => {
-            let secs = until
-                .saturating_duration_since(Instant::now())
-                .as_secs_f64()
-                .ceil();
-            format!("calls to it are paused for {secs} s")
-        }
-        None => "a trial request is checking whether it is back".to_owned(),
-    };
+    let wait = crate::breaker::paused(until);
     ToolError::new(
         ErrorCode::UpstreamUnavailable,
         format!(

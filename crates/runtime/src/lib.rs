@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod bookkeeping;
+pub mod breaker;
 pub mod commit;
 pub mod effects;
 pub mod executor;

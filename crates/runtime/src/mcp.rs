@@ -14,11 +14,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
     Implementation,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::NeverRetry;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -31,6 +32,7 @@ use switchboard_core::{ErrorCode, ToolError};
 use tracing::Instrument;
 
 use crate::BoxFuture;
+use crate::breaker::{Admission, BreakerState, Breakers, Ticket, Upstream, Verdict, paused};
 use crate::effects::McpCalls;
 
 mod scrub;
@@ -112,6 +114,10 @@ pub struct McpClientOptions {
     pub connect_timeout: Duration,
     /// Longest wait for `tools/list`.
     pub list_timeout: Duration,
+    /// Failures in a row (unreachable, or gone mid-request) after which a tenant's requests to
+    /// one server fail fast for `breaker_cooldown`, then one trial at a time.
+    pub breaker_failure_threshold: u32,
+    pub breaker_cooldown: Duration,
 }
 
 impl Default for McpClientOptions {
@@ -121,11 +127,25 @@ impl Default for McpClientOptions {
             allow_stdio: false,
             connect_timeout: Duration::from_secs(10),
             list_timeout: Duration::from_secs(10),
+            breaker_failure_threshold: 5,
+            breaker_cooldown: Duration::from_secs(30),
         }
     }
 }
 
 type Session = RunningService<RoleClient, Listener>;
+
+/// Longest a server's `ttlMs` is honoured (a list older than this is asked for again).
+const MAX_LIST_TTL_MS: u64 = 3_600_000;
+
+/// How a session starts: `server/discover` at 2026-07-28 first, falling back to the legacy
+/// `initialize` handshake (2025-11-25) for a server that does not know it.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
 
 /// Marks a server's tool list stale when it says its tools changed.
 #[derive(Debug, Clone)]
@@ -148,12 +168,19 @@ impl ClientHandler for Listener {
     }
 }
 
+/// A server's last tool list, and until when it may be reused (`None`: until it says it
+/// changed).
+type Listed = (Arc<Vec<McpToolInfo>>, Option<tokio::time::Instant>);
+
 /// One server of one tenant: its session (opened on demand) and its cached tool list.
 #[derive(Debug)]
 struct Pooled {
     revision: String,
     session: tokio::sync::Mutex<Option<Arc<Session>>>,
-    tools: Mutex<Option<Arc<Vec<McpToolInfo>>>>,
+    /// The last list and until when it may be reused: the server's `ttlMs`; a legacy server
+    /// that gives none announces changes on its session (`stale`), so its list is kept until
+    /// then.
+    tools: Mutex<Option<Listed>>,
     stale: Arc<AtomicBool>,
 }
 
@@ -176,6 +203,9 @@ pub struct McpClients {
     /// redirects, exactly as `api_call`'s.
     http: Option<reqwest::Client>,
     pool: Mutex<HashMap<(String, String), Arc<Pooled>>>,
+    /// Per tenant and server label: a server that cannot be reached fails fast instead of
+    /// costing every call the connect timeout.
+    breakers: Breakers,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -197,11 +227,17 @@ impl McpClients {
             .build()
             .inspect_err(|e| tracing::error!(name: "mcp_http_client_failed", error = %e, "mcp_http_client_failed"))
             .ok();
+        let breakers = Breakers::new(
+            Upstream::Mcp,
+            options.breaker_failure_threshold,
+            options.breaker_cooldown,
+        );
         McpClients {
             source,
             options,
             http,
             pool: Mutex::new(HashMap::new()),
+            breakers,
         }
     }
 
@@ -237,9 +273,31 @@ impl McpClients {
         refresh: bool,
     ) -> Result<Arc<Vec<McpToolInfo>>, ToolError> {
         let spec = self.spec(tenant_id, label).await?;
-        self.list_tools_of(tenant_id, &spec, refresh)
-            .await
-            .map_err(|e| scrubbed(e, &spec))
+        let ticket = self.admit(tenant_id, &spec)?;
+        let listed = self.list_tools_of(tenant_id, &spec, refresh).await;
+        ticket.settle(verdict(&listed));
+        listed.map_err(|e| scrubbed(e, &spec))
+    }
+
+    /// The state of a tenant's breaker for the server registered as `label`.
+    pub fn breaker_state(&self, tenant_id: &str, label: &str) -> BreakerState {
+        self.breakers.state(tenant_id, label)
+    }
+
+    /// A request to `spec`'s server may go out, unless its breaker is open.
+    fn admit(&self, tenant_id: &str, spec: &McpServerSpec) -> Result<Ticket<'_>, ToolError> {
+        match self.breakers.admit(tenant_id, &spec.label) {
+            Admission::Go(ticket) => Ok(ticket),
+            Admission::Rejected { until } => Err(ToolError::new(
+                ErrorCode::UpstreamUnavailable,
+                format!(
+                    "MCP server `{}` ({}) is failing; {} after repeated failures. Tell the caller this cannot be done right now.",
+                    spec.label,
+                    Scrubber::new(&spec.transport).origin(),
+                    paused(until)
+                ),
+            )),
+        }
     }
 
     async fn list_tools_of(
@@ -256,7 +314,9 @@ impl McpClients {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
-            if let Some(tools) = cached {
+            if let Some((tools, fresh_until)) = cached
+                && fresh_until.is_none_or(|t| tokio::time::Instant::now() < t)
+            {
                 return Ok(tools);
             }
         }
@@ -265,28 +325,44 @@ impl McpClients {
             .await?;
         // Cleared before asking, so a change announced while the list travels is not lost.
         pooled.stale.store(false, Ordering::Release);
-        let listed =
-            match tokio::time::timeout(self.options.list_timeout, session.peer().list_all_tools())
-                .await
-            {
-                Ok(Ok(tools)) => tools,
-                Ok(Err(e)) => {
-                    pooled.stale.store(true, Ordering::Release);
-                    return Err(self.failed(&pooled, spec, "tools/list", e).await);
-                }
-                Err(_) => {
-                    pooled.stale.store(true, Ordering::Release);
-                    return Err(ToolError::new(
-                        ErrorCode::Timeout,
-                        format!(
-                            "MCP server `{label}` did not list its tools within {} s",
-                            self.options.list_timeout.as_secs_f64()
-                        ),
-                    ));
-                }
-            };
+        let listed = match tokio::time::timeout(
+            self.options.list_timeout,
+            session.peer().list_all_tools_with_cache_hint(),
+        )
+        .await
+        {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => {
+                pooled.stale.store(true, Ordering::Release);
+                return Err(self.failed(&pooled, spec, "tools/list", e).await);
+            }
+            Err(_) => {
+                pooled.stale.store(true, Ordering::Release);
+                return Err(ToolError::new(
+                    ErrorCode::Timeout,
+                    format!(
+                        "MCP server `{label}` did not list its tools within {} s",
+                        self.options.list_timeout.as_secs_f64()
+                    ),
+                ));
+            }
+        };
+        let modern = session
+            .peer()
+            .peer_info()
+            .is_some_and(|info| !info.protocol_version.has_initialize());
+        let fresh_until = match listed.ttl_ms {
+            Some(ms) => {
+                Some(tokio::time::Instant::now() + Duration::from_millis(ms.min(MAX_LIST_TTL_MS)))
+            }
+            // No hint: a modern server's list is stale at once (the revision's rule); a legacy
+            // one tells its session when the list changes.
+            None if modern => Some(tokio::time::Instant::now()),
+            None => None,
+        };
         let tools: Arc<Vec<McpToolInfo>> = Arc::new(
             listed
+                .items
                 .into_iter()
                 .map(|t| McpToolInfo {
                     read_only: t
@@ -301,7 +377,8 @@ impl McpClients {
                 })
                 .collect(),
         );
-        *pooled.tools.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&tools));
+        *pooled.tools.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((Arc::clone(&tools), fresh_until));
         tracing::info!(name: "mcp_tools_listed", tenant_id = %tenant_id, server = %label, tools = tools.len(), "mcp_tools_listed");
         Ok(tools)
     }
@@ -368,7 +445,7 @@ impl McpClients {
         let opened = match tokio::time::timeout(budget, self.open(listener, spec)).await {
             Ok(r) => r,
             Err(_) => Err(format!(
-                "no answer to `initialize` within {} s",
+                "no answer to `server/discover` or `initialize` within {} s",
                 budget.as_secs_f64()
             )),
         };
@@ -426,7 +503,7 @@ impl McpClients {
                 };
                 let transport = StreamableHttpClientTransport::with_client(http, config);
                 listener
-                    .serve(transport)
+                    .serve_with_lifecycle(transport, lifecycle())
                     .await
                     .map_err(|e| describe_init(&e, &scrubber))
             }
@@ -500,9 +577,12 @@ impl McpClients {
     ) -> Result<Value, ToolError> {
         let started = tokio::time::Instant::now();
         let spec = self.spec(tenant_id, &request.server).await?;
-        self.call_tool_on(tenant_id, &spec, request, timeout, started)
-            .await
-            .map_err(|e| scrubbed(e, &spec))
+        let ticket = self.admit(tenant_id, &spec)?;
+        let answered = self
+            .call_tool_on(tenant_id, &spec, request, timeout, started)
+            .await;
+        ticket.settle(verdict(&answered));
+        answered.map_err(|e| scrubbed(e, &spec))
     }
 
     async fn call_tool_on(
@@ -549,7 +629,7 @@ impl McpClients {
             Ok(Ok(_)) => Err(ToolError::new(
                 ErrorCode::ToolExecutionFailed,
                 format!(
-                    "MCP tool `{}` on `{label}` asked for input or started a task, which phone calls cannot provide.",
+                    "MCP tool `{}` on `{label}` asked for more input (or started a background task) instead of answering; this runtime cannot ask the caller on the server's behalf. Tell the caller this cannot be done by phone right now.",
                     request.tool
                 ),
             )),
@@ -580,9 +660,26 @@ impl McpCalls for McpClients {
     }
 }
 
+/// What a request says about its server's health: unreachable (or gone mid-request) is a
+/// failure; any answer, an error result or a refusal included, shows it is up; a tool that ran
+/// past its deadline says nothing about the server.
+fn verdict<T>(result: &Result<T, ToolError>) -> Verdict {
+    match result {
+        Ok(_) => Verdict::Success,
+        Err(e) if e.code == ErrorCode::UpstreamUnavailable => Verdict::Failure,
+        Err(e) if e.code == ErrorCode::Timeout => Verdict::Neutral,
+        Err(_) => Verdict::Success,
+    }
+}
+
 /// Why a session could not be opened, in a few words and scrubbed: the transport's errors
 /// may quote the URL (and so a token in it).
 fn describe_init(e: &rmcp::service::ClientInitializeError, scrubber: &Scrubber) -> String {
+    // Neither `server/discover` nor the `initialize` fallback worked: the handshake's failure
+    // says more (a status, a refused connection) than the probe's.
+    if let rmcp::service::ClientInitializeError::LegacyFallbackFailed { fallback, .. } = e {
+        return describe_init(fallback, scrubber);
+    }
     let cause: &(dyn std::error::Error + 'static) = match e {
         rmcp::service::ClientInitializeError::TransportError { error, .. } => error.error.as_ref(),
         other => other,

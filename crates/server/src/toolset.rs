@@ -92,13 +92,15 @@ pub async fn refer_config(state: &AppState, tenant: &str) -> ApiResult<Option<Ar
     }
 }
 
-/// One agent's tools as a call pins them: current versions, with config and secrets.
+/// One agent's tools as a call pins them, with config and secrets, each with its pin: a stored
+/// tool's version, an MCP tool's definition (`{"mcp": …}`, as its server listed it), or 0 for
+/// the built-in ones.
 pub async fn agent_tools(
     state: &AppState,
     tenant: &str,
     agent: &str,
     refer: Option<&ReferConfig>,
-) -> ApiResult<HashMap<String, (i64, ToolEntry)>> {
+) -> ApiResult<HashMap<String, (Value, ToolEntry)>> {
     let tools = state
         .store
         .agent_tools_with_secrets(tenant, agent)
@@ -121,7 +123,7 @@ pub async fn agent_tools(
                     config: Arc::clone(&config),
                     secrets: Arc::clone(&secrets),
                 };
-                out.entry(a.name.to_owned()).or_insert((0, entry));
+                out.entry(a.name.to_owned()).or_insert((json!(0), entry));
             }
             continue;
         }
@@ -140,25 +142,25 @@ pub async fn agent_tools(
             config: Arc::new(t.config),
             secrets: Arc::new(t.sensitive_config),
         };
-        out.insert(t.tool, (v.version, entry));
+        out.insert(t.tool, (json!(v.version), entry));
     }
     if let Some(cfg) = refer
         && let Some(tool) = request_transfer_tool(cfg, &state.config.limits)
     {
         out.entry(tool.name().to_owned())
-            .or_insert((0, ToolEntry::new(Arc::new(tool))));
+            .or_insert((json!(0), ToolEntry::new(Arc::new(tool))));
     }
     if !mcp_entries.is_empty() {
         // Named last: an MCP tool yields its name to the agent's own tools and the transfer tool.
         let taken = out.keys().cloned().collect();
         let attached =
             crate::mcp::sources::agent_mcp_tools(state, tenant, agent, &mcp_entries, &taken).await;
-        for (name, enabled, tool) in attached {
+        for (name, enabled, tool, definition) in attached {
             let entry = ToolEntry {
                 enabled,
                 ..ToolEntry::new(Arc::new(tool))
             };
-            out.insert(name, (0, entry));
+            out.insert(name, (json!({ "mcp": definition }), entry));
         }
     }
     Ok(out)
@@ -203,7 +205,7 @@ pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfi
                 json!(
                     tools
                         .iter()
-                        .map(|(n, (v, _))| (n.clone(), json!(v)))
+                        .map(|(n, (pin, _))| (n.clone(), pin.clone()))
                         .collect::<serde_json::Map<_, _>>()
                 ),
             );

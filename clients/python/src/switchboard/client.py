@@ -247,9 +247,9 @@ class Call:
     def mcp_url(self) -> str:
         """The call-scoped MCP endpoint (`/v1/calls/{id}/mcp`), for stacks that prefer MCP.
 
-        Every tool call made there shares this call's context. Needs a server that serves
-        call-scoped MCP; on one that does not, the URL answers 404 (use the agent's endpoint,
-        `/v1/agents/{name}/mcp` with `X-Switchboard-Call-Id`, instead).
+        Every tool call made there, by an MCP client of either protocol revision, is an
+        invocation of this call and shares its context. Send the same API key as
+        `Authorization: Bearer <key>`.
         """
         return f"{self.client.base_url}/v1/calls/{_seg(self.id)}/mcp"
 

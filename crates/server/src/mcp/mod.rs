@@ -74,6 +74,7 @@ impl McpState {
             allow_stdio: settings.allow_stdio,
             connect_timeout: Duration::from_secs(10),
             list_timeout: Duration::from_secs(10),
+            ..McpClientOptions::default()
         };
         McpState {
             clients: Arc::new(McpClients::new(

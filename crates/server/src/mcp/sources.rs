@@ -138,13 +138,14 @@ fn function_name(raw: &str) -> String {
         .collect()
 }
 
-/// The declarative tool that calls one MCP tool, under `exposed`.
+/// The declarative tool that calls one MCP tool, under `exposed`, and its definition (what a
+/// call pins, so a node picking the call up offers the very same tool).
 pub fn synthesize(
     label: &str,
     info: &McpToolInfo,
     exposed: &str,
     limits: &Limits,
-) -> Result<Tool, String> {
+) -> Result<(Tool, Value), String> {
     let description = info
         .description
         .clone()
@@ -164,24 +165,26 @@ pub fn synthesize(
         "side_effect": if info.read_only { "read" } else { "write" },
         "actions": [{"type": "mcp.call", "server": label, "tool": info.name, "arguments": "{{params}}", "into": "result"}],
     });
-    Tool::parse(&definition, limits).map_err(|d| {
+    let tool = Tool::parse(&definition, limits).map_err(|d| {
         format!(
             "MCP tool `{}` of server `{label}` cannot be offered: {d}",
             info.name
         )
-    })
+    })?;
+    Ok((tool, definition))
 }
 
 /// The MCP tools attached to one agent, named as the model sees them. `taken` holds the names
-/// of the agent's other tools. A tool whose server cannot be listed, or which the server does
-/// not have (any more), is left out with a warning: the call goes on without it.
+/// of the agent's other tools; each comes with its definition. A tool whose server cannot be
+/// listed, or which the server does not have (any more), is left out with a warning: the call
+/// goes on without it.
 pub async fn agent_mcp_tools(
     state: &AppState,
     tenant_id: &str,
     agent: &str,
     entries: &[(String, bool)],
     taken: &HashSet<String>,
-) -> Vec<(String, bool, Tool)> {
+) -> Vec<(String, bool, Tool, Value)> {
     let mut found: Vec<(String, String, McpToolInfo, bool)> = Vec::new();
     let mut lists: HashMap<String, Option<Arc<Vec<McpToolInfo>>>> = HashMap::new();
     for (entry, enabled) in entries {
@@ -223,7 +226,7 @@ pub async fn agent_mcp_tools(
             continue;
         }
         match synthesize(&label, &info, &exposed, &state.config.limits) {
-            Ok(tool) => out.push((exposed, enabled, tool)),
+            Ok((tool, definition)) => out.push((exposed, enabled, tool, definition)),
             Err(e) => {
                 tracing::warn!(name: "mcp_tool_unusable", agent = %agent, tool = %entry, error = %e, "mcp_tool_unusable");
             }
@@ -251,18 +254,21 @@ mod tests {
     fn an_mcp_tool_becomes_a_declarative_tool() {
         let schema =
             json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
-        let tool = synthesize(
+        let (tool, definition) = synthesize(
             "calc",
             &info("add", true, schema),
             "add",
             &Limits::default(),
         )
         .unwrap();
+        // The definition is the tool: parsed again, it is the same function.
+        let again = Tool::parse(&definition, &Limits::default()).unwrap();
+        assert_eq!(again.function_def(false), tool.function_def(false));
         assert_eq!(tool.name(), "add");
         assert_eq!(tool.side_effect(), switchboard_core::SideEffect::Read);
         let def = tool.function_def(false);
         assert_eq!(def.parameters["required"], json!(["a"]));
-        let write = synthesize(
+        let (write, _) = synthesize(
             "calc",
             &info("add", false, json!({})),
             "calc_add",

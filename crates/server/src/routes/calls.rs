@@ -278,7 +278,7 @@ pub(crate) async fn pinned_config(
     tenant: &str,
     pinned: &Value,
 ) -> ApiResult<CallConfig> {
-    let (mut config, _) = call_config(state, tenant).await?;
+    let (mut config, fresh) = call_config(state, tenant).await?;
     let Some(agents) = pinned.get("agents").and_then(Value::as_object) else {
         return Ok(config);
     };
@@ -286,8 +286,37 @@ pub(crate) async fn pinned_config(
         let Some(entries) = config.agents.get_mut(agent) else {
             continue;
         };
-        for (name, version) in tools.as_object().into_iter().flatten() {
-            let Some(version) = version.as_i64().filter(|v| *v > 0) else {
+        // An MCP tool the call did not start with (its server grew it since) is not offered.
+        let fresh_mcp = fresh
+            .pointer(&format!(
+                "/agents/{}",
+                agent.replace('~', "~0").replace('/', "~1")
+            ))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(name, pin)| pin.get("mcp").is_some() && tools.get(name.as_str()).is_none());
+        for (name, _) in fresh_mcp {
+            entries.remove(name);
+        }
+        for (name, pin) in tools.as_object().into_iter().flatten() {
+            // An MCP tool as its server listed it when the call started (whatever it lists now).
+            if let Some(definition) = pin.get("mcp") {
+                let tool = switchboard_core::Tool::parse(definition, &state.config.limits)
+                    .map_err(|d| {
+                        ApiError::internal(format!("a pinned MCP tool no longer parses: {d}"))
+                    })?;
+                let entry = match entries.remove(name) {
+                    Some(e) => ToolEntry {
+                        tool: Arc::new(tool),
+                        ..e
+                    },
+                    None => ToolEntry::new(Arc::new(tool)),
+                };
+                entries.insert(name.clone(), entry);
+                continue;
+            }
+            let Some(version) = pin.as_i64().filter(|v| *v > 0) else {
                 continue;
             };
             if let Some(v) = state.store.get_tool_version(tenant, name, version).await? {

@@ -1,9 +1,12 @@
 """A real MCP server for Switchboard's tests: the official MCP Python SDK's MCPServer over
 streamable HTTP on 127.0.0.1.
 
-Usage: python calc_server.py PORT (streamable HTTP), or python calc_server.py stdio
+Usage: python calc_server.py PORT (streamable HTTP), python calc_server.py PORT legacy (as a
+server of the 2025-11-25 revision would answer: a request without a session is refused with a
+plain 400), or python calc_server.py stdio
 Tools: add (read-only), slow (sleeps; counts cancellations), fail (an error result), stats,
-grow (adds `multiply` and announces the change), whoami (the X-Api-Key header it got).
+grow (adds `multiply` and announces the change), whoami (the X-Api-Key header it got and the
+protocol revision of the request).
 """
 
 import sys
@@ -63,13 +66,40 @@ async def grow(ctx: Context) -> str:
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def whoami(ctx: Context) -> dict:
-    """The X-Api-Key header this request carried."""
+    """The X-Api-Key header this request carried, and the protocol revision it spoke."""
     headers = ctx.headers or {}
-    return {"api_key": headers.get("x-api-key")}
+    return {"api_key": headers.get("x-api-key"), "protocol": headers.get("mcp-protocol-version")}
+
+
+def legacy_only(app):
+    """Answers every request of a session-less revision as an older server does: a plain 400,
+    no JSON-RPC error a modern client would recognise."""
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+            if version and version >= "2026-07-28":
+                await send({"type": "http.response.start", "status": 400,
+                            "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"Bad Request: No valid session ID provided"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+async def serve_legacy(port: int) -> None:
+    import uvicorn
+
+    app = legacy_only(server.streamable_http_app(host="127.0.0.1"))
+    await uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")).serve()
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run(transport="stdio")
+    elif len(sys.argv) > 2 and sys.argv[2] == "legacy":
+        anyio.run(serve_legacy, int(sys.argv[1]))
     else:
         server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))

@@ -390,7 +390,12 @@ both_backends!(an_mcp_server_is_a_tool_source, |app| {
         "{r}"
     );
     let r = invoke(&app, &key, "m1", "f3", "whoami", json!({})).await;
-    assert_eq!(r["result"]["data"], json!({"api_key": "k-very-secret-7"}));
+    // The header reached the server, over the current revision (discovered, no handshake).
+    assert_eq!(
+        r["result"]["data"],
+        json!({"api_key": "k-very-secret-7", "protocol": "2026-07-28"}),
+        "{r}"
+    );
     let r = invoke(&app, &key, "m1", "f4", "fail", json!({})).await;
     assert_eq!(
         (r["error"].clone(), r["result"]["tool"].clone()),
@@ -751,5 +756,154 @@ async fn a_stdio_mcp_server_works_where_the_operator_allows_it() {
     let _ = stop.send(());
     let _ = server.await;
     state.store.close().await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_mcp_server_trips_its_breaker_and_fails_fast() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let key = acme(&app, "acme").await;
+    let calc = CalcServer::start(free_port()).await;
+    register(&app, &key, &calc).await;
+    let agent = json!({"tools": [{"tool": "save_meal"}, {"tool": "calc/add"}]});
+    assert_eq!(
+        app.put("/v1/agents/math", &key, agent).await.0,
+        StatusCode::OK
+    );
+    let (s, _) = app
+        .post("/v1/calls", &key, json!({"call_id": "b1", "agent": "math"}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    calc.kill();
+    // Five failures in a row (gone, then refused)…
+    for i in 0..5 {
+        let r = invoke(
+            &app,
+            &key,
+            "b1",
+            &format!("f{i}"),
+            "add",
+            json!({"a": 1, "b": 1}),
+        )
+        .await;
+        assert_eq!(r["error"], "upstream_unavailable", "{r}");
+        assert!(
+            !r["result"]["message"].as_str().unwrap().contains("paused"),
+            "{r}"
+        );
+    }
+    // …and the next call does not even try: it fails at once, saying so.
+    let started = Instant::now();
+    let r = invoke(&app, &key, "b1", "f5", "add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(r["error"], "upstream_unavailable", "{r}");
+    let message = r["result"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("MCP server `calc`") && message.contains("paused"),
+        "{r}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(matches!(
+        app.state.mcp.clients.breaker_state("acme", "calc"),
+        switchboard_runtime::http::BreakerState::Open { .. }
+    ));
+    // Another tenant's breaker for its own `calc` is its own.
+    assert_eq!(
+        app.state.mcp.clients.breaker_state("globex", "calc"),
+        switchboard_runtime::http::BreakerState::Closed
+    );
+    // The call's other tools go on.
+    let r = invoke(
+        &app,
+        &key,
+        "b1",
+        "f6",
+        "save_meal",
+        json!({"meal_type": "lunch", "dishes": ["soup"]}),
+    )
+    .await;
+    assert_eq!(r["ok"], true, "{r}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_call_keeps_the_mcp_tools_it_started_with_on_another_node() {
+    let config = ServerConfig {
+        tenant_rate_per_s: 10_000,
+        lease: Duration::from_secs(3600),
+        ..ServerConfig::default()
+    };
+    let a = support::spawn_app_with(Backend::Sqlite, config.clone()).await;
+    let (base, b_state, stop, server) = support::start_with(&a.url, a.key.clone(), config).await;
+    let b = TestApp::view(&a, base);
+    let key = acme(&a, "acme").await;
+    let calc = CalcServer::start(free_port()).await;
+    register(&a, &key, &calc).await;
+    let agent = json!({"tools": [{"tool": "calc/add"}, {"tool": "calc/grow"}]});
+    assert_eq!(
+        a.put("/v1/agents/math", &key, agent).await.0,
+        StatusCode::OK
+    );
+    let (s, _) = a
+        .post("/v1/calls", &key, json!({"call_id": "p1", "agent": "math"}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    // During the call the server grows `multiply`, and the agent is given it.
+    assert_eq!(
+        invoke(&a, &key, "p1", "f1", "grow", json!({})).await["ok"],
+        true
+    );
+    let agent =
+        json!({"tools": [{"tool": "calc/add"}, {"tool": "calc/grow"}, {"tool": "calc/multiply"}]});
+    let (s, body) = a.put("/v1/agents/math", &key, agent).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    // A dies; B takes the call over with the tools it started with, not the server's new list.
+    support::lease_lapsed(&a).await;
+    let r = invoke(&b, &key, "p1", "f2", "multiply", json!({"a": 2, "b": 3})).await;
+    assert_eq!(r["error"], "tool_not_found", "{r}");
+    let r = invoke(&b, &key, "p1", "f3", "add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(r["result"]["data"], json!({"sum": 5}), "{r}");
+    assert!(
+        b_state.calls.get("acme", "p1").is_some(),
+        "B serves the call now"
+    );
+    // A new call gets the new tool.
+    let (s, _) = b
+        .post("/v1/calls", &key, json!({"call_id": "p2", "agent": "math"}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let r = invoke(&b, &key, "p2", "f1", "multiply", json!({"a": 2, "b": 3})).await;
+    assert_eq!(r["result"]["data"], json!({"product": 6}), "{r}");
+    drop(calc);
+    let _ = stop.send(());
+    let _ = server.await;
+    b_state.store.close().await;
+    a.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_of_the_previous_revision_is_a_tool_source_too() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let key = acme(&app, "acme").await;
+    let calc = CalcServer::start_legacy(free_port()).await;
+    let shown = register(&app, &key, &calc).await;
+    assert!(
+        shown["tools"].as_array().unwrap().contains(&json!("add")),
+        "{shown}"
+    );
+    let agent = json!({"tools": [{"tool": "calc/add"}, {"tool": "calc/whoami"}]});
+    assert_eq!(
+        app.put("/v1/agents/math", &key, agent).await.0,
+        StatusCode::OK
+    );
+    let (s, _) = app
+        .post("/v1/calls", &key, json!({"call_id": "l1", "agent": "math"}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let r = invoke(&app, &key, "l1", "f1", "add", json!({"a": 2, "b": 2})).await;
+    assert_eq!(r["result"]["data"], json!({"sum": 4}), "{r}");
+    // The client fell back to the handshake, and speaks the revision it agreed on.
+    let r = invoke(&app, &key, "l1", "f2", "whoami", json!({})).await;
+    assert_eq!(r["result"]["data"]["protocol"], "2025-11-25", "{r}");
+    drop(calc);
     app.stop().await;
 }

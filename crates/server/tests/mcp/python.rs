@@ -87,9 +87,19 @@ pub struct CalcServer {
 impl CalcServer {
     /// Starts it and waits until it accepts connections.
     pub async fn start(port: u16) -> CalcServer {
+        Self::start_with(port, &[]).await
+    }
+
+    /// Starts it as a server of the 2025-11-25 revision only (sessions, no `server/discover`).
+    pub async fn start_legacy(port: u16) -> CalcServer {
+        Self::start_with(port, &["legacy"]).await
+    }
+
+    async fn start_with(port: u16, extra: &[&str]) -> CalcServer {
         let child = Command::new(python())
             .arg(scripts().join("calc_server.py"))
             .arg(port.to_string())
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
