@@ -6,12 +6,15 @@ server of the 2025-11-25 revision would answer: a request without a session is r
 plain 400), or python calc_server.py stdio
 Tools: add (read-only), slow (sleeps; counts cancellations), fail (an error result), stats,
 grow (adds `multiply` and announces the change), whoami (the X-Api-Key header it got and the
-protocol revision of the request).
+protocol revision of the request), regional (a parameter the client must mirror into the
+`Mcp-Param-Region` header).
 """
 
 import sys
+from typing import Annotated
 
 import anyio
+from pydantic import Field
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -62,6 +65,13 @@ async def grow(ctx: Context) -> str:
     await ctx.session.send_tool_list_changed()
     await ctx.notify_tools_changed()
     return "grown"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def regional(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], ctx: Context) -> dict:
+    """Echoes the region, and the Mcp-Param-Region header the client mirrored it into."""
+    headers = ctx.headers or {}
+    return {"region": region, "header": headers.get("mcp-param-region")}
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))

@@ -314,7 +314,7 @@ both_backends!(an_mcp_server_is_a_tool_source, |app| {
         StatusCode::CREATED
     );
     let agent = json!({"instructions": "Calculate.", "tools": [
-        {"tool": "slow"}, {"tool": "total"}, {"tool": "calc/add"}, {"tool": "calc/slow"}, {"tool": "calc/whoami"}, {"tool": "calc/fail"}, {"tool": "calc/stats"}]});
+        {"tool": "slow"}, {"tool": "total"}, {"tool": "calc/add"}, {"tool": "calc/slow"}, {"tool": "calc/whoami"}, {"tool": "calc/regional"}, {"tool": "calc/fail"}, {"tool": "calc/stats"}]});
     let (s, body) = app.put("/v1/agents/math", &key, agent).await;
     assert_eq!(s, StatusCode::OK, "{body}");
     let (s, bad) = app
@@ -362,6 +362,7 @@ both_backends!(an_mcp_server_is_a_tool_source, |app| {
             "add",
             "calc_slow",
             "fail",
+            "regional",
             "request_transfer",
             "slow",
             "stats",
@@ -394,6 +395,22 @@ both_backends!(an_mcp_server_is_a_tool_source, |app| {
     assert_eq!(
         r["result"]["data"],
         json!({"api_key": "k-very-secret-7", "protocol": "2026-07-28"}),
+        "{r}"
+    );
+    // A parameter the tool marks `x-mcp-header` travels in its header too (the server checks
+    // that they agree).
+    let r = invoke(
+        &app,
+        &key,
+        "m1",
+        "f3r",
+        "regional",
+        json!({"region": "eu-west"}),
+    )
+    .await;
+    assert_eq!(
+        r["result"]["data"],
+        json!({"region": "eu-west", "header": "eu-west"}),
         "{r}"
     );
     let r = invoke(&app, &key, "m1", "f4", "fail", json!({})).await;
