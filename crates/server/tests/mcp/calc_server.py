@@ -16,10 +16,13 @@ from typing import Annotated
 import anyio
 from pydantic import Field
 from mcp.server import MCPServer
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 
-server = MCPServer("calc")
+# Its tool list may be kept for a minute: a client sees `grow`'s new tool only because it
+# listens for `notifications/tools/list_changed`.
+server = MCPServer("calc", cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")})
 seen = {"cancelled": 0, "finished": 0}
 
 
