@@ -92,6 +92,23 @@ pub async fn refer_config(state: &AppState, tenant: &str) -> ApiResult<Option<Ar
     }
 }
 
+/// An OAuth2 toolkit's handler finds the agent's connection by the name the server puts in
+/// its secrets (the toolkit's own sensitive config is empty, so no tenant can set it).
+fn connection_secrets(kit: &toolkits::Toolkit, agent: &str, secrets: Value) -> Value {
+    if kit.auth_type != Some("oauth2") {
+        return secrets;
+    }
+    let mut m = match secrets {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    m.insert(
+        switchboard_toolkits::google::CONNECTION_KEY.to_owned(),
+        serde_json::json!({"agent": agent}),
+    );
+    Value::Object(m)
+}
+
 /// One agent's tools as a call pins them: current versions, with config and secrets.
 pub async fn agent_tools(
     state: &AppState,
@@ -113,7 +130,7 @@ pub async fn agent_tools(
                 continue;
             };
             let config = Arc::new(t.config);
-            let secrets = Arc::new(t.sensitive_config);
+            let secrets = Arc::new(connection_secrets(kit, agent, t.sensitive_config));
             for a in kit.selected(t.actions.as_deref()) {
                 let entry = ToolEntry {
                     tool: state.toolkit_tools.get(kit.name, a.name)?,

@@ -515,7 +515,7 @@ fn to_utc(t: DatePerhapsTime) -> Option<(DateTime<Utc>, bool)> {
     }
 }
 
-fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
+pub(crate) fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
     DateTime::parse_from_rfc3339(s).map_err(|_| {
         format!(
             "{field} `{}` is not an RFC 3339 time; write it like 2030-01-07T14:00:00Z or 2030-01-07T09:00:00-05:00",
@@ -524,7 +524,7 @@ fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
     })
 }
 
-fn rfc3339(t: DateTime<FixedOffset>) -> String {
+pub(crate) fn rfc3339(t: DateTime<FixedOffset>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
@@ -533,7 +533,7 @@ fn ical_utc(t: DateTime<Utc>) -> String {
 }
 
 /// `scheme://host:port` of the calendar: what errors name (never the path or credentials).
-fn host_label(url: &Url) -> String {
+pub(crate) fn host_label(url: &Url) -> String {
     format!(
         "{}://{}:{}",
         url.scheme(),
@@ -569,12 +569,12 @@ fn refused(url: &Url, status: StatusCode, what: &str) -> String {
     }
 }
 
-enum ReadError {
+pub(crate) enum ReadError {
     TooLarge,
     Transport(reqwest::Error),
 }
 
-async fn read_capped(mut resp: reqwest::Response) -> Result<String, ReadError> {
+pub(crate) async fn read_capped(mut resp: reqwest::Response) -> Result<String, ReadError> {
     let mut buf = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(ReadError::Transport)? {
         if buf.len() + chunk.len() > MAX_BODY_BYTES {
@@ -586,7 +586,7 @@ async fn read_capped(mut resp: reqwest::Response) -> Result<String, ReadError> {
 }
 
 /// `local@domain.tld`, no spaces or angle brackets: enough to catch a misheard address.
-fn plausible_email(a: &str) -> bool {
+pub(crate) fn plausible_email(a: &str) -> bool {
     let Some((local, domain)) = a.rsplit_once('@') else {
         return false;
     };
@@ -600,7 +600,7 @@ fn plausible_email(a: &str) -> bool {
             .any(|c| c.is_whitespace() || "<>,;:\"()[]\\".contains(c))
 }
 
-fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     match s.char_indices().nth(80) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_owned(),

@@ -7,6 +7,7 @@ mod commits;
 mod conformance;
 mod console;
 mod error_statuses;
+mod google;
 mod limits;
 mod memory;
 mod ownership;
@@ -632,6 +633,10 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/mcp-servers/{label}/tools", "get"),
         ("/v1/toolkits", "get"),
         ("/v1/toolkits/{name}", "get"),
+        ("/v1/agents/{name}/connections/{toolkit}", "post"),
+        ("/v1/agents/{name}/connections/{toolkit}", "delete"),
+        ("/v1/connections", "get"),
+        ("/v1/oauth/callback", "get"),
         ("/healthz", "get"),
         ("/readyz", "get"),
     ] {
