@@ -6,6 +6,7 @@ mod call_cap;
 mod commits;
 mod conformance;
 mod console;
+mod demo;
 mod error_statuses;
 mod google;
 mod limits;
