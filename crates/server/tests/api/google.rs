@@ -584,3 +584,42 @@ async fn connecting_needs_an_oauth_toolkit_and_a_configured_client() {
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn google_unreachable_is_a_clear_answer_and_the_call_goes_on() {
+    let sim = GoogleSim::start().await.unwrap();
+    let mut config = google_config(&sim);
+    // Google's API down (nothing listens there); its OAuth endpoints up.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    if let Some(g) = config.google.as_mut() {
+        g.api_base = Url::parse(&format!("http://127.0.0.1:{port}/calendar/v3/")).unwrap();
+    }
+    let app = spawn_app_with(Backend::Sqlite, config).await;
+    let key = receptionist(&app, "clinic").await;
+    connect(&app, &key, &sim).await;
+    app.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
+    for fc in ["f1", "f2"] {
+        let r = invoke(
+            &app,
+            &key,
+            "c1",
+            fc,
+            "check_availability",
+            json!({"date": "2030-01-07T10:00:00Z"}),
+        )
+        .await;
+        let message = answer(&r)["message"].as_str().unwrap();
+        assert_eq!(answer(&r)["ok"], false, "{r}");
+        assert!(
+            message.contains(&format!("http://127.0.0.1:{port} could not be reached")),
+            "{message}"
+        );
+        assert!(
+            !message.contains("/calendar/v3"),
+            "no path in errors: {message}"
+        );
+    }
+    app.stop().await;
+}
