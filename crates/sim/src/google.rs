@@ -11,7 +11,9 @@
 //! - `/calendar/v3/…`: bearer tokens checked (unknown or expired: 401 `UNAUTHENTICATED`);
 //!   `events.list` (time window as Google defines it: an event's end after `timeMin`, its
 //!   start before `timeMax`; `orderBy=startTime` only with `singleEvents=true`);
-//!   `events.insert` with client-chosen ids (base32hex, 5–1024 characters; a taken id: 409);
+//!   `events.insert` with client-chosen ids (base32hex, 5–1024 characters; a taken id: 409,
+//!   a deleted event's id included); `events.delete` (the event kept as `cancelled`, left out
+//!   of lists and busy times); the calendar's `timeZone` in every list;
 //!   `freeBusy` (busy intervals, `notFound` for an unknown calendar).
 //!
 //! Nothing here panics on client input; the state lock is never held across an `.await`.
@@ -54,6 +56,10 @@ struct GState {
     access_ttl: Duration,
     rotate_refresh: bool,
     refresh_delay: Duration,
+    insert_delay: Duration,
+    zones: BTreeMap<String, String>,
+    /// The last `created` stamp given, so stamps strictly increase.
+    last_created_ms: Option<i64>,
     calendars: BTreeMap<String, Vec<Value>>,
     token_requests: Vec<String>,
     inserts: usize,
@@ -122,6 +128,10 @@ impl GoogleSim {
                 "/calendar/v3/calendars/{calendar}/events",
                 get(list_events).post(insert_event),
             )
+            .route(
+                "/calendar/v3/calendars/{calendar}/events/{event}",
+                axum::routing::delete(delete_event),
+            )
             .route("/calendar/v3/freeBusy", post(free_busy))
             .with_state(Arc::clone(&state));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -164,6 +174,16 @@ impl GoogleSim {
     /// A delay before answering each refresh (to make concurrent refreshes overlap).
     pub fn set_refresh_delay(&self, d: Duration) {
         lock(&self.state).refresh_delay = d;
+    }
+    /// A delay before each insert is stored (to make concurrent bookings overlap).
+    pub fn set_insert_delay(&self, d: Duration) {
+        lock(&self.state).insert_delay = d;
+    }
+    /// The calendar's time zone (IANA name; default `UTC`), sent with every events list.
+    pub fn set_time_zone(&self, calendar: &str, zone: &str) {
+        lock(&self.state)
+            .zones
+            .insert(calendar.to_owned(), zone.to_owned());
     }
     /// Expires every access token issued so far (API calls with them get 401).
     pub fn expire_access_tokens(&self) {
@@ -416,6 +436,7 @@ async fn list_events(
     };
     let mut items: Vec<&Value> = events
         .iter()
+        .filter(|e| e.get("status").and_then(Value::as_str) != Some("cancelled"))
         .filter(|e| {
             let (Some(start), Some(end)) = (time(e, "start"), time(e, "end")) else {
                 return false;
@@ -425,7 +446,8 @@ async fn list_events(
         .collect();
     items.sort_by_key(|e| time(e, "start"));
     items.truncate(limit);
-    Json(json!({"kind": "calendar#events", "summary": calendar, "timeZone": "UTC", "items": items}))
+    let zone = s.zones.get(&calendar).map_or("UTC", String::as_str);
+    Json(json!({"kind": "calendar#events", "summary": calendar, "timeZone": zone, "items": items}))
         .into_response()
 }
 
@@ -455,6 +477,10 @@ async fn insert_event(
             "The specified time range is empty.",
         );
     }
+    let delay = lock(&state).insert_delay;
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let mut s = lock(&state);
     s.counter += 1;
     let generated = format!("gen{:08}", s.counter);
@@ -469,6 +495,14 @@ async fn insert_event(
             );
         }
     };
+    // Google stamps `created` when it stores the event (milliseconds, strictly increasing here).
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let ms = s
+        .last_created_ms
+        .map_or(now_ms, |last| now_ms.max(last + 1));
+    s.last_created_ms = Some(ms);
+    let stamp = DateTime::from_timestamp_millis(ms).unwrap_or_default();
+    let created = stamp.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let Some(events) = s.calendars.get_mut(&calendar) else {
         return google_error(StatusCode::NOT_FOUND, "notFound", "Not Found");
     };
@@ -486,10 +520,35 @@ async fn insert_event(
         m.insert("id".into(), json!(id));
         m.insert("kind".into(), json!("calendar#event"));
         m.insert("status".into(), json!("confirmed"));
+        m.insert("created".into(), json!(created));
     }
     events.push(event.clone());
     s.inserts += 1;
     Json(event).into_response()
+}
+
+/// `events.delete`: the event becomes `cancelled` (Google keeps it, so its id stays taken).
+async fn delete_event(
+    State(state): Shared,
+    Path((calendar, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return unauthenticated();
+    }
+    let mut s = lock(&state);
+    let Some(event) = s.calendars.get_mut(&calendar).and_then(|events| {
+        events
+            .iter_mut()
+            .find(|e| e.get("id").and_then(Value::as_str) == Some(id.as_str()))
+    }) else {
+        return google_error(StatusCode::NOT_FOUND, "notFound", "Not Found");
+    };
+    if event.get("status").and_then(Value::as_str) == Some("cancelled") {
+        return google_error(StatusCode::GONE, "deleted", "Resource has been deleted");
+    }
+    event["status"] = json!("cancelled");
+    StatusCode::NO_CONTENT.into_response()
 }
 
 async fn free_busy(State(state): Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
@@ -527,6 +586,7 @@ async fn free_busy(State(state): Shared, headers: HeaderMap, Json(body): Json<Va
                     .iter()
                     .filter(|e| {
                         e.get("transparency").and_then(Value::as_str) != Some("transparent")
+                            && e.get("status").and_then(Value::as_str) != Some("cancelled")
                     })
                     .filter_map(|e| Some((time(e, "start")?, time(e, "end")?)))
                     .filter(|(a, b)| *b > min && *a < max)

@@ -55,6 +55,8 @@ pub fn client(allow_private: bool) -> Result<reqwest::Client, String> {
 /// One event as the model reads it.
 struct Event {
     id: String,
+    /// When Google stored it (its `created`): which of two bookings made at once came first.
+    created: Option<DateTime<Utc>>,
     title: String,
     start: DateTime<Utc>,
     end: DateTime<Utc>,
@@ -279,6 +281,18 @@ impl GoogleCalendar {
         to: DateTime<Utc>,
         max: u32,
     ) -> Result<Vec<Event>, String> {
+        Ok(self.events_in(t, from, to, max).await?.0)
+    }
+
+    /// The events of a window and the calendar's own time zone (IANA name), which Google
+    /// sends with every list.
+    async fn events_in(
+        &self,
+        t: &Target<'_>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        max: u32,
+    ) -> Result<(Vec<Event>, Option<String>), String> {
         let mut url = self.calendar_url(t, "events")?;
         url.query_pairs_mut()
             .append_pair("timeMin", &rfc3339(from.fixed_offset()))
@@ -288,13 +302,19 @@ impl GoogleCalendar {
             .append_pair("orderBy", "startTime");
         let (_, body) = self.send(t, Method::GET, url, None).await?;
         let items = body.get("items").and_then(Value::as_array);
-        Ok(items
+        let events = items
             .into_iter()
             .flatten()
             .take(MAX_EVENTS)
             .filter(|e| e.get("status").and_then(Value::as_str) != Some("cancelled"))
             .filter_map(parse_event)
-            .collect())
+            .collect();
+        let zone = body
+            .get("timeZone")
+            .and_then(Value::as_str)
+            .filter(|z| z.len() <= 64)
+            .map(str::to_owned);
+        Ok((events, zone))
     }
 
     async fn busy(
@@ -423,7 +443,7 @@ impl GoogleCalendar {
         // This booking made before (an answer lost, a retry): it is the booking. Someone
         // else's event in the slot: a refusal with alternatives.
         let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
-        let events = self.events(t, start.to_utc(), horizon, 250).await?;
+        let (events, zone) = self.events_in(t, start.to_utc(), horizon, 250).await?;
         if let Some(own) = events.iter().find(|e| e.id == id) {
             let mut v = own.json(&tz);
             if let Value::Object(m) = &mut v {
@@ -436,19 +456,7 @@ impl GoogleCalendar {
             .iter()
             .any(|e| slots::overlaps(slot, (e.start, e.end)))
         {
-            let busy: Vec<Interval> = events.iter().map(|e| (e.start, e.end)).collect();
-            let next = slots::next_free(start, len, &busy, t.hours, horizon, ALTERNATIVES);
-            let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
-            return Err(format!(
-                "the slot {} to {} is already taken; nothing was booked. Offer the caller one of these free times instead: {}",
-                rfc3339(start),
-                rfc3339(end),
-                if offer.is_empty() {
-                    "none in the next week".to_owned()
-                } else {
-                    offer.join(", ")
-                }
-            ));
+            return Err(taken(start, len, &events, t.hours));
         }
         let mut body = json!({
             "id": id,
@@ -456,6 +464,12 @@ impl GoogleCalendar {
             "start": {"dateTime": rfc3339(start)},
             "end": {"dateTime": rfc3339(end)},
         });
+        // The instant is fixed by the offset; the calendar's zone makes the event read (and
+        // repeat) in that zone's local time.
+        if let Some(z) = &zone {
+            body["start"]["timeZone"] = json!(z);
+            body["end"]["timeZone"] = json!(z);
+        }
         if let Value::Object(m) = &mut body {
             if let Some(d) = description {
                 m.insert("description".into(), json!(d));
@@ -470,8 +484,53 @@ impl GoogleCalendar {
         let url = self.calendar_url(t, "events")?;
         let (status, _) = self.send(t, Method::POST, url, Some(&body)).await?;
         // 409: an event with this id exists, made by an earlier try of this booking.
-        Ok(booked(status != StatusCode::CONFLICT))
+        if status == StatusCode::CONFLICT {
+            return Ok(booked(false));
+        }
+        // Two callers booking one free slot at once both pass the check above. Each then
+        // looks again: the booking Google stored later (by `created`, then id) gives the slot
+        // up. One that looked before the other's was stored is the earlier, so exactly one
+        // keeps it.
+        let after = self.events(t, start.to_utc(), end.to_utc(), 250).await?;
+        let key = |e: &Event| (e.created, e.id.clone());
+        let ours = after.iter().find(|e| e.id == id).map(key);
+        if let Some(ours) = ours
+            && after
+                .iter()
+                .any(|e| e.id != id && slots::overlaps(slot, (e.start, e.end)) && key(e) < ours)
+        {
+            let url = self.calendar_url(t, &format!("events/{id}"))?;
+            self.send(t, Method::DELETE, url, None).await?;
+            tracing::info!(name: "calendar_booking_yielded", "calendar_booking_yielded");
+            let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
+            let events = self.events(t, start.to_utc(), horizon, 250).await?;
+            return Err(taken(start, len, &events, t.hours));
+        }
+        Ok(booked(true))
     }
+}
+
+/// The refusal of a taken slot, with the next free times to offer.
+fn taken(
+    start: DateTime<FixedOffset>,
+    len: Duration,
+    events: &[Event],
+    hours: WorkingHours,
+) -> String {
+    let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
+    let busy: Vec<Interval> = events.iter().map(|e| (e.start, e.end)).collect();
+    let next = slots::next_free(start, len, &busy, hours, horizon, ALTERNATIVES);
+    let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
+    format!(
+        "the slot {} to {} is already taken; nothing was booked. Offer the caller one of these free times instead: {}",
+        rfc3339(start),
+        rfc3339(start + len),
+        if offer.is_empty() {
+            "none in the next week".to_owned()
+        } else {
+            offer.join(", ")
+        }
+    )
 }
 
 fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, String> {
@@ -521,6 +580,11 @@ fn parse_event(e: &Value) -> Option<Event> {
     };
     Some(Event {
         id: e.get("id").and_then(Value::as_str)?.to_owned(),
+        created: e
+            .get("created")
+            .and_then(Value::as_str)
+            .and_then(|c| DateTime::parse_from_rfc3339(c).ok())
+            .map(|c| c.to_utc()),
         title: e
             .get("summary")
             .and_then(Value::as_str)

@@ -191,7 +191,9 @@ async fn scenario(app: Arc<TestApp>, sim: GoogleSim) {
         data["next_free_slots"][0]["start"], "2030-01-07T15:15:00-05:00",
         "{r}"
     );
-    // Book: the default duration, attendees and description reach Google.
+    // Book: the default duration, attendees and description reach Google; the event carries
+    // the calendar's zone.
+    sim.set_time_zone("primary", "America/New_York");
     let r = invoke(
         &app,
         &key,
@@ -213,6 +215,7 @@ async fn scenario(app: Arc<TestApp>, sim: GoogleSim) {
     assert_eq!(ours["attendees"], json!([{"email": "pat@example.com"}]));
     assert_eq!(ours["description"], "First visit");
     assert_eq!(ours["start"]["dateTime"], "2030-01-07T10:00:00-05:00");
+    assert_eq!(ours["start"]["timeZone"], "America/New_York");
     // The same function call again is answered from the record; the effect performed again
     // with the same idempotency key (another node resuming it) finds its event.
     let r = invoke(
@@ -621,5 +624,41 @@ async fn google_unreachable_is_a_clear_answer_and_the_call_goes_on() {
             "no path in errors: {message}"
         );
     }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn two_callers_booking_one_free_slot_at_once_exactly_one_gets_it() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    connect(&app, &key, &sim).await;
+    app.post("/v1/calls", &key, json!({"call_id": "caller-1"}))
+        .await;
+    app.post("/v1/calls", &key, json!({"call_id": "caller-2"}))
+        .await;
+    // Both check the slot before either event is stored.
+    sim.set_insert_delay(std::time::Duration::from_millis(200));
+    let book = json!({"title": "Checkup", "start_time": "2030-01-07T11:00:00Z"});
+    let (a, b) = tokio::join!(
+        invoke(&app, &key, "caller-1", "f1", "create_event", book.clone()),
+        invoke(&app, &key, "caller-2", "f1", "create_event", book.clone()),
+    );
+    let answers = [answer(&a).clone(), answer(&b).clone()];
+    let won: Vec<&Value> = answers.iter().filter(|r| r["ok"] == true).collect();
+    assert_eq!(won.len(), 1, "{answers:?}");
+    let lost = answers.iter().find(|r| r["ok"] == false).unwrap();
+    let message = lost["message"].as_str().unwrap();
+    assert!(
+        message.contains("already taken") && message.contains("2030-01-07T11:45:00Z"),
+        "{message}"
+    );
+    let live: Vec<Value> = sim
+        .events("primary")
+        .into_iter()
+        .filter(|e| e["status"] != "cancelled")
+        .collect();
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0]["id"], won[0]["data"]["id"]);
     app.stop().await;
 }
