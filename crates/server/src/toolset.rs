@@ -93,12 +93,14 @@ pub async fn refer_config(state: &AppState, tenant: &str) -> ApiResult<Option<Ar
 }
 
 /// An OAuth2 toolkit's handler finds the agent's connection by the name the server puts in
-/// its secrets (the toolkit's own sensitive config is empty, so no tenant can set it).
-fn connection_secrets(kit: &toolkits::Toolkit, agent: &str, secrets: Value) -> Value {
+/// its config (the toolkit's config schema has no such field, so no tenant sets it). Not in its
+/// secrets: every secret string is redacted from what a call shows, and an agent's name is not
+/// a secret.
+fn connection_config(kit: &toolkits::Toolkit, agent: &str, config: Value) -> Value {
     if kit.auth_type != Some("oauth2") {
-        return secrets;
+        return config;
     }
-    let mut m = match secrets {
+    let mut m = match config {
         Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
@@ -129,8 +131,8 @@ pub async fn agent_tools(
             let Some(kit) = toolkits::find(name) else {
                 continue;
             };
-            let config = Arc::new(t.config);
-            let secrets = Arc::new(connection_secrets(kit, agent, t.sensitive_config));
+            let config = Arc::new(connection_config(kit, agent, t.config));
+            let secrets = Arc::new(t.sensitive_config);
             for a in kit.selected(t.actions.as_deref()) {
                 let entry = ToolEntry {
                     tool: state.toolkit_tools.get(kit.name, a.name)?,

@@ -22,8 +22,8 @@ use crate::slots::{self, Interval, WorkingHours};
 
 /// The toolkit whose connection this handler uses.
 pub const TOOLKIT: &str = "google_calendar";
-/// The key of an agent tool's secrets under which the server names the connection to use
-/// (`{"agent": "<name>"}`); tenants cannot set it (the toolkit's sensitive config is empty).
+/// The key of an agent tool's config under which the server names the connection to use
+/// (`{"agent": "<name>"}`); tenants cannot set it (the toolkit's config schema has no such field).
 pub const CONNECTION_KEY: &str = "oauth_connection";
 /// Google's Calendar API.
 pub const API_BASE: &str = "https://www.googleapis.com/calendar/v3/";
@@ -127,7 +127,7 @@ impl GoogleCalendar {
 
     /// Whether an agent tool is served by this handler: the server named its connection.
     pub fn serves(scope: &ToolkitScope<'_>) -> bool {
-        scope.secrets.get(CONNECTION_KEY).is_some()
+        scope.config.get(CONNECTION_KEY).is_some()
     }
 
     /// Performs one calendar operation.
@@ -535,7 +535,7 @@ fn taken(
 
 fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, String> {
     let agent = scope
-        .secrets
+        .config
         .pointer(&format!("/{CONNECTION_KEY}/agent"))
         .and_then(Value::as_str)
         .ok_or_else(not_connected)?

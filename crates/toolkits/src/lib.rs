@@ -10,7 +10,7 @@
 //! - [`smtp`]: email over SMTP (lettre), with a deterministic `Message-ID` and a per-tenant rate.
 //!
 //! [`Calendars`] is the runtime's `Calendar` handler: it picks the provider from the agent
-//! tool's config (a CalDAV `url`) or secrets (the Google connection the server names), so the toolkit functions and tenants' own `calendar.*`
+//! tool's config (a CalDAV `url`) or the Google connection the server names in it, so the toolkit functions and tenants' own `calendar.*`
 //! actions reach the same code.
 #![forbid(unsafe_code)]
 

@@ -229,8 +229,9 @@ async fn scenario(app: Arc<TestApp>, sim: GoogleSim) {
     .await;
     assert_eq!(r["replayed"], true, "{r}");
     let calendar = app.state.effects.calendar.clone().unwrap();
-    let config = json!({"calendar_id": "primary", "default_event_duration": 45});
-    let secrets = json!({"oauth_connection": {"agent": "receptionist"}});
+    let config = json!({"calendar_id": "primary", "default_event_duration": 45,
+        "oauth_connection": {"agent": "receptionist"}});
+    let secrets = json!({});
     let scope = switchboard_runtime::effects::ToolkitScope {
         tenant_id: "clinic",
         caller: None,
@@ -411,7 +412,9 @@ async fn scenario(app: Arc<TestApp>, sim: GoogleSim) {
         seen.push_str(&app.get(path, &key).await.1.to_string());
     }
     seen.push_str(connected["page"].as_str().unwrap());
-    assert!(seen.contains("receptionist"));
+    // The agent's name is not taken for a secret (it is not redacted from the call).
+    let (_, view) = app.get("/v1/calls/c1", &key).await;
+    assert!(view.to_string().contains("\"receptionist\""), "{view}");
     if let Some(t) = sim.leaks_into(&seen) {
         panic!("a token leaked: {t}");
     }
