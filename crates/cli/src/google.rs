@@ -93,3 +93,70 @@ impl GoogleArgs {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        google: GoogleArgs,
+    }
+
+    fn settings(args: &[&str]) -> Result<Option<GoogleSettings>, String> {
+        let mut argv = vec!["serve"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .google
+            .settings("127.0.0.1:8080".parse().map_err(|_| "addr")?)
+    }
+
+    #[test]
+    fn google_flags_are_read_and_checked() {
+        assert!(settings(&[]).unwrap().is_none(), "no client id: no Google");
+        let err = settings(&["--google-client-id", "id"]).unwrap_err();
+        assert!(err.contains("--google-client-secret"), "{err}");
+        let err = settings(&[
+            "--google-client-id",
+            "id",
+            "--google-client-secret",
+            "s",
+            "--google-token-url",
+            "ftp://x",
+        ])
+        .unwrap_err();
+        assert!(err.contains("--google-token-url `ftp://x`"), "{err}");
+        let g = settings(&[
+            "--google-client-id",
+            "id",
+            "--google-client-secret",
+            "s",
+            "--public-url",
+            "https://sb.example.com/base/",
+            "--google-api-base",
+            "http://127.0.0.1:9/calendar/v3",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            g.provider.redirect_url.as_str(),
+            "https://sb.example.com/base/v1/oauth/callback"
+        );
+        assert_eq!(g.api_base.as_str(), "http://127.0.0.1:9/calendar/v3/");
+        assert_eq!(
+            g.provider.token_url.as_str(),
+            "https://oauth2.googleapis.com/token"
+        );
+        let local = settings(&["--google-client-id", "id", "--google-client-secret", "s"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            local.provider.redirect_url.as_str(),
+            "http://127.0.0.1:8080/v1/oauth/callback"
+        );
+    }
+}
