@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod files;
+mod google;
 mod limits;
 mod replay;
 mod run;
@@ -61,7 +62,7 @@ enum Command {
     /// which calls the change would alter (exit 1 when one that passed would now fail).
     Replay(replay::ReplayArgs),
     /// Run the server (SQLite by default; PostgreSQL when DATABASE_URL says postgres://).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Apply the database migrations.
     Migrate(serve::DbArgs),
     /// Manage tenants.

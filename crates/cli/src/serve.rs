@@ -134,6 +134,8 @@ pub struct ServeArgs {
     /// that is a wildcard (0.0.0.0, ::).
     #[arg(long, env = "SWITCHBOARD_ADVERTISE_URL")]
     advertise_url: Option<String>,
+    #[command(flatten)]
+    google: crate::google::GoogleArgs,
 }
 
 fn init_logs(format: &str) {
@@ -272,6 +274,7 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
         commit_retry: std::time::Duration::from_millis(args.commit_retry_ms),
         lease: std::time::Duration::from_millis(args.lease_ms),
         advertise_url: args.advertise_url.clone(),
+        google: args.google.settings(args.listen)?,
         ..ServerConfig::default()
     })
 }

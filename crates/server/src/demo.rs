@@ -1,6 +1,7 @@
 //! The demo tenant that `serve --demo` creates: `acme-corp` with seed 001's transfer
 //! destinations, the `save_meal` tool and an agent using both, so a new server does something
-//! useful at once.
+//! useful at once; and `frontdesk`, an agent with the CalDAV calendar toolkit whose calendar URL
+//! the user fills in (or connects Google Calendar instead).
 
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
@@ -13,6 +14,22 @@ use crate::state::AppState;
 pub const TENANT: &str = "acme-corp";
 /// The demo agent's name.
 pub const AGENT: &str = "assistant";
+/// The demo's calendar agent.
+pub const FRONTDESK: &str = "frontdesk";
+/// Where the demo's calendar agent looks for its calendar until the user sets theirs: a local
+/// Radicale's collection (README, "Toolkits").
+pub const CALDAV_URL: &str = "http://127.0.0.1:5232/alice/work/";
+
+/// The calendar agent's tool entry: the CalDAV toolkit, every action.
+pub fn frontdesk_tools() -> Vec<AgentToolDef> {
+    vec![AgentToolDef {
+        tool: "toolkit:caldav".to_owned(),
+        enabled: true,
+        config: json!({"url": CALDAV_URL, "default_event_duration": 30, "working_hours": {"start": "09:00", "end": "17:00"}}),
+        sensitive_config: None,
+        actions: None,
+    }]
+}
 
 /// The demo's `save_meal`: the seed's tool, keeping the meal in the call's context. (The seed's
 /// `api_call` goes to `api.example.com`, which no demo can reach.)
@@ -74,6 +91,20 @@ pub async fn seed(state: &AppState) -> ApiResult<SecretString> {
         };
         state.store.put_agent(TENANT, &agent).await?;
     }
+    if state.store.get_agent(TENANT, FRONTDESK).await?.is_none() {
+        let agent = AgentDef {
+            name: FRONTDESK.to_owned(),
+            instructions: "You are Acme's front desk. Check availability before booking; when a time is taken, offer the free times the calendar suggests. \
+                           Confirm the caller's name and the time before you book."
+                .to_owned(),
+            model: Some("gpt-realtime".to_owned()),
+            voice: Some("marin".to_owned()),
+            tools: frontdesk_tools(),
+            handoffs: Vec::new(),
+            default: false,
+        };
+        state.store.put_agent(TENANT, &agent).await?;
+    }
     let (_, key) = state.store.create_api_key(Some(TENANT), "demo").await?;
     Ok(key)
 }
@@ -105,6 +136,10 @@ pub fn instructions(base: &str, key: &SecretString) -> String {
 
   # change the tool (a new version): the next call uses it, live calls keep theirs
   curl -s -X PUT $SB/v1/tools/save_meal -H "Authorization: Bearer $KEY" -H 'content-type: application/json' -d '{changed}'
+
+  # the `{FRONTDESK}` agent books appointments in a CalDAV calendar at {CALDAV_URL}
+  # (a local Radicale, see the README); point it at yours, with its credentials:
+  curl -s -X PUT $SB/v1/agents/{FRONTDESK} -H "Authorization: Bearer $KEY" -H 'content-type: application/json' -d '{{"instructions": "Book appointments.", "tools": [{{"tool": "toolkit:caldav", "config": {{"url": "https://cloud.example.com/remote.php/dav/calendars/alice/work/"}}, "sensitive_config": {{"username": "alice", "password": "…"}}}}]}}'
 "#
     )
 }

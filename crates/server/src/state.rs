@@ -43,6 +43,18 @@ pub struct ServerConfig {
     /// The base URL other nodes reach this one at (`--advertise-url`); by default the listen
     /// address, when it is a specific one.
     pub advertise_url: Option<String>,
+    /// The deployment's Google OAuth client and API base (`--google-client-id`, …); without
+    /// it, Google Calendar cannot be connected.
+    pub google: Option<GoogleSettings>,
+}
+
+/// Where Google is and who this deployment is to it: deployment configuration, never a
+/// tenant's, so a simulator can stand in for Google.
+#[derive(Debug, Clone)]
+pub struct GoogleSettings {
+    pub provider: switchboard_toolkits::oauth::OAuthProvider,
+    /// The Calendar API base, e.g. `https://www.googleapis.com/calendar/v3/`.
+    pub api_base: reqwest::Url,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +71,7 @@ impl Default for ServerConfig {
             commit_retry: std::time::Duration::from_secs(2),
             lease: std::time::Duration::from_secs(10),
             advertise_url: None,
+            google: None,
         }
     }
 }
@@ -106,6 +119,9 @@ pub struct Inner {
     pub tools: ToolCache,
     /// Every built-in toolkit action, compiled once.
     pub toolkit_tools: crate::toolset::ToolkitTools,
+    /// Access tokens of Google connections (and the connect flow's code exchange), when the
+    /// deployment configured a Google OAuth client.
+    pub google_tokens: Option<switchboard_toolkits::oauth::Tokens>,
     pub config: ServerConfig,
     pub metrics: Option<PrometheusHandle>,
     /// MCP client pool (also the `mcp.call` handler) and the MCP endpoint's shutdown signal.
@@ -148,15 +164,24 @@ impl AppState {
             with_mcp.mcp = Some(Arc::clone(&mcp.clients) as Arc<dyn switchboard_runtime::McpCalls>);
             Arc::new(with_mcp)
         };
-        // Calendars (CalDAV) likewise, held to the same outbound guard.
+        // Calendars (CalDAV, and Google when configured) likewise, held to the same outbound
+        // guard.
+        let allow_private = effects.http.allows_private_networks();
+        let google = config
+            .google
+            .as_ref()
+            .and_then(|g| google(&store, g, allow_private));
+        let google_tokens = google.as_ref().map(|(tokens, _)| tokens.clone());
         let effects = if effects.calendar.is_some() {
             effects
         } else {
             let mut with_calendar = (*effects).clone();
-            with_calendar.calendar = Some(Arc::new(switchboard_toolkits::Calendars::new(
-                effects.http.allows_private_networks(),
-            ))
-                as Arc<dyn switchboard_runtime::effects::Calendar>);
+            let mut calendars = switchboard_toolkits::Calendars::new(allow_private);
+            if let Some((_, g)) = google {
+                calendars = calendars.with_google(g);
+            }
+            with_calendar.calendar =
+                Some(Arc::new(calendars) as Arc<dyn switchboard_runtime::effects::Calendar>);
             Arc::new(with_calendar)
         };
         let effects = if effects.email.is_some() {
@@ -186,11 +211,31 @@ impl AppState {
             node: crate::ownership::Node::new(config.lease),
             forwarder: forwarder(&config),
             toolkit_tools: crate::toolset::ToolkitTools::new(&config.limits),
+            google_tokens,
             config,
             metrics,
             mcp,
         }))
     }
+}
+
+/// The Google token source and calendar handler of a configured deployment.
+fn google(
+    store: &Store,
+    g: &GoogleSettings,
+    allow_private: bool,
+) -> Option<(
+    switchboard_toolkits::oauth::Tokens,
+    switchboard_toolkits::google::GoogleCalendar,
+)> {
+    use switchboard_toolkits::{google, oauth};
+    let http = google::client(allow_private)
+        .inspect_err(|e| tracing::error!(name: "google_http_client_failed", error = %e, "google_http_client_failed"))
+        .ok()?;
+    let client = Arc::new(oauth::OAuthClient::new(g.provider.clone(), http.clone()));
+    let tokens = oauth::Tokens::new(store.clone(), client);
+    let calendar = google::GoogleCalendar::new(http, g.api_base.clone(), tokens.clone());
+    Some((tokens, calendar))
 }
 
 /// The client for requests passed on to other nodes: the deployment's own addresses, no proxy,

@@ -92,6 +92,25 @@ pub async fn refer_config(state: &AppState, tenant: &str) -> ApiResult<Option<Ar
     }
 }
 
+/// An OAuth2 toolkit's handler finds the agent's connection by the name the server puts in
+/// its config (the toolkit's config schema has no such field, so no tenant sets it). Not in its
+/// secrets: every secret string is redacted from what a call shows, and an agent's name is not
+/// a secret.
+fn connection_config(kit: &toolkits::Toolkit, agent: &str, config: Value) -> Value {
+    if kit.auth_type != Some("oauth2") {
+        return config;
+    }
+    let mut m = match config {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    m.insert(
+        switchboard_toolkits::google::CONNECTION_KEY.to_owned(),
+        serde_json::json!({"agent": agent}),
+    );
+    Value::Object(m)
+}
+
 /// One agent's tools as a call pins them, with config and secrets, each with its pin: a stored
 /// tool's version, an MCP tool's definition (`{"mcp": …}`, as its server listed it), or 0 for
 /// the built-in ones.
@@ -114,7 +133,7 @@ pub async fn agent_tools(
             let Some(kit) = toolkits::find(name) else {
                 continue;
             };
-            let config = Arc::new(t.config);
+            let config = Arc::new(connection_config(kit, agent, t.config));
             let secrets = Arc::new(t.sensitive_config);
             for a in kit.selected(t.actions.as_deref()) {
                 let entry = ToolEntry {

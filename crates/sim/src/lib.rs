@@ -18,6 +18,8 @@
 //! - `validate`: pure shape checks for session configurations, tools and responses.
 //! - `model`: [`ModelHandle`], the test's side of one WebSocket attachment.
 //! - `webhook`: the incoming call event, its Standard Webhooks signature and its delivery.
+//! - [`google`]: a separate simulator of Google's OAuth 2.0 endpoints and Calendar API v3
+//!   ([`google::GoogleSim`]), for the Google Calendar toolkit's tests.
 //!
 //! # Invariants
 //!
@@ -29,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 mod client_events;
+pub mod google;
 mod model;
 mod rest;
 mod simulator;

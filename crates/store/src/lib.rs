@@ -8,7 +8,8 @@
 //! - Each resource has its own module: [`tenants`], [`keys`], [`tools`], [`agents`],
 //!   [`secrets`], [`mcp_servers`], [`calls`] (whose [`TenantJournal`] is the runtime's
 //!   [`switchboard_runtime::CallJournal`] for one tenant's calls), [`replays`] (a tool's
-//!   recorded invocations read back for replay).
+//!   recorded invocations read back for replay), [`connections`] (toolkits' OAuth2 connections:
+//!   connect flows, sealed tokens, the refresh lease).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -17,6 +18,7 @@
 
 pub mod agents;
 pub mod calls;
+pub mod connections;
 pub mod crypto;
 mod error;
 mod journal;
@@ -44,6 +46,7 @@ use sqlx::{Postgres, Sqlite, Transaction};
 
 pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret};
 pub use calls::{CallRow, CallStatus};
+pub use connections::{Connection, ConnectionInfo, OAuthTokens, PendingConnect};
 pub use crypto::{MasterKey, open, open_with, seal, seal_with};
 pub use error::StoreError;
 pub use journal::TenantJournal;

@@ -2,8 +2,9 @@
 //!
 //! `list_events` and `check_availability` are a `REPORT` calendar-query with a time range that
 //! asks the server to expand recurrences into UTC instances; `create_event` is a `PUT` of one
-//! VEVENT whose UID (and resource name) comes from the idempotency key, with `If-None-Match: *`,
-//! so a retried booking finds its own event instead of making a second one. Basic auth comes
+//! VEVENT whose UID comes from the idempotency key, named after the slot's start, with
+//! `If-None-Match: *`, so a retried booking finds its own event instead of making a second one,
+//! and of two bookings of one slot made at once the server lets exactly one. Basic auth comes
 //! from the agent tool's `sensitive_config` (`username`, `password`).
 
 use std::time::Duration as StdDuration;
@@ -310,23 +311,39 @@ impl CalDav {
         let mut cal = Calendar::new();
         cal.push(event.done());
         let ics = cal.done().to_string();
-        let url = s
-            .url
-            .join(&format!("{}.ics", resource_name(new.uid)))
-            .map_err(|_| "the calendar's config.url cannot take an event name".to_owned())?;
-        let resp = self
-            .request(s, Method::PUT, url)?
-            .header("Content-Type", "text/calendar; charset=utf-8")
-            .header("If-None-Match", "*")
-            .body(ics)
-            .send()
-            .await
-            .map_err(|e| unreachable(&s.url, &e))?;
-        let created = match resp.status() {
-            st if st.is_success() => true,
-            // The resource exists: this booking was made before (the name is the booking's).
-            StatusCode::PRECONDITION_FAILED => false,
-            st => return Err(refused(&s.url, st, "store the event")),
+        // The resource is named after the slot's start: two callers booking one free slot at
+        // once write the same name with `If-None-Match: *`, and the server lets one of them.
+        let created = match self
+            .put_new(s, &slot_name(new.start.to_utc()), &ics)
+            .await?
+        {
+            true => true,
+            false => {
+                let now = self.events(s, new.start.to_utc(), end.to_utc()).await?;
+                if now.iter().any(|e| e.uid == new.uid) {
+                    // This booking, made by an earlier try.
+                    false
+                } else if now.iter().any(|e| slots::overlaps(slot, e.interval())) {
+                    let busy: Vec<Interval> = now.iter().map(Event::interval).collect();
+                    let next =
+                        slots::next_free(new.start, new.len, &busy, s.hours, horizon, ALTERNATIVES);
+                    let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
+                    return Err(format!(
+                        "the slot {} to {} was just taken by another booking; nothing was booked. Offer the caller one of these free times instead: {}",
+                        rfc3339(new.start),
+                        rfc3339(end),
+                        if offer.is_empty() {
+                            "none in the next week".to_owned()
+                        } else {
+                            offer.join(", ")
+                        }
+                    ));
+                } else {
+                    // The name is held by an event since moved elsewhere: book under the
+                    // booking's own name.
+                    self.put_new(s, &resource_name(new.uid), &ics).await?
+                }
+            }
         };
         Ok(json!({
             "id": new.uid,
@@ -335,6 +352,27 @@ impl CalDav {
             "end": rfc3339(end),
             "created": created,
         }))
+    }
+
+    /// `PUT`s a new resource with `If-None-Match: *`: `false` when one of that name exists.
+    async fn put_new(&self, s: &Settings, name: &str, ics: &str) -> Result<bool, String> {
+        let url = s
+            .url
+            .join(&format!("{name}.ics"))
+            .map_err(|_| "the calendar's config.url cannot take an event name".to_owned())?;
+        let resp = self
+            .request(s, Method::PUT, url)?
+            .header("Content-Type", "text/calendar; charset=utf-8")
+            .header("If-None-Match", "*")
+            .body(ics.to_owned())
+            .send()
+            .await
+            .map_err(|e| unreachable(&s.url, &e))?;
+        match resp.status() {
+            st if st.is_success() => Ok(true),
+            StatusCode::PRECONDITION_FAILED => Ok(false),
+            st => Err(refused(&s.url, st, "store the event")),
+        }
     }
 
     /// The events overlapping `[from, to)`, ordered by start.
@@ -423,6 +461,13 @@ fn event_uid(tenant: &str, idempotency_key: &str) -> String {
     let digest = Sha256::digest(format!("{tenant}\u{0}{idempotency_key}").as_bytes());
     let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
     format!("sb-{hex}@switchboard")
+}
+
+/// The resource name of a slot: its start instant, hashed (the same for every booking of it).
+fn slot_name(start: DateTime<Utc>) -> String {
+    let digest = Sha256::digest(format!("slot\u{0}{}", start.timestamp()).as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("sb-slot-{hex}")
 }
 
 /// The resource name for a UID: its safe characters only.
@@ -515,7 +560,7 @@ fn to_utc(t: DatePerhapsTime) -> Option<(DateTime<Utc>, bool)> {
     }
 }
 
-fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
+pub(crate) fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
     DateTime::parse_from_rfc3339(s).map_err(|_| {
         format!(
             "{field} `{}` is not an RFC 3339 time; write it like 2030-01-07T14:00:00Z or 2030-01-07T09:00:00-05:00",
@@ -524,7 +569,7 @@ fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
     })
 }
 
-fn rfc3339(t: DateTime<FixedOffset>) -> String {
+pub(crate) fn rfc3339(t: DateTime<FixedOffset>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
@@ -533,7 +578,7 @@ fn ical_utc(t: DateTime<Utc>) -> String {
 }
 
 /// `scheme://host:port` of the calendar: what errors name (never the path or credentials).
-fn host_label(url: &Url) -> String {
+pub(crate) fn host_label(url: &Url) -> String {
     format!(
         "{}://{}:{}",
         url.scheme(),
@@ -569,12 +614,12 @@ fn refused(url: &Url, status: StatusCode, what: &str) -> String {
     }
 }
 
-enum ReadError {
+pub(crate) enum ReadError {
     TooLarge,
     Transport(reqwest::Error),
 }
 
-async fn read_capped(mut resp: reqwest::Response) -> Result<String, ReadError> {
+pub(crate) async fn read_capped(mut resp: reqwest::Response) -> Result<String, ReadError> {
     let mut buf = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(ReadError::Transport)? {
         if buf.len() + chunk.len() > MAX_BODY_BYTES {
@@ -586,7 +631,7 @@ async fn read_capped(mut resp: reqwest::Response) -> Result<String, ReadError> {
 }
 
 /// `local@domain.tld`, no spaces or angle brackets: enough to catch a misheard address.
-fn plausible_email(a: &str) -> bool {
+pub(crate) fn plausible_email(a: &str) -> bool {
     let Some((local, domain)) = a.rsplit_once('@') else {
         return false;
     };
@@ -600,7 +645,7 @@ fn plausible_email(a: &str) -> bool {
             .any(|c| c.is_whitespace() || "<>,;:\"()[]\\".contains(c))
 }
 
-fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     match s.char_indices().nth(80) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_owned(),

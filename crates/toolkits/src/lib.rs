@@ -3,15 +3,20 @@
 //!
 //! # Layout
 //! - [`caldav`]: CalDAV calendars (`REPORT` calendar-query, idempotent `PUT` of a VEVENT).
+//! - [`google`]: Google Calendar API v3 (`events`, `freeBusy`; client-chosen event ids).
+//! - [`oauth`]: OAuth2 with PKCE for toolkits: authorize URLs, code exchange, access tokens
+//!   refreshed once across nodes.
 //! - [`slots`]: free-slot arithmetic for `check_availability` (pure).
 //! - [`smtp`]: email over SMTP (lettre), with a deterministic `Message-ID` and a per-tenant rate.
 //!
 //! [`Calendars`] is the runtime's `Calendar` handler: it picks the provider from the agent
-//! tool's config (a CalDAV `url`), so the toolkit functions and tenants' own `calendar.*`
+//! tool's config (a CalDAV `url`) or the Google connection the server names in it, so the toolkit functions and tenants' own `calendar.*`
 //! actions reach the same code.
 #![forbid(unsafe_code)]
 
 pub mod caldav;
+pub mod google;
+pub mod oauth;
 pub mod slots;
 pub mod smtp;
 
@@ -23,6 +28,8 @@ use switchboard_runtime::effects::{Calendar, CalendarOp, EmailMessage, EmailSend
 #[derive(Debug)]
 pub struct Calendars {
     caldav: caldav::CalDav,
+    /// Present when the deployment configured a Google OAuth client.
+    google: Option<google::GoogleCalendar>,
 }
 
 impl Calendars {
@@ -31,7 +38,14 @@ impl Calendars {
     pub fn new(allow_private: bool) -> Self {
         Calendars {
             caldav: caldav::CalDav::new(allow_private),
+            google: None,
         }
+    }
+
+    /// Serves agents connected to Google Calendar as well.
+    pub fn with_google(mut self, google: google::GoogleCalendar) -> Self {
+        self.google = Some(google);
+        self
     }
 }
 
@@ -44,6 +58,8 @@ impl Calendar for Calendars {
         Box::pin(async move {
             if scope.config.get("url").is_some() {
                 self.caldav.call(scope, op).await
+            } else if let (Some(g), true) = (&self.google, google::GoogleCalendar::serves(scope)) {
+                g.call(scope, op).await
             } else {
                 Err("the calendar is not connected: this agent's calendar has no CalDAV `url` and Google Calendar is not available on this server. Tell the caller you cannot book by phone right now".to_owned())
             }

@@ -12,6 +12,7 @@ use crate::state::AppState;
 
 pub mod agents;
 pub mod calls;
+pub mod connections;
 pub mod health;
 pub mod items;
 pub mod mcp_servers;
@@ -34,7 +35,7 @@ pub mod tools;
         (name = "agents", description = "Agents, their tools, and the toolset a model sees"),
         (name = "settings", description = "Tenant features, secrets and API keys"),
         (name = "calls", description = "Calls over HTTP: start, invoke tools, cancel, end"),
-        (name = "toolkits", description = "Built-in toolkits (calendar, email): their config schemas and actions; enable one on an agent as `toolkit:<name>`"),
+        (name = "toolkits", description = "Built-in toolkits (calendar, email): their config schemas and actions; enable one on an agent as `toolkit:<name>`; connect an agent to an OAuth2 toolkit (Google Calendar)"),
         (name = "mcp", description = "MCP servers as tool sources: register them, list their tools, attach them to agents as `<label>/<tool>`"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
@@ -137,6 +138,12 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(agents::get_toolset))
         .routes(routes!(toolkits::list_toolkits))
         .routes(routes!(toolkits::get_toolkit))
+        .routes(routes!(
+            connections::start_connection,
+            connections::delete_connection
+        ))
+        .routes(routes!(connections::list_connections))
+        .routes(routes!(connections::oauth_callback))
         .routes(routes!(calls::create_call))
         .routes(routes!(calls::get_call, calls::end_call))
         .routes(routes!(calls::invoke))

@@ -2,11 +2,14 @@
 //! HTTP; every test runs on SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod caldav_race;
 mod call_cap;
 mod commits;
 mod conformance;
 mod console;
+mod demo;
 mod error_statuses;
+mod google;
 mod limits;
 mod memory;
 mod ownership;
@@ -633,6 +636,10 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/mcp-servers/{label}/tools", "get"),
         ("/v1/toolkits", "get"),
         ("/v1/toolkits/{name}", "get"),
+        ("/v1/agents/{name}/connections/{toolkit}", "post"),
+        ("/v1/agents/{name}/connections/{toolkit}", "delete"),
+        ("/v1/connections", "get"),
+        ("/v1/oauth/callback", "get"),
         ("/healthz", "get"),
         ("/readyz", "get"),
     ] {

@@ -1,0 +1,617 @@
+//! Google Calendar (API v3) behind the same `Calendar` handler as CalDAV.
+//!
+//! `list_events` is `events.list` (single events ordered by start), `check_availability` is
+//! `freeBusy` (the conflicts, and the next free slots of the asked length from `slots`), and
+//! `create_event` is `events.insert` with an event id chosen from the idempotency key: a
+//! retried booking finds its own event, and a 409 on that id means it exists already, so no
+//! booking is made twice. Each request carries the agent's access token from [`Tokens`]; a 401
+//! renews it once and tries again.
+
+use std::time::Duration as StdDuration;
+
+use chrono::{DateTime, Duration, FixedOffset, NaiveTime, Utc};
+use reqwest::{Method, StatusCode, Url};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
+
+use crate::caldav::{clip, host_label, parse_time, plausible_email, read_capped, rfc3339};
+use crate::oauth::{TokenError, Tokens};
+use crate::slots::{self, Interval, WorkingHours};
+
+/// The toolkit whose connection this handler uses.
+pub const TOOLKIT: &str = "google_calendar";
+/// The key of an agent tool's config under which the server names the connection to use
+/// (`{"agent": "<name>"}`); tenants cannot set it (the toolkit's config schema has no such field).
+pub const CONNECTION_KEY: &str = "oauth_connection";
+/// Google's Calendar API.
+pub const API_BASE: &str = "https://www.googleapis.com/calendar/v3/";
+
+/// Largest response body read (the same cap as CalDAV's).
+const MAX_EVENTS: usize = 2_000;
+const SEARCH_DAYS: i64 = 7;
+const ALTERNATIVES: usize = 3;
+const REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
+
+/// The handler: an HTTP client with the outbound guard, the API base, and the token source.
+#[derive(Debug)]
+pub struct GoogleCalendar {
+    http: reqwest::Client,
+    api_base: Url,
+    tokens: Tokens,
+}
+
+/// An HTTP client for Google (API and token endpoint) with the outbound guard.
+pub fn client(allow_private: bool) -> Result<reqwest::Client, String> {
+    switchboard_runtime::http::guarded_client_builder(allow_private)
+        .user_agent(format!("switchboard/{}", env!("CARGO_PKG_VERSION")))
+        .timeout(REQUEST_TIMEOUT)
+        .connect_timeout(StdDuration::from_secs(5))
+        .build()
+        .map_err(|e| format!("cannot build the Google HTTP client: {e}"))
+}
+
+/// One event as the model reads it.
+struct Event {
+    id: String,
+    /// When Google stored it (its `created`): which of two bookings made at once came first.
+    created: Option<DateTime<Utc>>,
+    title: String,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    description: Option<String>,
+}
+
+impl Event {
+    fn json(&self, tz: &FixedOffset) -> Value {
+        let mut v = json!({
+            "id": self.id,
+            "title": self.title,
+            "start": rfc3339(self.start.with_timezone(tz)),
+            "end": rfc3339(self.end.with_timezone(tz)),
+        });
+        if let (Some(d), Value::Object(m)) = (&self.description, &mut v) {
+            m.insert("description".into(), json!(d));
+        }
+        v
+    }
+}
+
+/// Which connection and calendar an operation uses, read once.
+struct Target<'a> {
+    tenant: &'a str,
+    agent: String,
+    calendar_id: String,
+    default_duration: i64,
+    hours: WorkingHours,
+}
+
+/// Why one API request failed.
+enum ApiError {
+    /// The token was refused: renew once and retry.
+    Unauthorized,
+    /// A message for the model.
+    Failed(String),
+}
+
+fn not_connected() -> String {
+    "the calendar is not connected: this agent's Google Calendar connection is missing or was revoked, and the operator must connect it again. Tell the caller you cannot book by phone right now and offer another way".to_owned()
+}
+
+fn token_error(e: TokenError) -> String {
+    match e {
+        TokenError::NotConnected(_) => not_connected(),
+        TokenError::Unavailable(why) => format!(
+            "the calendar is unavailable right now ({why}); tell the caller and offer to call back"
+        ),
+    }
+}
+
+/// The Google event id of a booking: base32hex characters (`0-9a-v`), the same for every
+/// retry of one booking, never the same across tenants.
+pub fn event_id(tenant: &str, idempotency_key: &str) -> String {
+    let digest = Sha256::digest(format!("{tenant}\u{0}{idempotency_key}").as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("sb{hex}")
+}
+
+impl GoogleCalendar {
+    pub fn new(http: reqwest::Client, api_base: Url, tokens: Tokens) -> Self {
+        GoogleCalendar {
+            http,
+            api_base,
+            tokens,
+        }
+    }
+
+    /// Whether an agent tool is served by this handler: the server named its connection.
+    pub fn serves(scope: &ToolkitScope<'_>) -> bool {
+        scope.config.get(CONNECTION_KEY).is_some()
+    }
+
+    /// Performs one calendar operation.
+    pub async fn call(&self, scope: &ToolkitScope<'_>, op: &CalendarOp) -> Result<Value, String> {
+        let t = target(scope)?;
+        match op {
+            CalendarOp::ListEvents {
+                time_min,
+                time_max,
+                max_results,
+            } => {
+                let from = parse_time("time_min", time_min)?;
+                let to = match time_max {
+                    Some(x) => parse_time("time_max", x)?,
+                    None => from + Duration::days(1),
+                };
+                if to <= from {
+                    return Err(format!(
+                        "time_max {} is not after time_min {}; ask for a range that ends after it starts",
+                        rfc3339(to),
+                        rfc3339(from)
+                    ));
+                }
+                let max = max_results.unwrap_or(10).clamp(1, 100);
+                let events = self.events(&t, from.to_utc(), to.to_utc(), max).await?;
+                let tz = *from.offset();
+                Ok(json!({"events": events.iter().map(|e| e.json(&tz)).collect::<Vec<_>>()}))
+            }
+            CalendarOp::CheckAvailability {
+                date,
+                duration_minutes,
+            } => {
+                let start = parse_time("date", date)?;
+                let len =
+                    Duration::minutes(i64::from(duration_minutes.unwrap_or(30)).clamp(1, 1440));
+                self.availability(&t, start, len).await
+            }
+            CalendarOp::CreateEvent {
+                title,
+                start_time,
+                duration_minutes,
+                attendees,
+                description,
+            } => {
+                let start = parse_time("start_time", start_time)?;
+                let minutes = duration_minutes.map_or(t.default_duration, i64::from);
+                let len = Duration::minutes(minutes.clamp(1, 1440));
+                let id = event_id(scope.tenant_id, scope.idempotency_key);
+                let attendees = attendees.as_deref().unwrap_or_default();
+                self.create(
+                    &t,
+                    &id,
+                    title,
+                    start,
+                    len,
+                    attendees,
+                    description.as_deref(),
+                )
+                .await
+            }
+        }
+    }
+
+    fn calendar_url(&self, t: &Target<'_>, tail: &str) -> Result<Url, String> {
+        let mut url = self.api_base.clone();
+        {
+            let mut seg = url
+                .path_segments_mut()
+                .map_err(|_| "the Google API base is not a URL with a path".to_owned())?;
+            seg.pop_if_empty().push("calendars").push(&t.calendar_id);
+            for s in tail.split('/').filter(|s| !s.is_empty()) {
+                seg.push(s);
+            }
+        }
+        Ok(url)
+    }
+
+    /// Sends one request with a fresh token; a 401 renews the token once and sends it again.
+    async fn send(
+        &self,
+        t: &Target<'_>,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Value), String> {
+        let mut refused: Option<SecretString> = None;
+        for _ in 0..2 {
+            let token = self
+                .tokens
+                .access_token(t.tenant, &t.agent, TOOLKIT, refused.as_ref())
+                .await
+                .map_err(token_error)?;
+            match self.once(&method, &url, body, &token).await {
+                Ok(answer) => return Ok(answer),
+                Err(ApiError::Unauthorized) => refused = Some(token),
+                Err(ApiError::Failed(m)) => return Err(m),
+            }
+        }
+        Err(not_connected())
+    }
+
+    async fn once(
+        &self,
+        method: &Method,
+        url: &Url,
+        body: Option<&Value>,
+        token: &SecretString,
+    ) -> Result<(StatusCode, Value), ApiError> {
+        let host = host_label(url);
+        let mut req = self
+            .http
+            .request(method.clone(), url.clone())
+            .bearer_auth(token.expose_secret());
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await.map_err(|e| {
+            ApiError::Failed(format!(
+                "Google Calendar at {host} {}; tell the caller the calendar is unavailable right now and offer to call back",
+                if e.is_timeout() { "did not answer in time" } else { "could not be reached" }
+            ))
+        })?;
+        let status = resp.status();
+        if status == StatusCode::UNAUTHORIZED {
+            return Err(ApiError::Unauthorized);
+        }
+        let text = read_capped(resp).await.map_err(|_| {
+            ApiError::Failed(format!(
+                "Google Calendar at {host} sent an answer too large or cut off"
+            ))
+        })?;
+        let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        match status {
+            s if s.is_success() || s == StatusCode::CONFLICT => Ok((s, value)),
+            StatusCode::FORBIDDEN => Err(ApiError::Failed(format!(
+                "Google Calendar at {host} refused access to the calendar (403); the operator must connect an account that can edit it, or fix config.calendar_id"
+            ))),
+            StatusCode::NOT_FOUND => Err(ApiError::Failed(format!(
+                "Google Calendar at {host} has no such calendar (404); the operator must fix config.calendar_id"
+            ))),
+            s => Err(ApiError::Failed(format!(
+                "Google Calendar at {host} failed ({s}); tell the caller the calendar is unavailable right now and offer to call back"
+            ))),
+        }
+    }
+
+    async fn events(
+        &self,
+        t: &Target<'_>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        max: u32,
+    ) -> Result<Vec<Event>, String> {
+        Ok(self.events_in(t, from, to, max).await?.0)
+    }
+
+    /// The events of a window and the calendar's own time zone (IANA name), which Google
+    /// sends with every list.
+    async fn events_in(
+        &self,
+        t: &Target<'_>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        max: u32,
+    ) -> Result<(Vec<Event>, Option<String>), String> {
+        let mut url = self.calendar_url(t, "events")?;
+        url.query_pairs_mut()
+            .append_pair("timeMin", &rfc3339(from.fixed_offset()))
+            .append_pair("timeMax", &rfc3339(to.fixed_offset()))
+            .append_pair("maxResults", &max.to_string())
+            .append_pair("singleEvents", "true")
+            .append_pair("orderBy", "startTime");
+        let (_, body) = self.send(t, Method::GET, url, None).await?;
+        let items = body.get("items").and_then(Value::as_array);
+        let events = items
+            .into_iter()
+            .flatten()
+            .take(MAX_EVENTS)
+            .filter(|e| e.get("status").and_then(Value::as_str) != Some("cancelled"))
+            .filter_map(parse_event)
+            .collect();
+        let zone = body
+            .get("timeZone")
+            .and_then(Value::as_str)
+            .filter(|z| z.len() <= 64)
+            .map(str::to_owned);
+        Ok((events, zone))
+    }
+
+    async fn busy(
+        &self,
+        t: &Target<'_>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<Interval>, String> {
+        let mut url = self.api_base.clone();
+        url.path_segments_mut()
+            .map_err(|_| "the Google API base is not a URL with a path".to_owned())?
+            .pop_if_empty()
+            .push("freeBusy");
+        let body = json!({
+            "timeMin": rfc3339(from.fixed_offset()),
+            "timeMax": rfc3339(to.fixed_offset()),
+            "items": [{"id": t.calendar_id}],
+        });
+        let (_, answer) = self.send(t, Method::POST, url, Some(&body)).await?;
+        let cal = answer
+            .pointer(&format!(
+                "/calendars/{}",
+                t.calendar_id.replace('~', "~0").replace('/', "~1")
+            ))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if cal
+            .get("errors")
+            .and_then(Value::as_array)
+            .is_some_and(|e| !e.is_empty())
+        {
+            return Err("Google Calendar could not tell the calendar's busy times (the calendar is not found or not shared); the operator must fix config.calendar_id".into());
+        }
+        Ok(cal
+            .get("busy")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .take(MAX_EVENTS)
+            .filter_map(|b| {
+                let s = b.get("start").and_then(Value::as_str)?;
+                let e = b.get("end").and_then(Value::as_str)?;
+                Some((
+                    DateTime::parse_from_rfc3339(s).ok()?.to_utc(),
+                    DateTime::parse_from_rfc3339(e).ok()?.to_utc(),
+                ))
+            })
+            .collect())
+    }
+
+    async fn availability(
+        &self,
+        t: &Target<'_>,
+        start: DateTime<FixedOffset>,
+        len: Duration,
+    ) -> Result<Value, String> {
+        let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
+        let busy = self.busy(t, start.to_utc(), horizon).await?;
+        let slot = (start.to_utc(), (start + len).to_utc());
+        let tz = *start.offset();
+        let conflicts: Vec<Value> = busy
+            .iter()
+            .filter(|b| slots::overlaps(slot, **b))
+            .map(|(a, b)| json!({"start": rfc3339(a.with_timezone(&tz)), "end": rfc3339(b.with_timezone(&tz))}))
+            .collect();
+        let in_hours = slots::within_hours(start, len, t.hours);
+        let available = conflicts.is_empty() && in_hours;
+        let next = if available {
+            Vec::new()
+        } else {
+            slots::next_free(start, len, &busy, t.hours, horizon, ALTERNATIVES)
+        };
+        let mut out = json!({
+            "available": available,
+            "start": rfc3339(start),
+            "end": rfc3339(start + len),
+            "conflicts": conflicts,
+            "next_free_slots": next
+                .iter()
+                .map(|(a, b)| json!({"start": rfc3339(*a), "end": rfc3339(*b)}))
+                .collect::<Vec<_>>(),
+        });
+        if !in_hours && let Value::Object(m) = &mut out {
+            m.insert(
+                "reason".into(),
+                json!(format!(
+                    "outside working hours ({}-{})",
+                    t.hours.start.format("%H:%M"),
+                    t.hours.end.format("%H:%M")
+                )),
+            );
+        }
+        Ok(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn create(
+        &self,
+        t: &Target<'_>,
+        id: &str,
+        title: &str,
+        start: DateTime<FixedOffset>,
+        len: Duration,
+        attendees: &[String],
+        description: Option<&str>,
+    ) -> Result<Value, String> {
+        for a in attendees {
+            if !plausible_email(a) {
+                return Err(format!(
+                    "attendee `{}` is not an email address; ask the caller for it again",
+                    clip(a)
+                ));
+            }
+        }
+        let end = start + len;
+        let tz = *start.offset();
+        let booked = |created: bool| {
+            json!({
+                "id": id,
+                "title": title,
+                "start": rfc3339(start),
+                "end": rfc3339(end),
+                "created": created,
+            })
+        };
+        // This booking made before (an answer lost, a retry): it is the booking. Someone
+        // else's event in the slot: a refusal with alternatives.
+        let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
+        let (events, zone) = self.events_in(t, start.to_utc(), horizon, 250).await?;
+        if let Some(own) = events.iter().find(|e| e.id == id) {
+            let mut v = own.json(&tz);
+            if let Value::Object(m) = &mut v {
+                m.insert("created".into(), json!(false));
+            }
+            return Ok(v);
+        }
+        let slot = (start.to_utc(), end.to_utc());
+        if events
+            .iter()
+            .any(|e| slots::overlaps(slot, (e.start, e.end)))
+        {
+            return Err(taken(start, len, &events, t.hours));
+        }
+        let mut body = json!({
+            "id": id,
+            "summary": title,
+            "start": {"dateTime": rfc3339(start)},
+            "end": {"dateTime": rfc3339(end)},
+        });
+        // The instant is fixed by the offset; the calendar's zone makes the event read (and
+        // repeat) in that zone's local time.
+        if let Some(z) = &zone {
+            body["start"]["timeZone"] = json!(z);
+            body["end"]["timeZone"] = json!(z);
+        }
+        if let Value::Object(m) = &mut body {
+            if let Some(d) = description {
+                m.insert("description".into(), json!(d));
+            }
+            if !attendees.is_empty() {
+                m.insert(
+                    "attendees".into(),
+                    attendees.iter().map(|a| json!({"email": a})).collect(),
+                );
+            }
+        }
+        let url = self.calendar_url(t, "events")?;
+        let (status, _) = self.send(t, Method::POST, url, Some(&body)).await?;
+        // 409: an event with this id exists, made by an earlier try of this booking.
+        if status == StatusCode::CONFLICT {
+            return Ok(booked(false));
+        }
+        // Two callers booking one free slot at once both pass the check above. Each then
+        // looks again: the booking Google stored later (by `created`, then id) gives the slot
+        // up. One that looked before the other's was stored is the earlier, so exactly one
+        // keeps it.
+        let after = self.events(t, start.to_utc(), end.to_utc(), 250).await?;
+        let key = |e: &Event| (e.created, e.id.clone());
+        let ours = after.iter().find(|e| e.id == id).map(key);
+        if let Some(ours) = ours
+            && after
+                .iter()
+                .any(|e| e.id != id && slots::overlaps(slot, (e.start, e.end)) && key(e) < ours)
+        {
+            let url = self.calendar_url(t, &format!("events/{id}"))?;
+            self.send(t, Method::DELETE, url, None).await?;
+            tracing::info!(name: "calendar_booking_yielded", "calendar_booking_yielded");
+            let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
+            let events = self.events(t, start.to_utc(), horizon, 250).await?;
+            return Err(taken(start, len, &events, t.hours));
+        }
+        Ok(booked(true))
+    }
+}
+
+/// The refusal of a taken slot, with the next free times to offer.
+fn taken(
+    start: DateTime<FixedOffset>,
+    len: Duration,
+    events: &[Event],
+    hours: WorkingHours,
+) -> String {
+    let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
+    let busy: Vec<Interval> = events.iter().map(|e| (e.start, e.end)).collect();
+    let next = slots::next_free(start, len, &busy, hours, horizon, ALTERNATIVES);
+    let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
+    format!(
+        "the slot {} to {} is already taken; nothing was booked. Offer the caller one of these free times instead: {}",
+        rfc3339(start),
+        rfc3339(start + len),
+        if offer.is_empty() {
+            "none in the next week".to_owned()
+        } else {
+            offer.join(", ")
+        }
+    )
+}
+
+fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, String> {
+    let agent = scope
+        .config
+        .pointer(&format!("/{CONNECTION_KEY}/agent"))
+        .and_then(Value::as_str)
+        .ok_or_else(not_connected)?
+        .to_owned();
+    let cfg = scope.config;
+    let hour = |k: &str, default: NaiveTime| {
+        cfg.pointer(&format!("/working_hours/{k}"))
+            .and_then(Value::as_str)
+            .and_then(|t| NaiveTime::parse_from_str(t, "%H:%M").ok())
+            .unwrap_or(default)
+    };
+    let d = WorkingHours::default();
+    Ok(Target {
+        tenant: scope.tenant_id,
+        agent,
+        calendar_id: cfg
+            .get("calendar_id")
+            .and_then(Value::as_str)
+            .unwrap_or("primary")
+            .to_owned(),
+        default_duration: cfg
+            .get("default_event_duration")
+            .and_then(Value::as_i64)
+            .unwrap_or(30),
+        hours: WorkingHours {
+            start: hour("start", d.start),
+            end: hour("end", d.end),
+        },
+    })
+}
+
+/// An `events` item with a `dateTime` (or all-day `date`) start and end.
+fn parse_event(e: &Value) -> Option<Event> {
+    let time = |k: &str| -> Option<DateTime<Utc>> {
+        let t = e.get(k)?;
+        if let Some(dt) = t.get("dateTime").and_then(Value::as_str) {
+            return DateTime::parse_from_rfc3339(dt).ok().map(|d| d.to_utc());
+        }
+        let date = t.get("date").and_then(Value::as_str)?;
+        let day = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
+        Some(day.and_time(NaiveTime::MIN).and_utc())
+    };
+    Some(Event {
+        id: e.get("id").and_then(Value::as_str)?.to_owned(),
+        created: e
+            .get("created")
+            .and_then(Value::as_str)
+            .and_then(|c| DateTime::parse_from_rfc3339(c).ok())
+            .map(|c| c.to_utc()),
+        title: e
+            .get("summary")
+            .and_then(Value::as_str)
+            .unwrap_or("(busy)")
+            .to_owned(),
+        start: time("start")?,
+        end: time("end")?,
+        description: e
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_are_base32hex_stable_and_apart_per_tenant() {
+        let a = event_id("acme", "c1-fc1-0");
+        assert_eq!(a, event_id("acme", "c1-fc1-0"));
+        assert_ne!(a, event_id("other", "c1-fc1-0"));
+        assert!(
+            a.len() >= 5
+                && a.chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='v').contains(&c))
+        );
+    }
+}
