@@ -8,7 +8,8 @@
 //! - Each resource has its own module: [`tenants`], [`keys`], [`tools`], [`agents`],
 //!   [`secrets`], [`mcp_servers`], [`calls`] (whose [`TenantJournal`] is the runtime's
 //!   [`switchboard_runtime::CallJournal`] for one tenant's calls), [`replays`] (a tool's
-//!   recorded invocations read back for replay).
+//!   recorded invocations read back for replay), [`memory`] (what agents remember about each
+//!   caller, with ranked full-text search; its [`MemoryHandler`] performs `memory.*` effects).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -22,6 +23,7 @@ mod error;
 mod journal;
 pub mod keys;
 pub mod mcp_servers;
+pub mod memory;
 pub mod ownership;
 mod page;
 pub mod replays;
@@ -49,6 +51,7 @@ pub use error::StoreError;
 pub use journal::TenantJournal;
 pub use keys::{ApiKey, Principal};
 pub use mcp_servers::{McpServer, McpServerConfig};
+pub use memory::{CallerMemory, MemoryHandler, MemoryLimits, Observation, Relation};
 pub use ownership::{CallOwner, Door, NodeInfo};
 pub use page::{Page, Paged};
 pub use replays::CallRecord;

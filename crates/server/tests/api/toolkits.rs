@@ -278,6 +278,7 @@ both_backends!(a_caller_books_through_caldav, |app| {
     let secrets = json!({"username": "alice", "password": radicale.password});
     let scope = switchboard_runtime::effects::ToolkitScope {
         tenant_id: "acme",
+        call_id: "c1",
         caller: None,
         config: &config,
         secrets: &secrets,
@@ -463,6 +464,7 @@ both_backends!(a_caller_gets_an_email, |app| {
     let secrets = json!({});
     let scope = switchboard_runtime::effects::ToolkitScope {
         tenant_id: "acme",
+        call_id: "c1",
         caller: None,
         config: &config,
         secrets: &secrets,
