@@ -43,6 +43,8 @@ pub struct ServerConfig {
     /// The base URL other nodes reach this one at (`--advertise-url`); by default the listen
     /// address, when it is a specific one.
     pub advertise_url: Option<String>,
+    /// Bounds on what the `memory` toolkit keeps per caller and per tenant.
+    pub memory: switchboard_store::MemoryLimits,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +61,7 @@ impl Default for ServerConfig {
             commit_retry: std::time::Duration::from_secs(2),
             lease: std::time::Duration::from_secs(10),
             advertise_url: None,
+            memory: switchboard_store::MemoryLimits::default(),
         }
     }
 }
@@ -169,6 +172,18 @@ impl AppState {
             ))
                 as Arc<dyn switchboard_runtime::effects::EmailSender>);
             Arc::new(with_email)
+        };
+        // Caller memory is data: the store performs `memory.*` itself.
+        let effects = if effects.memory.is_some() {
+            effects
+        } else {
+            let mut with_memory = (*effects).clone();
+            with_memory.memory = Some(Arc::new(switchboard_store::MemoryHandler::new(
+                store.clone(),
+                config.memory,
+            ))
+                as Arc<dyn switchboard_runtime::effects::Memory>);
+            Arc::new(with_memory)
         };
         let realtime = crate::realtime::door(&config);
         let mut realtime_effects = (*effects).clone();

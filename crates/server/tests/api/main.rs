@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod call_cap;
+mod caller_memory;
 mod commits;
 mod conformance;
 mod console;
@@ -632,6 +633,8 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/mcp-servers/{label}/tools", "get"),
         ("/v1/toolkits", "get"),
         ("/v1/toolkits/{name}", "get"),
+        ("/v1/memory/callers/{caller}", "get"),
+        ("/v1/memory/callers/{caller}", "delete"),
         ("/healthz", "get"),
         ("/readyz", "get"),
     ] {

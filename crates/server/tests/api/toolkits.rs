@@ -22,7 +22,7 @@ both_backends!(the_toolkit_catalogue, |app| {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["caldav", "google_calendar", "email"]);
+    assert_eq!(names, ["caldav", "google_calendar", "email", "memory"]);
     let (s, google) = app.get("/v1/toolkits/google_calendar", &key).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(

@@ -105,11 +105,17 @@ fn check(new: &NewObservation<'_>, limits: &MemoryLimits) -> Result<Checked, Sto
     })
 }
 
-/// The error when a counter would pass its limit.
+/// The error when a counter would pass its limit: which limit, and how to make room.
 fn full(what: &str, have: i64, max: i64, limit: &str, whose: &str) -> StoreError {
+    let raise = match limit {
+        "max_observations_per_caller" | "max_observations_per_tenant" => {
+            format!(", or raise it (serve --memory-{})", limit.replace('_', "-"))
+        }
+        _ => String::new(),
+    };
     StoreError::Conflict(format!(
         "memory is full: {whose} already holds {have} {what}, the most allowed ({limit} = {max}); \
-         forget some with DELETE /v1/memory/callers/{{caller}}, or raise {limit} on the server"
+         delete a caller's memory with DELETE /v1/memory/callers/{{caller}}{raise}"
     ))
 }
 
