@@ -159,8 +159,9 @@ pub fn check_caller(caller: &str, limits: &MemoryLimits) -> Result<(), StoreErro
 }
 
 /// One word naming a tenant and a caller, so SQLite's full-text index narrows a search to that
-/// caller's rows. A hash: the words of one caller say nothing about another's.
-pub(crate) fn scope_word(tenant_id: &str, caller: &str) -> String {
+/// caller's rows. A hash: the words of one caller say nothing about another's. Public for tools
+/// that load rows in bulk (the benchmark).
+pub fn scope_word(tenant_id: &str, caller: &str) -> String {
     let mut h = Sha256::new();
     h.update(tenant_id.as_bytes());
     h.update([0]);

@@ -78,6 +78,8 @@ impl Store {
             Db::Sqlite(pool) => {
                 // The caller's scope word and any of the query's words (stemmed by the index's
                 // tokenizer); each word is letters and digits only, quoted as an FTS5 string.
+                // CROSS JOIN keeps the full-text match the outer loop: the other order runs the
+                // match once per row of the caller (50 ms instead of well under 1 ms).
                 let terms: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
                 let expr = format!(
                     "scope : \"{}\" AND {{entity content}} : ({})",
@@ -87,7 +89,7 @@ impl Store {
                 sqlx::query_as(
                     "SELECT o.id, o.entity, o.content, o.call_id, o.created_at, \
                      -bm25(memory_observations_fts, 0.0, 2.0, 1.0) AS rank \
-                     FROM memory_observations_fts JOIN memory_observations o ON o.id = memory_observations_fts.rowid \
+                     FROM memory_observations_fts CROSS JOIN memory_observations o ON o.id = memory_observations_fts.rowid \
                      WHERE memory_observations_fts MATCH $1 AND o.tenant_id = $2 AND o.caller = $3 \
                      ORDER BY rank DESC, o.id DESC LIMIT $4",
                 )
