@@ -301,3 +301,84 @@ async fn a_full_memory_is_a_clear_answer_sqlite() {
 async fn a_full_memory_is_a_clear_answer_postgres() {
     a_full_memory_is_a_clear_answer(Backend::Postgres).await;
 }
+
+/// The Realtime door: a caller with memories is accepted with them in the agent's instructions.
+async fn a_phone_call_starts_with_the_profile(backend: Backend) {
+    const SECRET: &str = "whsec_c2VjcmV0LWtleS1mb3ItdGVzdGluZy13ZWJob29rcy0xMjM0NTY=";
+    const NUMBER: &str = "+18005550100";
+    let wait = std::time::Duration::from_secs(5);
+    let sim = switchboard_sim::Simulator::start()
+        .await
+        .expect("simulator");
+    sim.set_api_key("sk-tenant-openai");
+    let config = switchboard_server::ServerConfig {
+        openai: switchboard_realtime::Endpoints::from_api_base(&sim.base_url()),
+        ..switchboard_server::ServerConfig::default()
+    };
+    let app = crate::support::spawn_app_with(backend, config).await;
+    let key = memory_tenant(&app, "acme").await;
+    let features = json!({"realtime": {"phone_numbers": {NUMBER: "desk"}}});
+    assert_eq!(
+        app.put("/v1/features", &key, features).await.0,
+        StatusCode::OK
+    );
+    for (name, value) in [
+        ("openai_api_key", "sk-tenant-openai"),
+        ("openai_webhook_secret", SECRET),
+    ] {
+        let (s, body) = app
+            .put(
+                &format!("/v1/secrets/{name}"),
+                &key,
+                json!({"value": value}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::NO_CONTENT, "{body}");
+    }
+    // Remembered in an earlier call through the HTTP door.
+    start(&app, &key, "h1", Some(CALLER), json!({})).await;
+    invoke(
+        &app,
+        &key,
+        "h1",
+        "fc1",
+        "remember",
+        json!({"content": "is hard of hearing; speak slowly"}),
+    )
+    .await;
+    end(&app, &key, "h1").await;
+    let webhook = format!("{}/v1/realtime/webhook/acme", app.base);
+    for (call_id, from, expect) in [
+        ("rtc_known", CALLER, true),
+        ("rtc_new", "+14155550111", false),
+    ] {
+        let status = sim
+            .send_incoming_call(&webhook, SECRET, call_id, from, NUMBER)
+            .await
+            .expect("webhook");
+        assert_eq!(status, 200);
+        let accept = sim
+            .wait_request("accept", call_id, wait)
+            .await
+            .expect("accepted");
+        let instructions = accept.body["instructions"].as_str().unwrap_or_default();
+        assert!(instructions.starts_with("Help."), "{instructions}");
+        assert_eq!(
+            instructions.contains("is hard of hearing; speak slowly"),
+            expect,
+            "{call_id}: {instructions}"
+        );
+    }
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_phone_call_starts_with_the_profile_sqlite() {
+    a_phone_call_starts_with_the_profile(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_phone_call_starts_with_the_profile_postgres() {
+    a_phone_call_starts_with_the_profile(Backend::Postgres).await;
+}
