@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{MemoryLimits, check_caller, clean_name, scope_word};
 use crate::error::{is_fk_violation, is_unique_violation};
-use crate::{Store, StoreError, WritePool, now, truncate, with_pool};
+use crate::{Backend, Store, StoreError, WritePool, now, truncate, with_pool};
 
 /// A relation given with a new observation: its entity `relation` `to`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,15 +206,44 @@ impl Store {
             .bind(tenant_id)
             .execute(&mut *tx)
             .await?;
-            sqlx::query(
-                "INSERT INTO memory_callers (tenant_id, caller, created_at, updated_at) VALUES ($1, $2, $3, $3) \
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(tenant_id)
-            .bind(caller)
-            .bind(&at)
-            .execute(&mut *tx)
-            .await?;
+            // The caller's row is locked first, as forgetting locks it first: one caller's
+            // writes and its deletion take turns (no deadlock, exact counters). A row deleted
+            // while this waited for its lock is made again.
+            let lock = match pool.kind() {
+                Backend::Sqlite => {
+                    "SELECT caller FROM memory_callers WHERE tenant_id = $1 AND caller = $2"
+                }
+                Backend::Postgres => {
+                    "SELECT caller FROM memory_callers WHERE tenant_id = $1 AND caller = $2 FOR UPDATE"
+                }
+            };
+            let mut locked = false;
+            for _ in 0..3 {
+                sqlx::query(
+                    "INSERT INTO memory_callers (tenant_id, caller, created_at, updated_at) VALUES ($1, $2, $3, $3) \
+                     ON CONFLICT DO NOTHING",
+                )
+                .bind(tenant_id)
+                .bind(caller)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await?;
+                let row: Option<String> = sqlx::query_scalar(lock)
+                    .bind(tenant_id)
+                    .bind(caller)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if row.is_some() {
+                    locked = true;
+                    break;
+                }
+            }
+            if !locked {
+                return Err(StoreError::Conflict(format!(
+                    "the memory of caller `{}` is being deleted; try again",
+                    truncate(caller, 40)
+                )));
+            }
             let mut new_entities: i64 = 0;
             for name in &c.entities {
                 let n = sqlx::query(
@@ -335,13 +364,19 @@ impl Store {
     ) -> Result<Forgotten, StoreError> {
         with_pool!(self, |pool| {
             let mut tx = pool.begin_write().await?;
-            let counts: Option<(i64, i64, i64)> = sqlx::query_as(
-                "SELECT observations, entities, relations FROM memory_callers WHERE tenant_id = $1 AND caller = $2",
-            )
-            .bind(tenant_id)
-            .bind(caller)
-            .fetch_optional(&mut *tx)
-            .await?;
+            let lock = match pool.kind() {
+                Backend::Sqlite => {
+                    "SELECT observations, entities, relations FROM memory_callers WHERE tenant_id = $1 AND caller = $2"
+                }
+                Backend::Postgres => {
+                    "SELECT observations, entities, relations FROM memory_callers WHERE tenant_id = $1 AND caller = $2 FOR UPDATE"
+                }
+            };
+            let counts: Option<(i64, i64, i64)> = sqlx::query_as(lock)
+                .bind(tenant_id)
+                .bind(caller)
+                .fetch_optional(&mut *tx)
+                .await?;
             let Some((observations, entities, relations)) = counts else {
                 return Ok(Forgotten::default());
             };

@@ -20,6 +20,7 @@ on_both_backends!(
     forgetting_a_caller_removes_every_row,
     other_tenants_and_callers_see_nothing,
     the_handler_answers_the_model,
+    writes_and_forgetting_at_once_keep_the_counters_exact,
 );
 
 async fn note(
@@ -560,3 +561,65 @@ async fn the_handler_answers_the_model(h: Harness) {
         .unwrap_err();
     assert!(e.contains("`relations` must be a list"), "{e}");
 }
+
+async fn writes_and_forgetting_at_once_keep_the_counters_exact(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            if i % 6 == 5 {
+                s.forget_caller("acme", "+1").await.map(|_| ())
+            } else {
+                let key = format!("race-{i}");
+                let rels = [NewRelation {
+                    relation: "knows".into(),
+                    to: format!("friend {i}"),
+                }];
+                let new = NewObservation {
+                    entity: "caller",
+                    content: "a fact",
+                    relations: &rels,
+                    call_id: None,
+                    idempotency_key: &key,
+                };
+                s.remember("acme", "+1", &new, &MemoryLimits::default())
+                    .await
+                    .map(|_| ())
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    // The stored counters equal the rows left, whatever the interleaving.
+    let rows = s.caller_memory("acme", "+1").await.unwrap();
+    let (obs, ents, rels) = rows.as_ref().map_or((0, 0, 0), |m| {
+        (
+            m.observations.len() as i64,
+            m.entities.len() as i64,
+            m.relations.len() as i64,
+        )
+    });
+    let counters: (i64, i64, i64, i64) = match h.backend {
+        Backend::Sqlite => {
+            let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
+                .await
+                .unwrap();
+            sqlx::query_as(COUNTERS).fetch_one(&mut c).await.unwrap()
+        }
+        Backend::Postgres => {
+            let mut c = sqlx::PgConnection::connect(&h.url).await.unwrap();
+            sqlx::query_as(COUNTERS).fetch_one(&mut c).await.unwrap()
+        }
+    };
+    assert_eq!(counters, (obs, ents, rels, obs), "{rows:?}");
+}
+
+/// The caller's counters (zero when its row is gone) and the tenant's.
+const COUNTERS: &str = "SELECT \
+    COALESCE((SELECT observations FROM memory_callers WHERE tenant_id = 'acme' AND caller = '+1'), 0), \
+    COALESCE((SELECT entities FROM memory_callers WHERE tenant_id = 'acme' AND caller = '+1'), 0), \
+    COALESCE((SELECT relations FROM memory_callers WHERE tenant_id = 'acme' AND caller = '+1'), 0), \
+    (SELECT observations FROM memory_tenants WHERE tenant_id = 'acme')";
