@@ -136,6 +136,16 @@ pub struct ServeArgs {
     advertise_url: Option<String>,
     #[command(flatten)]
     google: crate::google::GoogleArgs,
+    /// Observations the `memory` toolkit keeps about one caller (max_observations_per_caller);
+    /// past it, `remember` answers that memory is full until the caller's memory is deleted.
+    #[arg(long, env = "SWITCHBOARD_MEMORY_MAX_OBSERVATIONS_PER_CALLER", default_value_t = 1_000,
+          value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
+    memory_max_observations_per_caller: i64,
+    /// Observations the `memory` toolkit keeps across all of a tenant's callers
+    /// (max_observations_per_tenant).
+    #[arg(long, env = "SWITCHBOARD_MEMORY_MAX_OBSERVATIONS_PER_TENANT", default_value_t = 1_000_000,
+          value_parser = clap::value_parser!(i64).range(1..=1_000_000_000))]
+    memory_max_observations_per_tenant: i64,
 }
 
 fn init_logs(format: &str) {
@@ -275,6 +285,11 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
         lease: std::time::Duration::from_millis(args.lease_ms),
         advertise_url: args.advertise_url.clone(),
         google: args.google.settings(args.listen)?,
+        memory: switchboard_store::MemoryLimits {
+            max_observations_per_caller: args.memory_max_observations_per_caller,
+            max_observations_per_tenant: args.memory_max_observations_per_tenant,
+            ..switchboard_store::MemoryLimits::default()
+        },
         ..ServerConfig::default()
     })
 }

@@ -26,6 +26,20 @@ pub struct CallInfo {
     pub started_at: String,
 }
 
+/// Who is calling, for per-caller toolkits such as memory: `call.from` when the call has a
+/// number, else `user.id` (a string, or a number written as digits). Empty strings are nobody.
+pub fn caller_of(call: &Value, user: &Value) -> Option<String> {
+    let from = call.get("from").and_then(Value::as_str);
+    if let Some(from) = from.filter(|f| !f.trim().is_empty()) {
+        return Some(from.to_owned());
+    }
+    match user.get("id") {
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// The state of one call, scope by scope. Each scope is shared until written (copy on write).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Context {

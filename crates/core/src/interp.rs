@@ -171,14 +171,10 @@ impl Suspended {
         self.state.base.active_agent().to_owned()
     }
 
-    /// The caller's number (`call.from`), if the call has one.
+    /// Who is calling, for per-caller toolkits: the caller's number (`call.from`), else
+    /// `user.id` (a string or a number), if the call has either.
     pub fn caller(&self) -> Option<String> {
-        self.state
-            .base
-            .call
-            .get("from")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
+        crate::context::caller_of(&self.state.base.call, &self.state.base.user)
     }
 }
 

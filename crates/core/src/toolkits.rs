@@ -7,6 +7,8 @@
 //! `config` and `sensitive_config`, which are checked here against the toolkit's schemas when
 //! the agent is saved.
 
+pub mod memory;
+
 use std::sync::OnceLock;
 
 use serde::Serialize;
@@ -60,7 +62,7 @@ pub struct ToolkitAction {
 /// Every built-in toolkit, in a stable order.
 pub fn catalogue() -> &'static [Toolkit] {
     static CATALOGUE: OnceLock<Vec<Toolkit>> = OnceLock::new();
-    CATALOGUE.get_or_init(|| vec![caldav(), google_calendar(), email()])
+    CATALOGUE.get_or_init(|| vec![caldav(), google_calendar(), email(), memory::toolkit()])
 }
 
 /// The toolkit called `name`.

@@ -74,6 +74,9 @@ pub trait Memory: Send + Sync {
 #[derive(Debug)]
 pub struct ToolkitScope<'a> {
     pub tenant_id: &'a str,
+    /// The call the effect belongs to (memory notes which call an observation came from).
+    pub call_id: &'a str,
+    /// Who is calling: `call.from`, else `user.id`.
     pub caller: Option<&'a str>,
     pub config: &'a Value,
     pub secrets: &'a Value,
@@ -230,7 +233,7 @@ pub struct EffectScope<'a> {
     pub transfers: &'a TransferLedger,
     /// Time left before the tool's deadline, the ceiling for any one effect.
     pub remaining: Duration,
-    /// The caller's number (`call.from`), for per-caller toolkits such as memory.
+    /// Who is calling (`call.from`, else `user.id`), for per-caller toolkits such as memory.
     pub caller: Option<&'a str>,
     /// The agent tool's config and secrets, for toolkit handlers.
     pub tool_config: &'a Value,
@@ -318,6 +321,7 @@ impl Effects {
     async fn toolkit(&self, scope: &EffectScope<'_>, request: &ToolkitRequest) -> EffectOutcome {
         let tk = ToolkitScope {
             tenant_id: scope.tenant_id,
+            call_id: scope.call_id,
             caller: scope.caller,
             config: scope.tool_config,
             secrets: scope.tool_secrets,

@@ -178,6 +178,16 @@ impl CallSession {
         deps: SessionDeps,
     ) -> Result<CallSession, JournalError> {
         let ctx = Context::new(&call, user);
+        Self::start_with_context(call, ctx, deps).await
+    }
+
+    /// [`CallSession::start`] with a context made by the door (e.g. holding the caller's
+    /// profile from memory), journaled as the call's first state.
+    pub async fn start_with_context(
+        call: CallInfo,
+        ctx: Context,
+        deps: SessionDeps,
+    ) -> Result<CallSession, JournalError> {
         deps.journal
             .append(
                 &call.id,

@@ -7,7 +7,8 @@
 //!   whose rejections use it.
 //! - [`calls`]: the HTTP door's live calls (a `CallSession` each) and the sink that answers the
 //!   waiting requests; [`toolset`]: from stored config to compiled tools, toolsets and a call's
-//!   pinned config; [`tool_cache`]: compiled tools, bounded by bytes.
+//!   pinned config; [`tool_cache`]: compiled tools, bounded by bytes; [`caller_profile`]: a
+//!   returning caller's remembered facts, loaded when a call starts.
 //! - [`mcp`]: MCP both ways: each agent's tools served at `/v1/agents/{name}/mcp` and each
 //!   live call's at `/v1/calls/{call_id}/mcp`, and tenants' MCP servers as tool sources.
 //! - [`realtime`]: the OpenAI Realtime SIP webhook, routing a call to its agent, and running it on
@@ -32,6 +33,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 
 pub mod auth;
+pub mod caller_profile;
 pub mod calls;
 pub mod console;
 pub mod demo;

@@ -198,6 +198,8 @@ struct Prepared {
     plan: CallPlan,
     config: switchboard_runtime::CallConfig,
     pinned: Value,
+    /// What the agent remembers about the caller, when it loads a profile.
+    profile: Option<switchboard_store::memory::Profile>,
 }
 
 /// The agent for the number called, and everything the call will use, pinned now.
@@ -239,11 +241,17 @@ async fn prepare(
             })?,
     };
     let (config, pinned) = call_config(state, tenant).await.map_err(internal)?;
-    let plan = build_plan(state, tenant, &incoming.call_id, &feature, &agent, &config).await?;
+    let mut plan = build_plan(state, tenant, &incoming.call_id, &feature, &agent, &config).await?;
+    let caller = incoming.from.as_deref();
+    let profile = crate::caller_profile::load(state, tenant, &config, &agent, caller).await;
+    if let Some(p) = &profile {
+        crate::caller_profile::add_to_plan(state, &config, &mut plan, p);
+    }
     Ok(Prepared {
         plan,
         config,
         pinned,
+        profile,
     })
 }
 
@@ -361,7 +369,10 @@ async fn run(
         started_at: switchboard_runtime::now_rfc3339(),
     };
     let user = Value::Object(Map::new());
-    let ctx = Context::new(&call, user.clone());
+    let mut ctx = Context::new(&call, user.clone());
+    if let Some(p) = &prepared.profile {
+        crate::caller_profile::into_context(&mut ctx, p);
+    }
     let cap = state.config.max_calls_per_tenant;
     let owner = (state.node.id.as_str(), Door::Realtime);
     match state
@@ -391,7 +402,7 @@ async fn run(
         line: sink,
     });
     let deps = session_deps(&state, &tenant, prepared.config, sink, FIRST_FENCE);
-    let session = match CallSession::start(call, user, deps).await {
+    let session = match CallSession::start_with_context(call, ctx, deps).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(name: "realtime_call_not_started", call_id = %call_id, error = %e, "realtime_call_not_started");

@@ -46,6 +46,8 @@ pub struct ServerConfig {
     /// The deployment's Google OAuth client and API base (`--google-client-id`, …); without
     /// it, Google Calendar cannot be connected.
     pub google: Option<GoogleSettings>,
+    /// Bounds on what the `memory` toolkit keeps per caller and per tenant.
+    pub memory: switchboard_store::MemoryLimits,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -72,6 +74,7 @@ impl Default for ServerConfig {
             lease: std::time::Duration::from_secs(10),
             advertise_url: None,
             google: None,
+            memory: switchboard_store::MemoryLimits::default(),
         }
     }
 }
@@ -194,6 +197,18 @@ impl AppState {
             ))
                 as Arc<dyn switchboard_runtime::effects::EmailSender>);
             Arc::new(with_email)
+        };
+        // Caller memory is data: the store performs `memory.*` itself.
+        let effects = if effects.memory.is_some() {
+            effects
+        } else {
+            let mut with_memory = (*effects).clone();
+            with_memory.memory = Some(Arc::new(switchboard_store::MemoryHandler::new(
+                store.clone(),
+                config.memory,
+            ))
+                as Arc<dyn switchboard_runtime::effects::Memory>);
+            Arc::new(with_memory)
         };
         let realtime = crate::realtime::door(&config);
         let mut realtime_effects = (*effects).clone();

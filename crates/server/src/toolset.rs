@@ -62,6 +62,11 @@ impl ToolkitTools {
         ToolkitTools(map)
     }
 
+    /// The compiled tool of a `memory` toolkit action, to recognise it on an agent.
+    pub(crate) fn memory_tool(&self, action: &'static str) -> Option<&Arc<Tool>> {
+        self.0.get(&("memory", action))
+    }
+
     fn get(&self, kit: &str, action: &str) -> ApiResult<Arc<Tool>> {
         self.0.get(&(kit, action)).cloned().ok_or_else(|| {
             ApiError::internal(format!(

@@ -9,7 +9,8 @@
 //!   [`secrets`], [`mcp_servers`], [`calls`] (whose [`TenantJournal`] is the runtime's
 //!   [`switchboard_runtime::CallJournal`] for one tenant's calls), [`replays`] (a tool's
 //!   recorded invocations read back for replay), [`connections`] (toolkits' OAuth2 connections:
-//!   connect flows, sealed tokens, the refresh lease).
+//!   connect flows, sealed tokens, the refresh lease), [`memory`] (what agents remember about
+//!   each caller, with ranked full-text search; its [`MemoryHandler`] performs `memory.*` effects).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -24,6 +25,7 @@ mod error;
 mod journal;
 pub mod keys;
 pub mod mcp_servers;
+pub mod memory;
 pub mod ownership;
 mod page;
 pub mod replays;
@@ -52,6 +54,7 @@ pub use error::StoreError;
 pub use journal::TenantJournal;
 pub use keys::{ApiKey, Principal};
 pub use mcp_servers::{McpServer, McpServerConfig};
+pub use memory::{CallerMemory, MemoryHandler, MemoryLimits, Observation, Relation};
 pub use ownership::{CallOwner, Door, NodeInfo};
 pub use page::{Page, Paged};
 pub use replays::CallRecord;

@@ -1915,3 +1915,6 @@ async fn a_call_has_one_owner_and_a_stale_owner_is_fenced_off(h: Harness) {
     assert!(s.orphaned_calls(Door::Http, 10).await.unwrap().is_empty());
     s.retire_node("n2").await.unwrap();
 }
+
+#[path = "store/memory.rs"]
+mod memory;

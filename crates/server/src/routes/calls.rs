@@ -53,6 +53,11 @@ pub struct CallStarted {
     /// `{tools, tool_choice}` in OpenAI Realtime format.
     #[schema(value_type = Object)]
     pub toolset: Value,
+    /// What the agent remembers about this caller (its `memory` toolkit with `load_profile`):
+    /// `{text, facts: [{entity, content, created_at}]}`. Add `text` to the model's
+    /// instructions; tools read it at `workflow.caller_profile`. Absent for a new caller.
+    #[schema(value_type = Option<Object>)]
+    pub caller_profile: Option<Value>,
 }
 
 /// A function call from the model: its id, name and arguments, or the model's item as it came.
@@ -226,7 +231,13 @@ pub(crate) async fn start_call(
         started_at: switchboard_runtime::now_rfc3339(),
     };
     let user = new.user.unwrap_or_else(|| Value::Object(Map::new()));
-    let ctx = Context::new(&call, user.clone());
+    let mut ctx = Context::new(&call, user.clone());
+    let caller = switchboard_core::context::caller_of(&ctx.call, &ctx.user);
+    let profile =
+        crate::caller_profile::load(state, &tenant.id, &config, &agent, caller.as_deref()).await;
+    if let Some(p) = &profile {
+        crate::caller_profile::into_context(&mut ctx, p);
+    }
     let cap = state.config.max_calls_per_tenant;
     let owner = (state.node.id.as_str(), Door::Http);
     if state
@@ -240,7 +251,7 @@ pub(crate) async fn start_call(
     let toolset = realtime_toolset(&config, &agent);
     let sink = Arc::new(HttpSink::default());
     let deps = deps(state, config, Arc::clone(&sink), FIRST_FENCE);
-    let session = CallSession::start(call, user, deps)
+    let session = CallSession::start_with_context(call, ctx, deps)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
     state.calls.insert(Arc::new(LiveCall {
@@ -253,6 +264,7 @@ pub(crate) async fn start_call(
         call_id,
         agent,
         toolset,
+        caller_profile: profile.as_ref().map(crate::caller_profile::view),
     })
 }
 

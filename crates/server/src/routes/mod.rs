@@ -16,6 +16,7 @@ pub mod connections;
 pub mod health;
 pub mod items;
 pub mod mcp_servers;
+pub mod memory;
 pub mod replay;
 pub mod responses;
 pub mod settings;
@@ -35,7 +36,8 @@ pub mod tools;
         (name = "agents", description = "Agents, their tools, and the toolset a model sees"),
         (name = "settings", description = "Tenant features, secrets and API keys"),
         (name = "calls", description = "Calls over HTTP: start, invoke tools, cancel, end"),
-        (name = "toolkits", description = "Built-in toolkits (calendar, email): their config schemas and actions; enable one on an agent as `toolkit:<name>`; connect an agent to an OAuth2 toolkit (Google Calendar)"),
+        (name = "toolkits", description = "Built-in toolkits (calendar, email, memory): their config schemas and actions; enable one on an agent as `toolkit:<name>`; connect an agent to an OAuth2 toolkit (Google Calendar)"),
+        (name = "memory", description = "What the `memory` toolkit remembers about each caller: list it, delete it"),
         (name = "mcp", description = "MCP servers as tool sources: register them, list their tools, attach them to agents as `<label>/<tool>`"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
@@ -155,6 +157,10 @@ pub fn router() -> OpenApiRouter<AppState> {
             mcp_servers::delete_mcp_server
         ))
         .routes(routes!(mcp_servers::list_mcp_server_tools))
+        .routes(routes!(
+            memory::get_caller_memory,
+            memory::delete_caller_memory
+        ))
         .routes(routes!(crate::realtime::webhook_route))
 }
 

@@ -234,6 +234,7 @@ async fn scenario(app: Arc<TestApp>, sim: GoogleSim) {
     let secrets = json!({});
     let scope = switchboard_runtime::effects::ToolkitScope {
         tenant_id: "clinic",
+        call_id: "c1",
         caller: None,
         config: &config,
         secrets: &secrets,

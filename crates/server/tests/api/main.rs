@@ -4,6 +4,7 @@
 
 mod caldav_race;
 mod call_cap;
+mod caller_memory;
 mod commits;
 mod conformance;
 mod console;
@@ -640,6 +641,8 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/agents/{name}/connections/{toolkit}", "delete"),
         ("/v1/connections", "get"),
         ("/v1/oauth/callback", "get"),
+        ("/v1/memory/callers/{caller}", "get"),
+        ("/v1/memory/callers/{caller}", "delete"),
         ("/healthz", "get"),
         ("/readyz", "get"),
     ] {

@@ -22,7 +22,7 @@ both_backends!(the_toolkit_catalogue, |app| {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["caldav", "google_calendar", "email"]);
+    assert_eq!(names, ["caldav", "google_calendar", "email", "memory"]);
     let (s, google) = app.get("/v1/toolkits/google_calendar", &key).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(
@@ -278,6 +278,7 @@ both_backends!(a_caller_books_through_caldav, |app| {
     let secrets = json!({"username": "alice", "password": radicale.password});
     let scope = switchboard_runtime::effects::ToolkitScope {
         tenant_id: "acme",
+        call_id: "c1",
         caller: None,
         config: &config,
         secrets: &secrets,
@@ -463,6 +464,7 @@ both_backends!(a_caller_gets_an_email, |app| {
     let secrets = json!({});
     let scope = switchboard_runtime::effects::ToolkitScope {
         tenant_id: "acme",
+        call_id: "c1",
         caller: None,
         config: &config,
         secrets: &secrets,
