@@ -15,6 +15,7 @@ mod limits;
 mod memory;
 mod ownership;
 mod peers;
+mod phone_booking;
 mod realtime;
 mod redaction;
 mod replay;
