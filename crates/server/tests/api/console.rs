@@ -269,9 +269,35 @@ both_backends!(the_console_signs_in_edits_replays_and_publishes, |app| {
     let (_, list) = o.get("/console/calls").await;
     assert!(!list.contains("/console/calls/c1\""), "{list}");
 
-    // Signing out ends the session cookie.
-    let (s, _) = b.post("/console/signout", &[]).await;
-    assert_eq!(s, StatusCode::SEE_OTHER);
+    // Signing out ends the session cookie; htmx (the header's button) is sent to the sign-in
+    // page by HX-Redirect, since a 303 would be followed and swapped into the button.
+    let r = client()
+        .post(format!("{}/console/signout", app.base))
+        .header(COOKIE, &b.cookie)
+        .header("X-CSRF-Token", &b.csrf)
+        .header("HX-Request", "true")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["HX-Redirect"], "/console/signin");
+    assert!(
+        r.headers()[SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    // An htmx request without a session is sent to the sign-in page the same way.
+    let r = client()
+        .post(format!("{}/console/tools/save_meal/validate", app.base))
+        .header("HX-Request", "true")
+        .header(CONTENT_TYPE, FORM)
+        .body(encode(&[("definition", "{}")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["HX-Redirect"], "/console/signin");
 });
 
 both_backends!(a_calls_timeline_updates_live_while_tools_run, |app| {
@@ -318,4 +344,27 @@ both_backends!(a_calls_timeline_updates_live_while_tools_run, |app| {
         }
     }
     assert!(got.contains("event: ended"), "{got}");
+    assert_eq!(
+        got.matches("id=\"fc-f1\"").count(),
+        1,
+        "each record is sent once: {got}"
+    );
+    assert!(
+        got.contains("id: 1\n"),
+        "a record event carries its ordinal: {got}"
+    );
+
+    // A browser reconnecting with the last id it saw gets nothing it already has.
+    let again = client()
+        .get(format!("{}/console/calls/live/events?after=0", app.base))
+        .header(COOKIE, &b.cookie)
+        .header("Last-Event-ID", "1")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!again.contains("fc-f1"), "{again}");
+    assert!(again.contains("event: ended"), "{again}");
 });
