@@ -6,6 +6,7 @@ mod call_cap;
 mod commits;
 mod conformance;
 mod console;
+mod console_browser;
 mod error_statuses;
 mod limits;
 mod memory;
