@@ -579,6 +579,8 @@ pub struct CallFilters {
     status: Option<String>,
     /// RFC 3339: calls started at or after it.
     since: Option<String>,
+    /// `failed` (an invocation failed) or `ok` (none did).
+    outcome: Option<String>,
 }
 
 pub async fn calls(
@@ -596,22 +598,43 @@ pub async fn calls(
     };
     let keep = |s: &Option<String>| s.as_deref().filter(|v| !v.is_empty()).map(str::to_owned);
     let (agent, status, since) = (keep(&f.agent), keep(&f.status), keep(&f.since));
-    let items: Vec<Value> = list
+    let outcome = keep(&f.outcome);
+    let want_failed = match outcome.as_deref() {
+        None => None,
+        Some("failed") => Some(true),
+        Some("ok") => Some(false),
+        Some(other) => {
+            return error_page(&ApiError::bad_request(format!(
+                "outcome `{other}` is not a call outcome: use `ok` (no invocation failed) or `failed` (one did), or leave it empty for any"
+            )));
+        }
+    };
+    let listed: Vec<_> = list
         .items
         .iter()
         .filter(|c| agent.as_deref().is_none_or(|a| c.agent == a))
         .filter(|c| status.as_deref().is_none_or(|s| c.status.as_str() == s))
         .filter(|c| since.as_deref().is_none_or(|s| c.created_at.as_str() >= s))
+        .collect();
+    let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
+    let failed = match state.store.calls_with_failures(&op.tenant, &ids).await {
+        Ok(f) => f,
+        Err(e) => return error_page(&e.into()),
+    };
+    let items: Vec<Value> = listed
+        .into_iter()
+        .filter(|c| want_failed.is_none_or(|w| failed.contains(&c.id) == w))
         .map(|c| {
             json!({"id": c.id, "agent": c.agent, "status": c.status.as_str(),
                    "created_at": c.created_at, "ended_at": c.ended_at,
+                   "failed": failed.contains(&c.id),
                    "live_here": state.calls.get(&op.tenant, &c.id).is_some()})
         })
         .collect();
     render(
         "calls.html",
         json!({"nav": nav(&op, "calls"), "calls": items,
-               "filters": {"agent": agent, "status": status, "since": since}}),
+               "filters": {"agent": agent, "status": status, "since": since, "outcome": outcome}}),
     )
 }
 

@@ -143,6 +143,18 @@ async function main(page) {
   check((await page.locator("#calls tbody tr").count()) >= 2, "both calls are listed");
   await shot(page, "calls");
 
+  step = "the calls list filters by outcome";
+  await page.selectOption('select[name="outcome"]', "failed");
+  await page.click('form.filters button[type="submit"]');
+  await page.waitForURL("**/console/calls?*outcome=failed*");
+  check((await page.locator('#calls a[href="/console/calls/c1"]').count()) === 1, "the call with a failed invocation is listed");
+  check((await page.locator(`#calls a[href="/console/calls/${liveCall}"]`).count()) === 0, "the call without failures is not");
+  await page.selectOption('select[name="outcome"]', "ok");
+  await page.click('form.filters button[type="submit"]');
+  await page.waitForURL("**/console/calls?*outcome=ok*");
+  check((await page.locator('#calls a[href="/console/calls/c1"]').count()) === 0, "the failed call is not listed as ok");
+  await page.locator(`#calls a[href="/console/calls/${liveCall}"]`).waitFor();
+
   step = "a live call's timeline updates while the HTTP door runs its tools";
   // The page's event stream answers before the first invocation is made.
   const stream = page.waitForResponse((r) => r.url().includes(`/console/calls/${liveCall}/events`));
