@@ -163,6 +163,7 @@ async function main(page) {
   check((await stream).status() === 200, "the timeline's event stream is open");
   check((await page.textContent("#call-status")) === "live", "the call is shown live");
   check((await page.locator("#timeline tbody tr").count()) === 0, "the live call has no invocation yet");
+  check((await page.textContent("#call-total")) === "0", "the call counts no invocation yet");
   await api("POST", `/v1/calls/${liveCall}/invocations`, {
     function_call_id: "live-1",
     name: "save_meal",
@@ -183,6 +184,7 @@ async function main(page) {
     (await page.locator("#timeline tbody tr").nth(1).getAttribute("id")) === "fc-live-2",
     "the second invocation is the second row",
   );
+  check((await page.textContent("#call-total")) === "2", "the call's count follows its invocations");
   await shot(page, "call-timeline");
   await api("DELETE", `/v1/calls/${liveCall}`);
   await page.waitForFunction(() => document.getElementById("call-status").textContent === "ended");
@@ -237,7 +239,9 @@ async function main(page) {
   });
   const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
   const page = await context.newPage();
-  page.setDefaultTimeout(10000);
+  // Generous: CI runs this beside the other API tests on two cores. Waits end as soon as the
+  // page shows what they wait for.
+  page.setDefaultTimeout(20000);
   const faults = [];
   page.on("pageerror", (e) => faults.push(`script error: ${e.message}`));
   page.on("console", (m) => {
