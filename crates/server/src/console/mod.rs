@@ -145,9 +145,12 @@ async fn headers(req: Request, next: Next) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null` on
+    // the console's own form posts and htmx requests, which the same-origin check must refuse.
+    // Other sites still get no referrer.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     if !h.contains_key(header::CACHE_CONTROL) {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -246,6 +249,9 @@ pub struct Operator {
 pub enum Refusal {
     /// No session, or an expired or revoked one: to the sign-in page.
     SignIn,
+    /// The same, to an htmx request: `HX-Redirect` on a 200, since the browser would follow a
+    /// 303 itself and htmx would swap the sign-in page into the panel.
+    SignInHtmx,
     /// A state-changing request without the session's CSRF token, or from another origin.
     Forgery,
 }
@@ -253,13 +259,8 @@ pub enum Refusal {
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         match self {
-            Refusal::SignIn => {
-                let mut r = Redirect::to("/console/signin").into_response();
-                // htmx follows this header instead of swapping the sign-in page into a panel.
-                r.headers_mut()
-                    .insert("HX-Redirect", HeaderValue::from_static("/console/signin"));
-                r
-            }
+            Refusal::SignIn => Redirect::to("/console/signin").into_response(),
+            Refusal::SignInHtmx => to_signin_htmx(),
             Refusal::Forgery => (
                 StatusCode::FORBIDDEN,
                 Html("<p class=\"error\">This request did not come from a console page of this server (missing or wrong CSRF token). Reload the page and try again.</p>"),
@@ -276,42 +277,64 @@ impl FromRequestParts<AppState> for Operator {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let cookie = cookie_value(&parts.headers).ok_or(Refusal::SignIn)?;
-        let sealed = URL_SAFE_NO_PAD
-            .decode(cookie.as_bytes())
-            .map_err(|_| Refusal::SignIn)?;
-        let plain = state
-            .store
-            .open_token(PURPOSE, &sealed)
-            .map_err(|_| Refusal::SignIn)?;
-        let token: SessionToken = serde_json::from_slice(&plain).map_err(|_| Refusal::SignIn)?;
-        if token.exp <= now_secs() {
-            return Err(Refusal::SignIn);
+        match operator(parts, state).await {
+            Err(Refusal::SignIn) if is_htmx(&parts.headers) => Err(Refusal::SignInHtmx),
+            other => other,
         }
-        let principal = state
-            .store
-            .authenticate(&token.key)
-            .await
-            .ok()
-            .flatten()
-            .ok_or(Refusal::SignIn)?;
-        let tenant = principal.tenant_id.ok_or(Refusal::SignIn)?;
-        let csrf = csrf_of(&cookie);
-        if parts.method != axum::http::Method::GET && parts.method != axum::http::Method::HEAD {
-            if !same_origin(&parts.headers) {
-                return Err(Refusal::Forgery);
-            }
-            let given = parts
-                .headers
-                .get("x-csrf-token")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            if !constant_time_eq(given.as_bytes(), csrf.as_bytes()) {
-                return Err(Refusal::Forgery);
-            }
-        }
-        Ok(Operator { tenant, csrf })
     }
+}
+
+/// Whether a request comes from htmx (it sends `HX-Request: true`).
+pub(crate) fn is_htmx(headers: &HeaderMap) -> bool {
+    headers.get("hx-request").is_some_and(|v| v == "true")
+}
+
+/// An htmx request sent to the sign-in page: the whole page goes there.
+pub(crate) fn to_signin_htmx() -> Response {
+    (
+        [("HX-Redirect", HeaderValue::from_static("/console/signin"))],
+        StatusCode::OK,
+    )
+        .into_response()
+}
+
+/// The signed-in tenant of a request, checking its CSRF token when it changes state.
+async fn operator(parts: &Parts, state: &AppState) -> Result<Operator, Refusal> {
+    let cookie = cookie_value(&parts.headers).ok_or(Refusal::SignIn)?;
+    let sealed = URL_SAFE_NO_PAD
+        .decode(cookie.as_bytes())
+        .map_err(|_| Refusal::SignIn)?;
+    let plain = state
+        .store
+        .open_token(PURPOSE, &sealed)
+        .map_err(|_| Refusal::SignIn)?;
+    let token: SessionToken = serde_json::from_slice(&plain).map_err(|_| Refusal::SignIn)?;
+    if token.exp <= now_secs() {
+        return Err(Refusal::SignIn);
+    }
+    let principal = state
+        .store
+        .authenticate(&token.key)
+        .await
+        .ok()
+        .flatten()
+        .ok_or(Refusal::SignIn)?;
+    let tenant = principal.tenant_id.ok_or(Refusal::SignIn)?;
+    let csrf = csrf_of(&cookie);
+    if parts.method != axum::http::Method::GET && parts.method != axum::http::Method::HEAD {
+        if !same_origin(&parts.headers) {
+            return Err(Refusal::Forgery);
+        }
+        let given = parts
+            .headers
+            .get("x-csrf-token")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if !constant_time_eq(given.as_bytes(), csrf.as_bytes()) {
+            return Err(Refusal::Forgery);
+        }
+    }
+    Ok(Operator { tenant, csrf })
 }
 
 /// Whether a state-changing request comes from this origin: `Sec-Fetch-Site` (browsers send

@@ -17,7 +17,9 @@ use switchboard_runtime::InvocationRecord;
 use switchboard_runtime::redact::Redactor;
 use switchboard_store::Page;
 
-use super::{Operator, cleared_cookie, place, render, same_origin, session_cookie};
+use super::{
+    Operator, cleared_cookie, is_htmx, place, render, same_origin, session_cookie, to_signin_htmx,
+};
 use crate::error::ApiError;
 use crate::routes::replay::{ReplayRun, report};
 use crate::routes::tools::{parse_mocks, stub, test_context};
@@ -113,13 +115,17 @@ pub async fn signin(
     }
 }
 
-pub async fn signout(_op: Operator) -> Response {
-    let mut r = Redirect::to("/console/signin").into_response();
+/// Ends the session. The header's button posts with htmx, which is sent to the sign-in page by
+/// `HX-Redirect` (a 303 would be followed by the browser and swapped into the button).
+pub async fn signout(_op: Operator, headers: HeaderMap) -> Response {
+    let mut r = if is_htmx(&headers) {
+        to_signin_htmx()
+    } else {
+        Redirect::to("/console/signin").into_response()
+    };
     if let Ok(v) = HeaderValue::from_str(&cleared_cookie()) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
-    r.headers_mut()
-        .insert("HX-Redirect", HeaderValue::from_static("/console/signin"));
     r
 }
 
@@ -573,6 +579,8 @@ pub struct CallFilters {
     status: Option<String>,
     /// RFC 3339: calls started at or after it.
     since: Option<String>,
+    /// `failed` (an invocation failed) or `ok` (none did).
+    outcome: Option<String>,
 }
 
 pub async fn calls(
@@ -590,22 +598,43 @@ pub async fn calls(
     };
     let keep = |s: &Option<String>| s.as_deref().filter(|v| !v.is_empty()).map(str::to_owned);
     let (agent, status, since) = (keep(&f.agent), keep(&f.status), keep(&f.since));
-    let items: Vec<Value> = list
+    let outcome = keep(&f.outcome);
+    let want_failed = match outcome.as_deref() {
+        None => None,
+        Some("failed") => Some(true),
+        Some("ok") => Some(false),
+        Some(other) => {
+            return error_page(&ApiError::bad_request(format!(
+                "outcome `{other}` is not a call outcome: use `ok` (no invocation failed) or `failed` (one did), or leave it empty for any"
+            )));
+        }
+    };
+    let listed: Vec<_> = list
         .items
         .iter()
         .filter(|c| agent.as_deref().is_none_or(|a| c.agent == a))
         .filter(|c| status.as_deref().is_none_or(|s| c.status.as_str() == s))
         .filter(|c| since.as_deref().is_none_or(|s| c.created_at.as_str() >= s))
+        .collect();
+    let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
+    let failed = match state.store.calls_with_failures(&op.tenant, &ids).await {
+        Ok(f) => f,
+        Err(e) => return error_page(&e.into()),
+    };
+    let items: Vec<Value> = listed
+        .into_iter()
+        .filter(|c| want_failed.is_none_or(|w| failed.contains(&c.id) == w))
         .map(|c| {
             json!({"id": c.id, "agent": c.agent, "status": c.status.as_str(),
                    "created_at": c.created_at, "ended_at": c.ended_at,
+                   "failed": failed.contains(&c.id),
                    "live_here": state.calls.get(&op.tenant, &c.id).is_some()})
         })
         .collect();
     render(
         "calls.html",
         json!({"nav": nav(&op, "calls"), "calls": items,
-               "filters": {"agent": agent, "status": status, "since": since}}),
+               "filters": {"agent": agent, "status": status, "since": since, "outcome": outcome}}),
     )
 }
 
@@ -706,20 +735,27 @@ pub struct After {
     after: u64,
 }
 
-/// Server-sent events: each new record of the call as a rendered timeline row (`record`),
-/// then `ended` when the call ends. Polls the database, which every node commits to.
+/// Server-sent events: each new record of the call as a rendered timeline row (`record`, its id
+/// the record's ordinal in the call), then `ended` when the call ends. Polls the database, which
+/// every node commits to. A browser that reconnects sends the last id it saw (`Last-Event-ID`)
+/// and gets only the records after it.
 pub async fn call_events(
     State(state): State<AppState>,
     op: Operator,
     Path(id): Path<String>,
     Query(a): Query<After>,
+    headers: HeaderMap,
 ) -> Response {
     match state.store.get_call(&op.tenant, &id).await {
         Ok(Some(_)) => {}
         Ok(None) => return error_page(&ApiError::not_found(format!("call `{id}`"))),
         Err(e) => return error_page(&e.into()),
     }
-    let stream = async_stream(state, op.tenant, id, a.after);
+    let resumed = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let stream = async_stream(state, op.tenant, id, resumed.unwrap_or(0).max(a.after));
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
@@ -729,17 +765,19 @@ fn async_stream(
     state: AppState,
     tenant: String,
     id: String,
-    mut seen: u64,
+    seen: u64,
 ) -> impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>> {
     let deadline = tokio::time::Instant::now() + STREAM_FOR;
+    // `seen` (how many of the call's records were sent) lives in the stream's state, so each
+    // record is sent once however many events one poll yields.
     futures_util::stream::unfold(
-        (Vec::<Event>::new(), false),
-        move |(mut queue, mut done)| {
+        (Vec::<Event>::new(), false, seen),
+        move |(mut queue, mut done, mut seen)| {
             let (state, tenant, id) = (state.clone(), tenant.clone(), id.clone());
             async move {
                 loop {
                     if let Some(e) = queue.pop() {
-                        return Some((Ok(e), (queue, done)));
+                        return Some((Ok(e), (queue, done, seen)));
                     }
                     if done || tokio::time::Instant::now() >= deadline {
                         return None;
@@ -767,9 +805,16 @@ fn async_stream(
                         .unwrap_or_default();
                         let start = records.len().saturating_sub(fresh);
                         // Newest last in `records`; the queue pops from its end, oldest first.
-                        for r in records[start..].iter().rev() {
+                        for (back, r) in records[start..].iter().rev().enumerate() {
                             let html = render_row(&row(&redactor, r));
-                            queue.push(Event::default().event("record").data(html));
+                            let ordinal =
+                                total.saturating_sub(u64::try_from(back).unwrap_or(u64::MAX));
+                            queue.push(
+                                Event::default()
+                                    .event("record")
+                                    .id(ordinal.to_string())
+                                    .data(html),
+                            );
                         }
                         seen = total;
                     }

@@ -269,9 +269,35 @@ both_backends!(the_console_signs_in_edits_replays_and_publishes, |app| {
     let (_, list) = o.get("/console/calls").await;
     assert!(!list.contains("/console/calls/c1\""), "{list}");
 
-    // Signing out ends the session cookie.
-    let (s, _) = b.post("/console/signout", &[]).await;
-    assert_eq!(s, StatusCode::SEE_OTHER);
+    // Signing out ends the session cookie; htmx (the header's button) is sent to the sign-in
+    // page by HX-Redirect, since a 303 would be followed and swapped into the button.
+    let r = client()
+        .post(format!("{}/console/signout", app.base))
+        .header(COOKIE, &b.cookie)
+        .header("X-CSRF-Token", &b.csrf)
+        .header("HX-Request", "true")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["HX-Redirect"], "/console/signin");
+    assert!(
+        r.headers()[SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    // An htmx request without a session is sent to the sign-in page the same way.
+    let r = client()
+        .post(format!("{}/console/tools/save_meal/validate", app.base))
+        .header("HX-Request", "true")
+        .header(CONTENT_TYPE, FORM)
+        .body(encode(&[("definition", "{}")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["HX-Redirect"], "/console/signin");
 });
 
 both_backends!(a_calls_timeline_updates_live_while_tools_run, |app| {
@@ -318,4 +344,104 @@ both_backends!(a_calls_timeline_updates_live_while_tools_run, |app| {
         }
     }
     assert!(got.contains("event: ended"), "{got}");
+    assert_eq!(
+        got.matches("id=\"fc-f1\"").count(),
+        1,
+        "each record is sent once: {got}"
+    );
+    assert!(
+        got.contains("id: 1\n"),
+        "a record event carries its ordinal: {got}"
+    );
+
+    // A browser reconnecting with the last id it saw gets nothing it already has.
+    let again = client()
+        .get(format!("{}/console/calls/live/events?after=0", app.base))
+        .header(COOKIE, &b.cookie)
+        .header("Last-Event-ID", "1")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!again.contains("fc-f1"), "{again}");
+    assert!(again.contains("event: ended"), "{again}");
+});
+
+both_backends!(the_calls_list_filters_by_outcome, |app| {
+    let key = acme(&app, "acme").await;
+    for call in ["fine", "broken", "quiet"] {
+        app.post("/v1/calls", &key, json!({"call_id": call})).await;
+    }
+    invoke(
+        &app,
+        &key,
+        "fine",
+        "f1",
+        "save_meal",
+        json!({"meal_type": "lunch", "dishes": ["soup"]}),
+    )
+    .await;
+    invoke(
+        &app,
+        &key,
+        "broken",
+        "f1",
+        "save_meal",
+        json!({"meal_type": "lunch", "dishes": ["soup"]}),
+    )
+    .await;
+    invoke(
+        &app,
+        &key,
+        "broken",
+        "f2",
+        "save_meal",
+        json!({"meal_type": "dinner", "dishes": []}),
+    )
+    .await;
+    // Another tenant's call of the same id failing changes nothing here.
+    let other = acme(&app, "other").await;
+    app.post("/v1/calls", &other, json!({"call_id": "fine"}))
+        .await;
+    invoke(
+        &app,
+        &other,
+        "fine",
+        "f1",
+        "save_meal",
+        json!({"meal_type": "lunch", "dishes": []}),
+    )
+    .await;
+
+    let b = sign_in(&app, &key).await;
+    let listed = |page: &str| {
+        ["fine", "broken", "quiet"]
+            .into_iter()
+            .filter(|c| page.contains(&format!("href=\"/console/calls/{c}\"")))
+            .collect::<Vec<_>>()
+    };
+    let (s, failed) = b.get("/console/calls?outcome=failed").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(listed(&failed), ["broken"], "{failed}");
+    assert!(
+        failed.contains("<option value=\"failed\" selected>"),
+        "{failed}"
+    );
+    let (_, ok) = b.get("/console/calls?outcome=ok").await;
+    let mut ok_calls = listed(&ok);
+    ok_calls.sort_unstable();
+    assert_eq!(ok_calls, ["fine", "quiet"], "{ok}");
+    let (_, any) = b.get("/console/calls?outcome=").await;
+    assert_eq!(listed(&any).len(), 3, "{any}");
+    let (s, bad) = b.get("/console/calls?outcome=maybe").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(bad.contains("use `ok`"), "{bad}");
+
+    let o = sign_in(&app, &other).await;
+    let (_, theirs) = o.get("/console/calls?outcome=failed").await;
+    assert_eq!(listed(&theirs), ["fine"], "{theirs}");
+    let (_, none) = o.get("/console/calls?outcome=ok").await;
+    assert!(none.contains("No calls match."), "{none}");
 });

@@ -8,6 +8,7 @@ mod caller_memory;
 mod commits;
 mod conformance;
 mod console;
+mod console_browser;
 mod demo;
 mod error_statuses;
 mod google;

@@ -8,9 +8,18 @@
     var url = table.getAttribute("data-events");
     if (!url || table.getAttribute("data-ended") === "true" || !window.EventSource) return;
     var body = table.querySelector("tbody");
+    var total = document.getElementById("call-total");
     var source = new EventSource(url);
     source.addEventListener("record", function (e) {
-      body.insertAdjacentHTML("beforeend", e.data);
+      // A row the page already has (its id is the function call's) is replaced, not repeated.
+      var holder = document.createElement("tbody");
+      holder.innerHTML = e.data;
+      var row = holder.firstElementChild;
+      if (!row) return;
+      var old = row.id ? document.getElementById(row.id) : null;
+      if (old) { old.replaceWith(row); return; }
+      body.appendChild(row);
+      if (total && e.lastEventId) total.textContent = e.lastEventId;
     });
     source.addEventListener("ended", function () {
       var status = document.getElementById("call-status");

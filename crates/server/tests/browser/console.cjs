@@ -1,0 +1,273 @@
+// The operators' console in headless Chromium, driven by Playwright (playwright-core, with
+// Debian's Chromium). Run by crates/server/tests/api/console_browser.rs against a real server it
+// has seeded; every step asserts what the page shows. Exits non-zero naming the failed step.
+//
+// Environment: SB_BASE (the server), SB_KEY (the seeded tenant's key), SB_OTHER_KEY (another
+// tenant's key), SB_LIVE_CALL (a live call with no invocations yet), SB_RECORDED (how many
+// recorded save_meal invocations the replay should find), SB_CHROMIUM (the browser), and
+// optionally SWITCHBOARD_CONSOLE_SCREENSHOTS (a directory: a PNG of each page is written there).
+"use strict";
+
+const fs = require("node:fs");
+const path = require("node:path");
+const { chromium } = require("playwright-core");
+
+function env(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: console_browser.rs sets it before running this script`);
+  return v;
+}
+
+const base = env("SB_BASE");
+const key = env("SB_KEY");
+const otherKey = env("SB_OTHER_KEY");
+const liveCall = env("SB_LIVE_CALL");
+const recorded = Number(env("SB_RECORDED"));
+const shots = process.env.SWITCHBOARD_CONSOLE_SCREENSHOTS || "";
+
+let step = "start";
+
+function check(cond, what) {
+  if (!cond) throw new Error(what);
+}
+
+async function shot(page, name) {
+  if (!shots) return;
+  fs.mkdirSync(shots, { recursive: true });
+  await page.screenshot({ path: path.join(shots, `${name}.png`) });
+}
+
+// The HTTP door, as a voice agent's runtime calls it while the page is open.
+async function api(method, url, body) {
+  const r = await fetch(base + url, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  check(r.ok, `${method} ${url} answered ${r.status}: ${text}`);
+  return text;
+}
+
+async function signIn(page, apiKey) {
+  await page.goto(base + "/console");
+  await page.waitForURL("**/console/signin");
+  await page.fill('input[name="key"]', apiKey);
+  await page.click('button[type="submit"]');
+  await page.waitForURL("**/console/tools");
+}
+
+async function main(page) {
+  step = "a wrong key is refused on the sign-in page";
+  await page.goto(base + "/console/signin");
+  await page.fill('input[name="key"]', "sb_not_a_key");
+  await page.click('button[type="submit"]');
+  await page.locator("#signin-error").waitFor();
+  check((await page.textContent("#signin-error")).includes("not valid"), "the sign-in error names the problem");
+
+  step = "sign in with the tenant key; the tools list shows the tool";
+  await signIn(page, key);
+  check((await page.textContent("header .tenant")).includes("acme"), "the header names the tenant");
+  const toolLink = page.locator('#tools a[href="/console/tools/save_meal"]');
+  await toolLink.waitFor();
+  check((await page.textContent("#tools")).includes("v1"), "the tools list shows version 1");
+  await shot(page, "tools");
+
+  step = "open the tool: the editor holds its definition and the draft validates";
+  await toolLink.click();
+  await page.waitForURL("**/console/tools/save_meal");
+  const editor = page.locator("#definition");
+  const original = await editor.inputValue();
+  check(JSON.parse(original).name === "save_meal", "the editor holds save_meal's definition");
+  await page.locator("#diagnostics #valid").waitFor();
+
+  step = "an error in the editor shows a diagnostic at its place";
+  const broken = original.replace('"type": "validate"', '"type": "validat"');
+  check(broken !== original, "the definition has a validate action to break");
+  await editor.fill(broken);
+  const problem = page.locator("#diagnostics .problem").first();
+  await problem.waitFor();
+  const line = broken.split("\n").findIndex((l) => l.includes('"validat"')) + 1;
+  check((await problem.getAttribute("data-line")) === String(line), `the problem is placed on line ${line}`);
+  const text = await problem.textContent();
+  check(text.includes(`line ${line}, column`), `the problem names line ${line}: ${text}`);
+  check(text.includes("/actions/0/type"), `the problem names its pointer: ${text}`);
+  check(text.includes("did you mean `validate`"), `the problem suggests the fix: ${text}`);
+  await problem.click();
+  const selected = await editor.evaluate((t) => t.value.slice(t.selectionStart, t.selectionEnd));
+  check(selected.includes('"validat"'), `clicking the problem selects its line in the editor: ${selected}`);
+  await shot(page, "editor-diagnostic");
+
+  step = "fix the error with a new message: no problems";
+  const fixed = original.replace("I've logged your {{params.meal_type}}!", "Noted your {{params.meal_type}}.");
+  check(fixed !== original, "the definition has the message to change");
+  await editor.fill(fixed);
+  await page.locator("#diagnostics #valid").waitFor();
+  check((await page.locator("#diagnostics .problem").count()) === 0, "no problem is left");
+
+  step = "replay the recorded calls against the draft and read the diff";
+  await page.click("#replay-button");
+  const summary = page.locator("#replay-summary");
+  await summary.waitFor();
+  const said = (await summary.textContent()).replace(/\s+/g, " ");
+  check(said.includes(`${recorded} replayed`), `all ${recorded} recorded calls are replayed: ${said}`);
+  const changed = Number((said.match(/(\d+) changed/) || [])[1]);
+  check(changed >= 1, `the changed message changes some calls: ${said}`);
+  check((await page.locator("#replay details.replayed.changed").count()) === changed, "each changed call is shown");
+  const added = await page.locator("#replay details.changed pre.diff .added").first().textContent();
+  const removed = await page.locator("#replay details.changed pre.diff .removed").first().textContent();
+  check(added.includes("Noted your"), `the diff adds the new answer: ${added}`);
+  check(removed.includes("I've logged your"), `the diff removes the old answer: ${removed}`);
+  await page.locator("#replay").scrollIntoViewIfNeeded();
+  await shot(page, "replay");
+
+  step = "publish the draft";
+  await page.click("#publish-button");
+  await page.locator("#published-version").waitFor();
+  check((await page.textContent("#published-version")).includes("version 2"), "publishing makes version 2");
+  await page.goto(base + "/console/tools");
+  check((await page.textContent("#tools")).includes("v2"), "the tools list shows version 2");
+
+  step = "the agent page shows its tools and toolset, not its secrets";
+  await page.goto(base + "/console/agents");
+  await page.click('a[href="/console/agents/assistant"]');
+  await page.waitForURL("**/console/agents/assistant");
+  check((await page.textContent("main")).includes("set (write-only)"), "the sensitive config is shown as set only");
+  check((await page.textContent("#toolset")).includes("save_meal"), "the toolset preview lists save_meal");
+  check(!(await page.content()).includes("sk-"), "no secret on the agent page");
+  await shot(page, "agent");
+
+  step = "the calls list shows the recorded and the live call";
+  await page.goto(base + "/console/calls");
+  await page.locator(`#calls a[href="/console/calls/${liveCall}"]`).waitFor();
+  check((await page.locator("#calls tbody tr").count()) >= 2, "both calls are listed");
+  await shot(page, "calls");
+
+  step = "the calls list filters by outcome";
+  await page.selectOption('select[name="outcome"]', "failed");
+  await page.click('form.filters button[type="submit"]');
+  await page.waitForURL("**/console/calls?*outcome=failed*");
+  check((await page.locator('#calls a[href="/console/calls/c1"]').count()) === 1, "the call with a failed invocation is listed");
+  check((await page.locator(`#calls a[href="/console/calls/${liveCall}"]`).count()) === 0, "the call without failures is not");
+  await page.selectOption('select[name="outcome"]', "ok");
+  await page.click('form.filters button[type="submit"]');
+  await page.waitForURL("**/console/calls?*outcome=ok*");
+  check((await page.locator('#calls a[href="/console/calls/c1"]').count()) === 0, "the failed call is not listed as ok");
+  await page.locator(`#calls a[href="/console/calls/${liveCall}"]`).waitFor();
+
+  step = "a live call's timeline updates while the HTTP door runs its tools";
+  // The page's event stream answers before the first invocation is made.
+  const stream = page.waitForResponse((r) => r.url().includes(`/console/calls/${liveCall}/events`));
+  await page.click(`#calls a[href="/console/calls/${liveCall}"]`);
+  await page.waitForURL(`**/console/calls/${liveCall}`);
+  check((await stream).status() === 200, "the timeline's event stream is open");
+  check((await page.textContent("#call-status")) === "live", "the call is shown live");
+  check((await page.locator("#timeline tbody tr").count()) === 0, "the live call has no invocation yet");
+  check((await page.textContent("#call-total")) === "0", "the call counts no invocation yet");
+  await api("POST", `/v1/calls/${liveCall}/invocations`, {
+    function_call_id: "live-1",
+    name: "save_meal",
+    arguments: { meal_type: "dinner", dishes: ["rice"] },
+  });
+  const first = page.locator("#timeline tbody tr#fc-live-1");
+  await first.waitFor();
+  check((await first.textContent()).includes("save_meal"), "the new row names the tool");
+  check((await first.getAttribute("class")) === "ok", "the new row is ok");
+  await api("POST", `/v1/calls/${liveCall}/invocations`, {
+    function_call_id: "live-2",
+    name: "save_meal",
+    arguments: { meal_type: "breakfast", dishes: [] },
+  });
+  await page.locator("#timeline tbody tr#fc-live-2").waitFor();
+  check((await page.locator("#timeline tbody tr").count()) === 2, "each invocation is one row, in order");
+  check(
+    (await page.locator("#timeline tbody tr").nth(1).getAttribute("id")) === "fc-live-2",
+    "the second invocation is the second row",
+  );
+  check((await page.textContent("#call-total")) === "2", "the call's count follows its invocations");
+  await shot(page, "call-timeline");
+  await api("DELETE", `/v1/calls/${liveCall}`);
+  await page.waitForFunction(() => document.getElementById("call-status").textContent === "ended");
+
+  step = "health shows the tool's invocations";
+  await page.goto(base + "/console/health");
+  const health = await page.textContent("main");
+  check(health.includes("save_meal"), "health lists save_meal");
+  check(/\d+ invocations/.test(health), "health counts invocations");
+  await shot(page, "health");
+
+  step = "sign out";
+  await page.click("header button:has-text('Sign out')");
+  await page.waitForURL("**/console/signin");
+  await page.goto(base + "/console/tools");
+  await page.waitForURL("**/console/signin");
+
+  step = "another tenant sees none of the first tenant's tools or calls";
+  await signIn(page, otherKey);
+  check((await page.textContent("header .tenant")).includes("other"), "the header names the other tenant");
+  check((await page.locator('a[href="/console/tools/save_meal"]').count()) === 0, "no save_meal in the tools list");
+  check((await page.textContent("#tools")).includes("No tools yet."), "the other tenant has no tools");
+  await page.goto(base + "/console/calls");
+  check((await page.textContent("#calls")).includes("No calls match."), "the other tenant has no calls");
+  for (const [url, absent] of [
+    ["/console/tools/save_meal", "I've logged"],
+    ["/console/agents", "assistant"],
+    ["/console/health", "save_meal"],
+  ]) {
+    await page.goto(base + url);
+    check(!(await page.textContent("main")).includes(absent), `${url} shows nothing of the first tenant`);
+  }
+  for (const id of ["c1", liveCall]) {
+    const r = await page.goto(`${base}/console/calls/${id}`);
+    check(r.status() === 404, `the first tenant's call ${id} is not found for the other (${r.status()})`);
+  }
+}
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: env("SB_CHROMIUM"),
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const page = await context.newPage();
+  // Generous: CI runs this beside the other API tests on two cores. Waits end as soon as the
+  // page shows what they wait for.
+  page.setDefaultTimeout(20000);
+  const faults = [];
+  page.on("pageerror", (e) => faults.push(`script error: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" && /Content Security Policy|Refused to/.test(m.text())) faults.push(m.text());
+  });
+  let failed = null;
+  try {
+    await main(page);
+    check(faults.length === 0, `the pages ran without script errors or policy violations: ${faults.join("; ")}`);
+  } catch (e) {
+    let shown = "";
+    try {
+      shown = `${page.url()}\n${(await page.textContent("body")).replace(/\s+/g, " ").slice(0, 2000)}`;
+    } catch (_) {
+      shown = "(the page could not be read)";
+    }
+    failed = `console in the browser: step "${step}" failed: ${e.message}\npage: ${shown}`;
+  } finally {
+    await browser.close();
+  }
+  if (failed) {
+    console.error(failed);
+    process.exit(1);
+  }
+  console.log("console in the browser: every step passed");
+})().catch((e) => {
+  console.error(`console in the browser: step "${step}" failed: ${e.stack || e}`);
+  process.exit(1);
+});
