@@ -14,11 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
     Implementation,
 };
+use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::NeverRetry;
@@ -455,6 +455,7 @@ impl McpClients {
                 // A new session may see another tool list than the cached one.
                 pooled.stale.store(true, Ordering::Release);
                 let session = Arc::new(session);
+                listen_for_changes(&session, &pooled.stale, label);
                 *slot = Some(Arc::clone(&session));
                 Ok(session)
             }
@@ -658,6 +659,48 @@ impl McpCalls for McpClients {
             .instrument(span),
         )
     }
+}
+
+/// On a 2026-07-28 session whose server announces tool list changes: a subscription
+/// (`subscriptions/listen`) that marks the cached list stale at each
+/// `notifications/tools/list_changed` (a legacy session gets them on its own stream, see
+/// [`Listener`]). Both the request and its stream end when the session's service stops; a
+/// server that refuses the subscription leaves the list to its `ttlMs`.
+fn listen_for_changes(session: &Session, stale: &Arc<AtomicBool>, label: &str) {
+    let Some(info) = session.peer().peer_info() else {
+        return;
+    };
+    let announces = info
+        .capabilities
+        .tools
+        .as_ref()
+        .and_then(|t| t.list_changed)
+        .unwrap_or(false);
+    if info.protocol_version.has_initialize() || !announces {
+        return;
+    }
+    let peer = session.peer().clone();
+    let (stale, label) = (Arc::clone(stale), label.to_owned());
+    tokio::spawn(async move {
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let mut subscription = match peer.listen(filter).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(name: "mcp_listen_refused", server = %label, error = %e, "mcp_listen_refused");
+                return;
+            }
+        };
+        loop {
+            match subscription.next().await {
+                Ok(Some(ServerNotification::ToolListChangedNotification(_))) => {
+                    tracing::info!(name: "mcp_tools_list_changed", server = %label, "mcp_tools_list_changed");
+                    stale.store(true, Ordering::Release);
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => return,
+            }
+        }
+    });
 }
 
 /// What a request says about its server's health: unreachable (or gone mid-request) is a

@@ -38,7 +38,13 @@ async fn a_caller_books_by_phone_gets_an_email_and_is_recognised_next_time() {
     let radicale = crate::peers::Radicale::start().await;
     let cal = radicale.calendar("clinic").await;
     radicale
-        .put_event(&cal, "staff", "Staff meeting", "20300107T100000Z", "20300107T110000Z")
+        .put_event(
+            &cal,
+            "staff",
+            "Staff meeting",
+            "20300107T100000Z",
+            "20300107T110000Z",
+        )
         .await;
     let smtp = crate::peers::SmtpPeer::start().await;
     let sim = Simulator::start().await.expect("simulator");
@@ -63,10 +69,20 @@ async fn a_caller_books_by_phone_gets_an_email_and_is_recognised_next_time() {
     let (s, body) = app.put("/v1/agents/desk", &key, desk).await;
     assert_eq!(s, StatusCode::OK, "{body}");
     let features = json!({"realtime": {"phone_numbers": {NUMBER: "desk"}}});
-    assert_eq!(app.put("/v1/features", &key, features).await.0, StatusCode::OK);
-    for (name, value) in [("openai_api_key", "sk-tenant-openai"), ("openai_webhook_secret", SECRET)] {
+    assert_eq!(
+        app.put("/v1/features", &key, features).await.0,
+        StatusCode::OK
+    );
+    for (name, value) in [
+        ("openai_api_key", "sk-tenant-openai"),
+        ("openai_webhook_secret", SECRET),
+    ] {
         let (s, body) = app
-            .put(&format!("/v1/secrets/{name}"), &key, json!({"value": value}))
+            .put(
+                &format!("/v1/secrets/{name}"),
+                &key,
+                json!({"value": value}),
+            )
             .await;
         assert_eq!(s, StatusCode::NO_CONTENT, "{body}");
     }
@@ -79,7 +95,10 @@ async fn a_caller_books_by_phone_gets_an_email_and_is_recognised_next_time() {
                 .await
                 .expect("webhook");
             assert_eq!(status, 200);
-            let accept = sim.wait_request("accept", call_id, WAIT).await.expect("accepted");
+            let accept = sim
+                .wait_request("accept", call_id, WAIT)
+                .await
+                .expect("accepted");
             let model = sim.model(call_id, WAIT).await.expect("attached");
             (accept, model)
         }
@@ -93,27 +112,58 @@ async fn a_caller_books_by_phone_gets_an_email_and_is_recognised_next_time() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    for f in ["check_availability", "create_event", "list_events", "send_email", "remember", "recall"] {
+    for f in [
+        "check_availability",
+        "create_event",
+        "list_events",
+        "send_email",
+        "remember",
+        "recall",
+    ] {
         assert!(names.contains(&f), "{f} is offered: {names:?}");
     }
     // 10:00 is taken: the model is told what conflicts and which times are free.
-    let taken = call_tool(&mut m, "fc1", "check_availability",
-        json!({"date": "2030-01-07T10:00:00Z", "duration_minutes": 30})).await;
+    let taken = call_tool(
+        &mut m,
+        "fc1",
+        "check_availability",
+        json!({"date": "2030-01-07T10:00:00Z", "duration_minutes": 30}),
+    )
+    .await;
     assert_eq!(taken["data"]["available"], false, "{taken}");
-    assert_eq!(taken["data"]["next_free_slots"][0]["start"], "2030-01-07T11:00:00Z", "{taken}");
+    assert_eq!(
+        taken["data"]["next_free_slots"][0]["start"], "2030-01-07T11:00:00Z",
+        "{taken}"
+    );
     // The caller takes the first free time.
     let booked = call_tool(&mut m, "fc2", "create_event",
         json!({"title": "Checkup", "start_time": "2030-01-07T11:00:00Z", "attendees": ["pat@example.com"]})).await;
     assert_eq!(booked["data"]["created"], true, "{booked}");
-    let sent = call_tool(&mut m, "fc3", "send_email", json!({"to": "pat@example.com",
-        "subject": "Your appointment", "body": "See you on 7 January at 11:00."})).await;
+    let sent = call_tool(
+        &mut m,
+        "fc3",
+        "send_email",
+        json!({"to": "pat@example.com",
+        "subject": "Your appointment", "body": "See you on 7 January at 11:00."}),
+    )
+    .await;
     assert_eq!(sent["ok"], true, "{sent}");
-    let remembered = call_tool(&mut m, "fc4", "remember",
-        json!({"content": "prefers morning appointments"})).await;
+    let remembered = call_tool(
+        &mut m,
+        "fc4",
+        "remember",
+        json!({"content": "prefers morning appointments"}),
+    )
+    .await;
     assert_eq!(remembered["ok"], true, "{remembered}");
     // The slot is now taken in the calendar itself.
-    let again = call_tool(&mut m, "fc5", "check_availability",
-        json!({"date": "2030-01-07T11:00:00Z", "duration_minutes": 30})).await;
+    let again = call_tool(
+        &mut m,
+        "fc5",
+        "check_availability",
+        json!({"date": "2030-01-07T11:00:00Z", "duration_minutes": 30}),
+    )
+    .await;
     assert_eq!(again["data"]["available"], false, "{again}");
     let mail = smtp.received();
     assert!(mail.contains("Subject: Your appointment"), "{mail}");
@@ -124,9 +174,17 @@ async fn a_caller_books_by_phone_gets_an_email_and_is_recognised_next_time() {
     // Second call from the same number: the agent knows the caller from the start.
     let (accept, mut m) = ring("rtc_second").await;
     let instructions = accept.body["instructions"].as_str().unwrap_or_default();
-    assert!(instructions.contains("prefers morning appointments"), "{instructions}");
+    assert!(
+        instructions.contains("prefers morning appointments"),
+        "{instructions}"
+    );
     let recalled = call_tool(&mut m, "fc1", "recall", json!({"query": "appointments"})).await;
-    assert!(recalled.to_string().contains("prefers morning appointments"), "{recalled}");
+    assert!(
+        recalled
+            .to_string()
+            .contains("prefers morning appointments"),
+        "{recalled}"
+    );
     let (_, first) = app.get("/v1/calls/rtc_first", &key).await;
     assert_eq!(first["invocations_total"], 5, "{first}");
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
