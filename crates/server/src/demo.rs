@@ -68,6 +68,7 @@ pub async fn seed(state: &AppState) -> ApiResult<SecretString> {
                 .to_owned(),
             model: Some("gpt-realtime".to_owned()),
             voice: Some("marin".to_owned()),
+            live: None,
             tools: vec![AgentToolDef { tool: "save_meal".to_owned(), enabled: true, config: json!({}), sensitive_config: None, actions: None }],
             handoffs: Vec::new(),
             default: true,

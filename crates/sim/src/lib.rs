@@ -1,5 +1,5 @@
-//! A protocol-faithful simulator of OpenAI's Realtime-over-SIP API, for integration tests and the
-//! load generator.
+//! A protocol-faithful simulator of OpenAI's Realtime-over-SIP API and of GPT-Live over SIP
+//! ([`LiveSim`], served on the same address), for integration tests and the load generator.
 //!
 //! It plays OpenAI's side of a call: it sends signed `realtime.call.incoming` webhooks, serves
 //! the call control REST endpoints (`accept`, `reject`, `refer`, `hangup`) and the call's
@@ -18,6 +18,8 @@
 //! - `validate`: pure shape checks for session configurations, tools and responses.
 //! - `model`: [`ModelHandle`], the test's side of one WebSocket attachment.
 //! - `webhook`: the incoming call event, its Standard Webhooks signature and its delivery.
+//! - `live`: GPT-Live — its webhooks, session endpoints and sideband, and [`LiveBackend`],
+//!   the test's side of a sideband (it plays the backend model).
 //!
 //! # Invariants
 //!
@@ -29,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 mod client_events;
+mod live;
 mod model;
 mod rest;
 mod simulator;
@@ -37,6 +40,7 @@ mod validate;
 mod webhook;
 mod ws;
 
+pub use live::{LiveBackend, LiveSim};
 pub use model::ModelHandle;
 pub use simulator::Simulator;
 

@@ -42,7 +42,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Postgres, Sqlite, Transaction};
 
-pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret};
+pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret, LiveSettings};
 pub use calls::{CallRow, CallStatus};
 pub use crypto::{MasterKey, open, open_with, seal, seal_with};
 pub use error::StoreError;

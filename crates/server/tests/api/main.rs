@@ -8,6 +8,7 @@ mod conformance;
 mod console;
 mod error_statuses;
 mod limits;
+mod live;
 mod memory;
 mod ownership;
 mod peers;
@@ -613,6 +614,7 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/api-keys", "post"),
         ("/v1/api-keys/{key_id}", "delete"),
         ("/v1/features", "put"),
+        ("/v1/phone_numbers/{number}", "put"),
         ("/v1/secrets/{name}", "put"),
         ("/v1/tools", "post"),
         ("/v1/tools:validate", "post"),
