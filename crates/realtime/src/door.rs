@@ -265,6 +265,7 @@ impl RealtimeDoor {
             opened.rx,
             opened.tx,
             self.options.clone(),
+            !accept,
         )
         .run()
         .await

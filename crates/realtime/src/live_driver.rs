@@ -85,7 +85,13 @@ pub(crate) struct LiveDriver {
     transferred: bool,
     outbox: Vec<String>,
     seq: u64,
+    /// Taken over from a node that died: calls this driver never saw are restored runs of
+    /// turns the backend waits on.
+    resumed: bool,
 }
+
+/// The turn that gathers a taken-over call's restored runs.
+const RESUMED_TURN: &str = "resumed";
 
 impl LiveDriver {
     #[allow(clippy::too_many_arguments)]
@@ -99,8 +105,10 @@ impl LiveDriver {
         rx: mpsc::UnboundedReceiver<DriverMsg>,
         tx: mpsc::UnboundedSender<DriverMsg>,
         options: DriverOptions,
+        resumed: bool,
     ) -> LiveDriver {
         LiveDriver {
+            resumed,
             session_id,
             key,
             api,
@@ -127,6 +135,13 @@ impl LiveDriver {
 
     /// Attaches to the sideband and runs until the call ends.
     pub(crate) async fn run(mut self) -> CallEnd {
+        if self.resumed
+            && let Some(snapshot) = self.session.snapshot().await
+        {
+            for call in snapshot.pending {
+                self.adopt(call);
+            }
+        }
         let Some(mut socket) = self.attach().await else {
             return CallEnd::Gone;
         };
@@ -234,6 +249,18 @@ impl LiveDriver {
         }
         self.outbox.clear();
         socket.flush().await.map_err(|_| ())
+    }
+
+    /// A restored run of a call the old owner saw: the backend's turn ended there, so it
+    /// waits on this call's output and one continuation.
+    fn adopt(&mut self, call: String) {
+        if !self.started.insert(call.clone()) {
+            return;
+        }
+        let turn = self.turns.entry(RESUMED_TURN.to_owned()).or_default();
+        turn.ended = true;
+        turn.calls.push(call.clone());
+        self.call_turn.insert(call, RESUMED_TURN.to_owned());
     }
 
     fn remember(&mut self, event_id: String, call: String) {
@@ -552,6 +579,9 @@ impl LiveDriver {
             return;
         }
         let call = d.result.function_call_id.clone();
+        if self.resumed && !self.started.contains(&call) {
+            self.adopt(call.clone());
+        }
         if !self.answered.insert(call.clone()) {
             return;
         }
