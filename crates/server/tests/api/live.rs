@@ -15,24 +15,24 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use crate::support::{Backend, TestApp, refer, save_meal, spawn_app_with};
 
 const OPENAI_KEY: &str = "sk-tenant-openai";
-const SECRET: &str = "whsec_c2VjcmV0LWtleS1mb3ItdGVzdGluZy13ZWJob29rcy0xMjM0NTY=";
+pub(crate) const SECRET: &str = "whsec_c2VjcmV0LWtleS1mb3ItdGVzdGluZy13ZWJob29rcy0xMjM0NTY=";
 /// Answered by Realtime.
 const RT_NUMBER: &str = "+18005550100";
 /// Answered by GPT-Live.
-const LIVE_NUMBER: &str = "+18005550199";
-const CALLER: &str = "+14155550123";
-const WAIT: Duration = Duration::from_secs(5);
+pub(crate) const LIVE_NUMBER: &str = "+18005550199";
+pub(crate) const CALLER: &str = "+14155550123";
+pub(crate) const WAIT: Duration = Duration::from_secs(5);
 
-struct Phone {
-    app: TestApp,
+pub(crate) struct Phone {
+    pub(crate) app: TestApp,
     sim: Simulator,
-    live: LiveSim,
-    key: String,
+    pub(crate) live: LiveSim,
+    pub(crate) key: String,
     _upstream: MockServer,
 }
 
 impl Phone {
-    async fn new(backend: Backend) -> Phone {
+    pub(crate) async fn new(backend: Backend) -> Phone {
         let sim = Simulator::start().await.expect("simulator");
         sim.set_api_key(OPENAI_KEY);
         let app = spawn_app_with(
@@ -135,12 +135,12 @@ impl Phone {
         }
     }
 
-    fn webhook(&self) -> String {
+    pub(crate) fn webhook(&self) -> String {
         format!("{}/v1/realtime/webhook/acme", self.app.base)
     }
 
     /// Rings `LIVE_NUMBER` through GPT-Live; returns the backend once accepted and attached.
-    async fn ring(&self, session_id: &str) -> LiveBackend {
+    pub(crate) async fn ring(&self, session_id: &str) -> LiveBackend {
         let status = self
             .live
             .send_incoming(
@@ -161,7 +161,7 @@ impl Phone {
         self.live.backend(session_id, WAIT).await.expect("attached")
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         let v = self.live.violations();
         assert!(v.is_empty(), "GPT-Live protocol violations: {v:?}");
         let v = self.sim.violations();
@@ -171,7 +171,7 @@ impl Phone {
 }
 
 /// The output sent for `call`, parsed.
-async fn output(live: &LiveSim, session: &str, call: &str) -> Value {
+pub(crate) async fn output(live: &LiveSim, session: &str, call: &str) -> Value {
     assert!(
         live.wait_until(session, WAIT, |l| l
             .outputs(session)

@@ -9,6 +9,7 @@ mod console;
 mod error_statuses;
 mod limits;
 mod live;
+mod live_sdk;
 mod memory;
 mod ownership;
 mod peers;

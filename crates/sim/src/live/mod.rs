@@ -220,6 +220,27 @@ impl LiveSim {
             .unwrap_or_default()
     }
 
+    /// Everything the client sent for the session, in order within each kind: control request
+    /// bodies as `{"kind": <action>, "body": …}` (`null` when empty), then sideband events as
+    /// `{"kind": "client_event", "body": …}`.
+    pub fn frames(&self, session_id: &str) -> Vec<Value> {
+        let state = self.shared.lock();
+        let mut frames: Vec<Value> = state
+            .requests
+            .iter()
+            .filter(|r| r.call_id == session_id)
+            .map(|r| json!({"kind": r.action, "body": r.body}))
+            .collect();
+        if let Some(s) = state.sessions.get(session_id) {
+            frames.extend(
+                s.client_events
+                    .iter()
+                    .map(|e| json!({"kind": "client_event", "body": e})),
+            );
+        }
+        frames
+    }
+
     /// How many sideband connections the session has had.
     pub fn attachments(&self, session_id: &str) -> usize {
         self.read(session_id, |s| s.attachments).unwrap_or(0)

@@ -122,6 +122,11 @@ fn on_text(
     };
     let replies = {
         let mut state = shared.lock();
+        let events = &mut state.session_mut(id).client_events;
+        if events.len() >= super::state::MAX_EVENTS {
+            events.pop_front();
+        }
+        events.push_back(event.clone());
         apply(shared, &mut state, id, &event)
     };
     let _ = inbound.send(event);

@@ -14,6 +14,9 @@ use crate::{RestRequest, Violation};
 pub(crate) const INPUT_BUDGET_BYTES: usize = 32 * 1024;
 pub(crate) const INPUT_BUDGET_ITEMS: usize = 128;
 
+/// How many client events a session keeps for inspection.
+pub(crate) const MAX_EVENTS: usize = 10_000;
+
 /// A request to a sideband task from outside it.
 #[derive(Debug)]
 pub(crate) enum Outbound {
@@ -55,6 +58,8 @@ pub(crate) struct Session {
     pub(crate) response_creates: usize,
     pub(crate) commentary: Vec<String>,
     pub(crate) session_updates: Vec<Value>,
+    /// Every client event received on the sideband, in order (the last [`MAX_EVENTS`]).
+    pub(crate) client_events: VecDeque<Value>,
     /// The sideband now open, if any: where the test's events go.
     pub(crate) outbound: Option<mpsc::UnboundedSender<Outbound>>,
     /// Attachments not yet handed to the test, as their client-event receivers.
@@ -77,6 +82,7 @@ impl Session {
             response_creates: 0,
             commentary: Vec::new(),
             session_updates: Vec::new(),
+            client_events: VecDeque::new(),
             outbound: None,
             pending: VecDeque::new(),
             attachments: 0,
