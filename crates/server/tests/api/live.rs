@@ -98,6 +98,9 @@ impl Phone {
                    "actions": [{"type": "end_call", "message": "Thanks for calling, goodbye!"}]}),
             json!({"name": "pay_invoice", "description": "Pay an invoice.",
                    "actions": [{"type": "respond", "message": "Paid."}]}),
+            json!({"name": "report", "description": "Make a report in the background.", "async": true,
+                   "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "report"}}],
+                   "on_success": [{"type": "respond", "message": "The report is ready."}]}),
         ];
         for t in tools {
             let (s, body) = app.post("/v1/tools", &key, t).await;
@@ -109,6 +112,7 @@ impl Phone {
             "big_report",
             "to_billing",
             "hang_up",
+            "report",
         ]
         .iter()
         .map(|t| json!({"tool": t}))
@@ -239,12 +243,46 @@ async fn the_same_agent_and_tools_serve_a_realtime_call_and_a_live_call() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(phone.live.response_creates("live_1"), 1);
     assert_eq!(phone.live.outputs("live_1").len(), 1, "answered once");
+    // An async tool: answered at once, its result told to the voice model when it is ready.
+    let calls = backend.call_tools(&[("report", json!({}))]);
+    output(&phone.live, "live_1", &calls[0]).await;
+    assert!(
+        phone
+            .live
+            .wait_until("live_1", WAIT, |l| l
+                .commentary("live_1")
+                .iter()
+                .any(|c| c.contains("The report is ready.")))
+            .await,
+        "{:?}",
+        phone.live.commentary("live_1")
+    );
+    // Bad GPT-Live settings on an agent are refused with the field named.
+    for (live, field, status) in [
+        (json!({"model": ""}), "live.model", StatusCode::BAD_REQUEST),
+        (
+            json!({"backend": "x"}),
+            "live.backend",
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+    ] {
+        let (s, body) = phone
+            .app
+            .put(
+                "/v1/agents/other",
+                &phone.key,
+                json!({"instructions": "x", "live": live}),
+            )
+            .await;
+        assert_eq!(s, status, "{body}");
+        assert!(body.to_string().contains(field), "{body}");
+    }
     // The call is recorded like any other.
     let (s, view) = phone.app.get("/v1/calls/live_1", &phone.key).await;
     assert_eq!(s, StatusCode::OK, "{view}");
     assert_eq!(
         view["invocations"].as_array().map(Vec::len),
-        Some(1),
+        Some(2),
         "{view}"
     );
     phone.stop().await;
