@@ -73,10 +73,19 @@ pub async fn webhook_route(
         .map_err(|e| ApiError::bad_request(format!("the webhook body is not an event: {e}")))?;
     let (api, incoming) = match event.kind.as_str() {
         "realtime.call.incoming" => (Api::Realtime, IncomingCall::parse(&event.data)),
-        "live.transport.incoming" | "live.call.incoming" => (
-            Api::Live,
-            IncomingCall::parse_live(&event.kind, &event.data),
-        ),
+        "live.transport.incoming" | "live.call.incoming" => {
+            // A session on another transport (WebRTC, a WebSocket) is not a phone call.
+            if let Some(t) = event.data.get("type").and_then(Value::as_str)
+                && t != "sip"
+            {
+                return Ok(Json(json!({"status": "ignored", "type": event.kind,
+                    "reason": format!("a `{t}` session is not a phone call")})));
+            }
+            (
+                Api::Live,
+                IncomingCall::parse_live(&event.kind, &event.data),
+            )
+        }
         _ => return Ok(Json(json!({"status": "ignored", "type": event.kind}))),
     };
     let incoming = incoming.map_err(ApiError::bad_request)?;

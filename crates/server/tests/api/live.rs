@@ -311,6 +311,19 @@ async fn only_the_configured_apis_event_is_acted_on_and_one_call_switches_a_numb
         .wait_request("accept", "live_dual", WAIT)
         .await
         .expect("the Live event is acted on");
+    // A GPT-Live session on another transport is not a phone call: acknowledged, ignored.
+    let mut webrtc = LiveSim::incoming_event("live_webrtc", CALLER, LIVE_NUMBER, false);
+    webrtc["data"]["type"] = json!("webrtc");
+    let status = Simulator::post_webhook(
+        &phone.webhook(),
+        SECRET,
+        "wh_webrtc",
+        at,
+        &webrtc.to_string(),
+    )
+    .await
+    .expect("webhook");
+    assert_eq!(status, 200);
     // A repeat delivery is a duplicate.
     Simulator::post_webhook(&phone.webhook(), SECRET, "wh_dual_live", at, &ev)
         .await
@@ -322,6 +335,8 @@ async fn only_the_configured_apis_event_is_acted_on_and_one_call_switches_a_numb
         "Realtime left alone"
     );
     assert_eq!(phone.live.count("accept", "live_dual"), 1);
+    assert_eq!(phone.live.count("accept", "live_webrtc"), 0);
+    assert_eq!(phone.live.count("reject", "live_webrtc"), 0);
 
     // One API call moves the Realtime number to GPT-Live.
     let (s, body) = phone
