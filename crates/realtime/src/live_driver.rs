@@ -343,8 +343,18 @@ impl LiveDriver {
                 if !key.is_empty() {
                     self.session.response_done(&key);
                 }
-                let turn = self.turns.entry(key).or_default();
-                turn.ended = true;
+                // The delegation's open turn (a later one carries `+` suffixes).
+                let mut open = key.clone();
+                while self.turns.get(&open).is_some_and(|t| t.ended) {
+                    open.push('+');
+                }
+                match self.turns.get_mut(&open) {
+                    Some(turn) if !turn.calls.is_empty() => turn.ended = true,
+                    // A turn without calls (the backend's final words) needs nothing.
+                    _ => {
+                        self.turns.remove(&open);
+                    }
+                }
                 self.settle();
             }
             _ => {}
