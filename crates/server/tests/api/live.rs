@@ -86,7 +86,7 @@ impl Phone {
             save_meal(),
             json!({"name": "place_order", "description": "Place an order.",
                    "parameters": [{"name": "item", "type": "string", "required": true}],
-                   "messages": {"start": "Placing your order now."},
+                   "messages": {"start": "Placing your order now.", "delayed": "Still placing it, one moment.", "delayed_after_ms": 200},
                    "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "{{params.item}}"}}],
                    "on_success": [{"type": "respond", "message": "Order {{response.body.order_id}} placed."}]}),
             json!({"name": "big_report", "description": "A very long report.",
@@ -411,10 +411,11 @@ async fn parallel_calls_are_all_answered_before_one_response_create() {
     assert!(backend.wait_continued(&calls[0], WAIT).await);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(phone.live.response_creates("live_par"), 1);
-    // The slow tool's start message went as commentary for the voice model.
+    // The slow tool's start message, and its delayed one (it ran past 200 ms), went as
+    // commentary for the voice model; the quick tool has none.
     assert_eq!(
         phone.live.commentary("live_par"),
-        ["Placing your order now."]
+        ["Placing your order now.", "Still placing it, one moment."]
     );
     phone.stop().await;
 }
