@@ -3,6 +3,7 @@
 // Helpers outside `#[test]` functions may fail loudly too: they are test code.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
+mod live;
 mod rest;
 mod webhook;
 mod ws;
