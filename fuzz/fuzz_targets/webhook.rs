@@ -37,11 +37,16 @@ fuzz_target!(|data: &[u8]| {
     let _ = verify(SECRET, &headers, body);
     // A raw (non-base64) secret takes the other path through the key setup.
     let _ = verify("not base64 at all", &headers, body);
-    if let Ok(event) = serde_json::from_slice::<WebhookEvent>(body)
-        && let Ok(call) = IncomingCall::parse(&event.data)
-    {
-        for header in &call.sip_headers {
-            let _ = sip_user(&header.value);
+    if let Ok(event) = serde_json::from_slice::<WebhookEvent>(body) {
+        // The Realtime event's data, and GPT-Live's (both event names).
+        let calls = [
+            IncomingCall::parse(&event.data),
+            IncomingCall::parse_live(&event.kind, &event.data),
+        ];
+        for call in calls.into_iter().flatten() {
+            for header in &call.sip_headers {
+                let _ = sip_user(&header.value);
+            }
         }
     }
     if let Ok(text) = std::str::from_utf8(body) {

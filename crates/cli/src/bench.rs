@@ -1,7 +1,9 @@
 //! `switchboard bench calls`: the end-to-end load generator. It plays OpenAI (the Realtime SIP
-//! simulator) for a running server: rings N calls through the server's webhook, and in each
-//! call has the model call a tool without I/O over and over, timing each one from
-//! `response.function_call_arguments.done` sent to `function_call_output` received.
+//! simulator, or with `--api live` its GPT-Live side) for a running server: rings N calls
+//! through the server's webhook, and in each call has the model call a tool without I/O over
+//! and over, timing each one from the function call sent (Realtime's
+//! `response.function_call_arguments.done`, GPT-Live's nested `response.output_item.done`) to
+//! its output received (`conversation.item.create` / `response.item.create`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use switchboard_sim::Simulator;
+use switchboard_sim::{LiveBackend, ModelHandle, Simulator};
 use tokio::sync::Mutex;
 
 const OPENAI_KEY: &str = "sk-bench";
@@ -54,6 +56,67 @@ pub struct CallsArgs {
     /// Print the figures as JSON too.
     #[arg(long)]
     json: bool,
+    /// The OpenAI API that answers the calls.
+    #[arg(long, value_enum, default_value_t = BenchApi::Realtime)]
+    api: BenchApi,
+}
+
+/// `--api`: which OpenAI API the simulated calls use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchApi {
+    /// OpenAI Realtime over SIP.
+    Realtime,
+    /// GPT-Live over SIP (a backend model calls the tools over the sideband).
+    Live,
+}
+
+/// One simulated call, as the bench drives it.
+enum Line {
+    Realtime(ModelHandle),
+    Live(LiveBackend),
+}
+
+impl Line {
+    /// One tool call and its answer; the time from the call sent to its output received.
+    async fn tool_call(&mut self, n: u64) -> Option<Duration> {
+        match self {
+            Line::Realtime(m) => {
+                let fc = format!("call_{n}");
+                let r = m.start_response().await;
+                let t0 = Instant::now();
+                m.function_call(&r, &fc, "echo", r#"{"text":"hello"}"#)
+                    .await;
+                m.finish_response(&r, "completed").await;
+                let elapsed = wait_output(m, &fc, t0).await?;
+                // The answer's response.create starts a response: the model says its piece.
+                if m.recv_type("response.create", Duration::from_secs(10))
+                    .await
+                    .is_some()
+                    && let Some(active) = m.active_response()
+                {
+                    m.finish_response(&active, "completed").await;
+                }
+                Some(elapsed)
+            }
+            Line::Live(b) => {
+                let t0 = Instant::now();
+                let ids = b.call_tools(&[("echo", json!({"text": "hello"}))]);
+                let id = ids.first()?.clone();
+                let mut elapsed = None;
+                // The output, then the one continuation.
+                while let Some(ev) = b.recv(Duration::from_secs(10)).await {
+                    match ev["type"].as_str() {
+                        Some("response.item.create") if ev["item"]["call_id"] == id.as_str() => {
+                            elapsed = Some(t0.elapsed());
+                        }
+                        Some("response.create") if elapsed.is_some() => break,
+                        _ => {}
+                    }
+                }
+                elapsed
+            }
+        }
+    }
 }
 
 /// A server started for the run, stopped when dropped.
@@ -97,11 +160,17 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let pid = args.server_pid.or(spawned.as_ref().map(|s| s.child.id()));
     let http = reqwest::Client::new();
     let tenant = format!("bench-{}", fastrand::u32(..));
-    setup(&http, &base, &admin, &tenant).await?;
+    setup(&http, &base, &admin, &tenant, args.api).await?;
     let hook = format!("{base}/v1/realtime/webhook/{tenant}");
     eprintln!(
-        "bench: {} calls against {base}, {} s measured, think time {} ms",
-        args.concurrency, args.duration, args.think_ms
+        "bench: {} {} calls against {base}, {} s measured, think time {} ms",
+        args.concurrency,
+        match args.api {
+            BenchApi::Realtime => "Realtime",
+            BenchApi::Live => "GPT-Live",
+        },
+        args.duration,
+        args.think_ms
     );
 
     // Ring every call, then measure.
@@ -115,17 +184,40 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     for i in 0..args.concurrency {
         let sim = sim.clone();
         let hook = hook.clone();
+        let api = args.api;
         ring.spawn(async move {
-            let id = format!("rtc_bench_{i}");
-            let status = sim
-                .send_incoming_call(&hook, SECRET, &id, "+14155550100", NUMBER)
-                .await?;
+            let (id, status) = match api {
+                BenchApi::Realtime => {
+                    let id = format!("rtc_bench_{i}");
+                    let status = sim
+                        .send_incoming_call(&hook, SECRET, &id, "+14155550100", NUMBER)
+                        .await?;
+                    (id, status)
+                }
+                BenchApi::Live => {
+                    let id = format!("live_bench_{i}");
+                    let status = sim
+                        .live()
+                        .send_incoming(&hook, SECRET, &id, "+14155550100", NUMBER, false)
+                        .await?;
+                    (id, status)
+                }
+            };
             if status != 200 {
                 return Err(format!("the webhook answered {status} for {id}"));
             }
-            sim.model(&id, Duration::from_secs(60))
-                .await
-                .ok_or_else(|| format!("call {id} was not attached within 60 s"))
+            let attached = match api {
+                BenchApi::Realtime => sim
+                    .model(&id, Duration::from_secs(60))
+                    .await
+                    .map(Line::Realtime),
+                BenchApi::Live => sim
+                    .live()
+                    .backend(&id, Duration::from_secs(60))
+                    .await
+                    .map(Line::Live),
+            };
+            attached.ok_or_else(|| format!("call {id} was not attached within 60 s"))
         });
         // A burst of webhooks is not what is measured: ring at a steady pace.
         if i % 50 == 49 {
@@ -164,13 +256,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
             let mut n = 0u64;
             while Instant::now() < until {
                 n += 1;
-                let fc = format!("call_{n}");
-                let r = m.start_response().await;
-                let t0 = Instant::now();
-                m.function_call(&r, &fc, "echo", r#"{"text":"hello"}"#)
-                    .await;
-                m.finish_response(&r, "completed").await;
-                match wait_output(&mut m, &fc, t0).await {
+                match m.tool_call(n).await {
                     Some(elapsed) => {
                         local.push(elapsed.as_micros().min(u128::from(u32::MAX)) as u32);
                         done.fetch_add(1, Ordering::Relaxed);
@@ -179,14 +265,6 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
                         errors.fetch_add(1, Ordering::Relaxed);
                         break;
                     }
-                }
-                // The answer's response.create starts a response: the model says its piece.
-                if m.recv_type("response.create", Duration::from_secs(10))
-                    .await
-                    .is_some()
-                    && let Some(active) = m.active_response()
-                {
-                    m.finish_response(&active, "completed").await;
                 }
                 if think > 0 {
                     let jittered = think / 2 + fastrand::u64(0..=think);
@@ -230,6 +308,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         _ => None,
     };
     let report = json!({
+        "api": match args.api { BenchApi::Realtime => "realtime", BenchApi::Live => "live" },
         "concurrency": args.concurrency,
         "duration_s": wall.as_secs_f64(),
         "think_ms": args.think_ms,
@@ -276,11 +355,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
 }
 
 /// Waits for the output of `fc`; the time since `function_call_arguments.done` was sent.
-async fn wait_output(
-    m: &mut switchboard_sim::ModelHandle,
-    fc: &str,
-    t0: Instant,
-) -> Option<Duration> {
+async fn wait_output(m: &mut ModelHandle, fc: &str, t0: Instant) -> Option<Duration> {
     loop {
         let ev = m
             .recv_type("conversation.item.create", Duration::from_secs(10))
@@ -297,6 +372,7 @@ async fn setup(
     base: &str,
     admin: &str,
     tenant: &str,
+    api: BenchApi,
 ) -> Result<(), String> {
     let call = |method: reqwest::Method, path: String, key: String, body: Value| {
         let req = http
@@ -347,7 +423,8 @@ async fn setup(
         Method::PUT,
         "/v1/features".into(),
         key.clone(),
-        json!({"realtime": {"phone_numbers": {NUMBER: "bench"}}}),
+        json!({"realtime": {"phone_numbers": {NUMBER: "bench"},
+            "api": if api == BenchApi::Live { "live" } else { "realtime" }}}),
     )
     .await?;
     for (name, value) in [

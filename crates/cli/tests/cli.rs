@@ -226,3 +226,33 @@ fn serve_refuses_a_limits_file_with_an_unknown_limit() {
         "{stderr}"
     );
 }
+
+#[test]
+fn bench_calls_drives_gpt_live_calls_end_to_end() {
+    let out = switchboard(&[
+        "bench",
+        "calls",
+        "--api",
+        "live",
+        "--concurrency",
+        "3",
+        "--duration",
+        "1",
+        "--think-ms",
+        "50",
+        "--json",
+    ]);
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = text
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .expect("the JSON report");
+    assert_eq!(report["api"], "live");
+    assert_eq!(report["errors"], 0);
+    assert!(report["tool_calls"].as_u64().unwrap() > 0, "{report}");
+}

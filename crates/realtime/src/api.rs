@@ -1,4 +1,5 @@
-//! OpenAI's call control REST endpoints: accept, reject, refer, hang up.
+//! OpenAI's call control REST endpoints: accept, reject, refer, hang up — under
+//! `/realtime/calls/{call_id}` for Realtime, `/live/sessions/{session_id}` for GPT-Live.
 
 use std::time::Duration;
 
@@ -37,6 +38,43 @@ impl Endpoints {
     /// The call's WebSocket URL.
     pub fn call_socket(&self, call_id: &str) -> String {
         format!("{}/realtime?call_id={}", self.ws_base, encode(call_id))
+    }
+
+    /// A GPT-Live session's sideband WebSocket URL.
+    pub fn live_sideband(&self, session_id: &str) -> String {
+        format!(
+            "{}/live/sessions/{}/attach",
+            self.ws_base,
+            encode(session_id)
+        )
+    }
+}
+
+/// Which OpenAI API answers a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Api {
+    /// OpenAI Realtime: the voice model calls the tools itself.
+    #[default]
+    Realtime,
+    /// GPT-Live: the voice model delegates to a backend model, which calls the tools.
+    Live,
+}
+
+impl Api {
+    /// As written in settings and logs: `realtime` or `live`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Realtime => "realtime",
+            Api::Live => "live",
+        }
+    }
+
+    /// The path of a call's control endpoint below the API base.
+    fn control_path(self, call_id: &str, action: &str) -> String {
+        match self {
+            Api::Realtime => format!("/realtime/calls/{}/{action}", encode(call_id)),
+            Api::Live => format!("/live/sessions/{}/{action}", encode(call_id)),
+        }
     }
 }
 
@@ -123,7 +161,30 @@ impl CallsApi {
         if let Value::Object(m) = &mut body {
             m.insert("type".into(), json!("realtime"));
         }
-        retry(|| self.post(key, call_id, "accept", Some(&body))).await
+        retry(|| self.post(Api::Realtime, key, call_id, "accept", Some(&body))).await
+    }
+
+    /// Accepts a GPT-Live session: `session` is sent wrapped as `{"session": …}`, unchanged
+    /// (OpenAI refuses unknown fields, so nothing is added). Retried like [`CallsApi::accept`].
+    pub async fn accept_live(
+        &self,
+        key: &SecretString,
+        session_id: &str,
+        session: &Value,
+    ) -> Result<(), ApiError> {
+        let body = json!({ "session": session });
+        retry(|| self.post(Api::Live, key, session_id, "accept", Some(&body))).await
+    }
+
+    /// Declines a GPT-Live session; GPT-Live requires the SIP status (300–699).
+    pub async fn reject_live(
+        &self,
+        key: &SecretString,
+        session_id: &str,
+        status_code: u16,
+    ) -> Result<(), ApiError> {
+        let body = json!({ "status_code": status_code.clamp(300, 699) });
+        retry(|| self.post(Api::Live, key, session_id, "reject", Some(&body))).await
     }
 
     /// Declines the call (`603` by default, `404` when no agent takes it).
@@ -134,37 +195,44 @@ impl CallsApi {
         status_code: Option<u16>,
     ) -> Result<(), ApiError> {
         let body = status_code.map(|s| json!({ "status_code": s }));
-        retry(|| self.post(key, call_id, "reject", body.as_ref())).await
+        retry(|| self.post(Api::Realtime, key, call_id, "reject", body.as_ref())).await
     }
 
     /// SIP REFER. Not retried on an error status: the endpoint has no idempotency key, and a
     /// REFER that OpenAI saw must not be sent twice.
     pub async fn refer(
         &self,
+        api: Api,
         key: &SecretString,
         call_id: &str,
         target_uri: &str,
     ) -> Result<(), ApiError> {
         let body = json!({ "target_uri": target_uri });
-        self.post(key, call_id, "refer", Some(&body)).await
+        self.post(api, key, call_id, "refer", Some(&body)).await
     }
 
     /// Ends the call. Not retried on an error status, for the same reason as `refer`.
-    pub async fn hangup(&self, key: &SecretString, call_id: &str) -> Result<(), ApiError> {
-        self.post(key, call_id, "hangup", None).await
+    pub async fn hangup(
+        &self,
+        api: Api,
+        key: &SecretString,
+        call_id: &str,
+    ) -> Result<(), ApiError> {
+        self.post(api, key, call_id, "hangup", None).await
     }
 
     async fn post(
         &self,
+        api: Api,
         key: &SecretString,
         call_id: &str,
         action: &'static str,
         body: Option<&Value>,
     ) -> Result<(), ApiError> {
         let url = format!(
-            "{}/realtime/calls/{}/{action}",
+            "{}{}",
             self.endpoints.api_base,
-            encode(call_id)
+            api.control_path(call_id, action)
         );
         let mut req = self.http.post(url).bearer_auth(key.expose_secret());
         if let Some(b) = body {
@@ -239,6 +307,14 @@ mod tests {
         assert_eq!(
             e.call_socket("rtc_1 2"),
             "wss://api.openai.com/v1/realtime?call_id=rtc_1%202"
+        );
+        assert_eq!(
+            e.live_sideband("live_1/x"),
+            "wss://api.openai.com/v1/live/sessions/live_1%2Fx/attach"
+        );
+        assert_eq!(
+            Api::Live.control_path("live_1", "refer"),
+            "/live/sessions/live_1/refer"
         );
         let e = Endpoints::from_api_base("http://127.0.0.1:9/v1");
         assert_eq!(e.ws_base, "ws://127.0.0.1:9/v1");

@@ -1,5 +1,5 @@
-//! The door itself: the calls it is serving, their answers' route to each call's driver, and call
-//! control (REFER, hang-up) for the executor.
+//! The door itself: the calls it is serving (Realtime calls and GPT-Live sessions alike), their
+//! answers' route to each call's driver, and call control (REFER, hang-up) for the executor.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,14 +10,17 @@ use serde_json::Value;
 use switchboard_runtime::{BoxFuture, CallControl, CallSession, Delivery, OutputSink};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::api::{ApiError, CallsApi};
+use crate::api::{Api, ApiError, CallsApi};
 use crate::driver::{CallEnd, Driver, DriverMsg, DriverOptions};
 use crate::events::AgentProfile;
+use crate::live_driver::LiveDriver;
+use crate::live_events::{self, LiveStart};
 
 /// A call this door serves.
 #[derive(Debug)]
 struct Line {
     key: SecretString,
+    api: Api,
     tx: mpsc::UnboundedSender<DriverMsg>,
 }
 
@@ -33,6 +36,7 @@ pub struct RealtimeDoor {
 #[derive(Debug)]
 pub struct Opened {
     call_id: String,
+    api: Api,
     rx: mpsc::UnboundedReceiver<DriverMsg>,
     tx: mpsc::UnboundedSender<DriverMsg>,
     key: SecretString,
@@ -45,11 +49,20 @@ pub struct CallPlan {
     pub agent: String,
     /// Every agent the call may become, by name.
     pub agents: Arc<HashMap<String, AgentProfile>>,
-    /// `model`, `audio` and other accept fields beside the first agent's session.
+    /// `model`, `audio` and other accept fields beside the first agent's session (Realtime).
     pub accept_extra: serde_json::Map<String, Value>,
+    /// What a GPT-Live session starts with; `Some` for a call GPT-Live answers.
+    pub live: Option<LiveStart>,
 }
 
 impl CallPlan {
+    /// The `session` of `POST /live/sessions/{id}/accept` (a GPT-Live plan), else `None`.
+    pub fn live_session(&self) -> Option<Value> {
+        let start = self.live.as_ref()?;
+        let agent = self.agents.get(&self.agent)?;
+        Some(live_events::accept_session(start, agent))
+    }
+
     /// The body of `POST /realtime/calls/{id}/accept`.
     pub fn accept_body(&self) -> Value {
         let mut body = self
@@ -105,9 +118,15 @@ impl RealtimeDoor {
         self.lines.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers a call and returns its output sink (for the call session) and the handle to
-    /// run it with. `None` when the door serves this call already (a repeated webhook).
-    pub fn open(&self, call_id: &str, key: SecretString) -> Option<(Arc<dyn OutputSink>, Opened)> {
+    /// Registers a call answered by `api` and returns its output sink (for the call session)
+    /// and the handle to run it with. `None` when the door serves this call already (a
+    /// repeated webhook).
+    pub fn open(
+        &self,
+        call_id: &str,
+        key: SecretString,
+        api: Api,
+    ) -> Option<(Arc<dyn OutputSink>, Opened)> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut lines = self.lines();
         if lines.contains_key(call_id) {
@@ -117,6 +136,7 @@ impl RealtimeDoor {
             call_id.to_owned(),
             Arc::new(Line {
                 key: key.clone(),
+                api,
                 tx: tx.clone(),
             }),
         );
@@ -125,6 +145,7 @@ impl RealtimeDoor {
             sink,
             Opened {
                 call_id: call_id.to_owned(),
+                api,
                 rx,
                 tx,
                 key,
@@ -189,6 +210,9 @@ impl RealtimeDoor {
         session: CallSession,
         accept: bool,
     ) -> CallEnd {
+        if opened.api == Api::Live {
+            return self.run_live(opened, plan, session, accept).await;
+        }
         if accept {
             let body = plan.accept_body();
             if let Err(e) = self.api.accept(&opened.key, &opened.call_id, &body).await {
@@ -212,11 +236,55 @@ impl RealtimeDoor {
         driver.run().await
     }
 
+    async fn run_live(
+        &self,
+        opened: Opened,
+        plan: CallPlan,
+        session: CallSession,
+        accept: bool,
+    ) -> CallEnd {
+        if accept {
+            let Some(body) = plan.live_session() else {
+                tracing::error!(name: "live_accept_failed", call_id = %opened.call_id, error = "the call has no GPT-Live plan", "live_accept_failed");
+                return CallEnd::NotAccepted;
+            };
+            if let Err(e) = self
+                .api
+                .accept_live(&opened.key, &opened.call_id, &body)
+                .await
+            {
+                tracing::error!(name: "live_accept_failed", call_id = %opened.call_id, error = %e, "live_accept_failed");
+                return CallEnd::NotAccepted;
+            }
+            tracing::info!(name: "live_call_accepted", call_id = %opened.call_id, agent = %plan.agent, "live_call_accepted");
+            metrics::counter!("switchboard_live_calls_total").increment(1);
+        }
+        LiveDriver::new(
+            opened.call_id,
+            opened.key,
+            self.api.clone(),
+            session,
+            plan.agent,
+            plan.agents,
+            opened.rx,
+            opened.tx,
+            self.options.clone(),
+            !accept,
+        )
+        .run()
+        .await
+    }
+
+    /// Which API answers a call this door serves.
+    pub fn api_of(&self, call_id: &str) -> Option<Api> {
+        self.lines().get(call_id).map(|l| l.api)
+    }
+
     fn line(&self, call_id: &str) -> Result<Arc<Line>, String> {
         self.lines()
             .get(call_id)
             .cloned()
-            .ok_or_else(|| format!("call `{call_id}` is not a live Realtime call on this node"))
+            .ok_or_else(|| format!("call `{call_id}` is not a live phone call on this node"))
     }
 }
 
@@ -228,7 +296,11 @@ impl CallControl for RealtimeDoor {
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             let line = self.line(call_id)?;
-            match self.api.refer(&line.key, call_id, target_uri).await {
+            match self
+                .api
+                .refer(line.api, &line.key, call_id, target_uri)
+                .await
+            {
                 Ok(()) => {
                     let _ = line.tx.send(DriverMsg::Transferred);
                     Ok(())

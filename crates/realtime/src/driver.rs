@@ -25,7 +25,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use crate::api::{CallsApi, jitter};
 use crate::events::{self, AgentProfile, ServerEvent};
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// What reaches a call's driver besides socket traffic.
 #[derive(Debug)]
@@ -79,6 +79,10 @@ pub struct DriverOptions {
     pub reattach_for: Duration,
     /// The longest wait for the goodbye to be said before hanging up anyway.
     pub goodbye_timeout: Duration,
+    /// GPT-Live: the most bytes of function call outputs sent for one backend turn (OpenAI
+    /// refuses an overflowing one with `response_input_buffer_full`); a longer output is cut
+    /// with a marker saying so.
+    pub live_turn_budget: usize,
 }
 
 impl Default for DriverOptions {
@@ -86,6 +90,7 @@ impl Default for DriverOptions {
         DriverOptions {
             reattach_for: Duration::from_secs(30),
             goodbye_timeout: Duration::from_secs(15),
+            live_turn_budget: 30 * 1024,
         }
     }
 }
@@ -567,7 +572,7 @@ impl Driver {
         self.hangup_due = false;
         let result = self
             .api
-            .hangup(&self.key, &self.call_id)
+            .hangup(crate::api::Api::Realtime, &self.key, &self.call_id)
             .await
             .map_err(|e| e.to_string());
         if let Some(g) = self.goodbye.take() {
@@ -655,7 +660,7 @@ impl Driver {
 
 /// Events are a few KiB at most: the library's 128 KiB default buffers, per call, would make a
 /// thousand calls cost a quarter of a gigabyte. Larger frames still arrive (buffers grow).
-fn socket_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+pub(crate) fn socket_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
     tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
         .read_buffer_size(8 * 1024)
         .write_buffer_size(0)
@@ -667,7 +672,7 @@ enum Step {
     End(CallEnd),
 }
 
-async fn goodbye_deadline(deadline: Option<Instant>) {
+pub(crate) async fn goodbye_deadline(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d.into()).await,
         None => std::future::pending().await,

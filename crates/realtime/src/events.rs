@@ -73,6 +73,10 @@ pub struct AgentProfile {
     /// The `tools` array of the session (function tools, or one `mcp` tool).
     pub tools: Value,
     pub tool_choice: Value,
+    /// GPT-Live only: the backend model that calls the tools (`None`: the session's).
+    pub backend_model: Option<String>,
+    /// GPT-Live only: whether the backend may call several tools at once.
+    pub parallel_tool_calls: bool,
 }
 
 impl AgentProfile {

@@ -1,7 +1,7 @@
-//! The OpenAI Realtime SIP door: a phone call reaches OpenAI, OpenAI posts the
-//! `realtime.call.incoming` webhook, and Switchboard accepts the call with the agent's
-//! instructions and tools, attaches to the call's WebSocket, and runs the model's function calls
-//! through the call session.
+//! The OpenAI SIP door: a phone call reaches OpenAI, OpenAI posts the `realtime.call.incoming`
+//! (Realtime) or `live.transport.incoming` (GPT-Live) webhook, and Switchboard accepts the call
+//! with the agent's instructions and tools, attaches to the call's WebSocket (Realtime) or
+//! sideband (GPT-Live), and runs the model's function calls through the call session.
 //!
 //! # Layout
 //! - [`webhook`]: Standard Webhooks verification and the incoming call event.
@@ -9,7 +9,11 @@
 //! - [`events`]: the WebSocket events read and written.
 //! - `driver`: one call's WebSocket loop (function calls, outputs, responses, barge-in,
 //!   handoff, filler speech, goodbye, re-attach).
-//! - [`door`]: the calls a node serves, their output sinks, and [`CallControl`] for the executor.
+//! - [`live_events`]: GPT-Live's sideband events and accept body (Responses delegation).
+//! - `live_driver`: one GPT-Live call's sideband loop (the backend's function calls, outputs
+//!   within the input budget, one `response.create` per backend turn, commentary, re-attach).
+//! - [`door`]: the calls a node serves (either API), their output sinks, and [`CallControl`]
+//!   for the executor.
 //!
 //! Protocol facts follow the GA API (`session.type = "realtime"`).
 //!
@@ -21,10 +25,14 @@ pub mod api;
 pub mod door;
 mod driver;
 pub mod events;
+mod live_driver;
+pub mod live_events;
 pub mod webhook;
 
-pub use api::{ApiError, CallsApi, Endpoints};
+pub use api::{Api, ApiError, CallsApi, Endpoints};
 pub use door::{CallPlan, Opened, RealtimeDoor};
 pub use driver::{CallEnd, DriverOptions};
 pub use events::AgentProfile;
+pub use live_driver::CUT_MARKER;
+pub use live_events::LiveStart;
 pub use webhook::{IncomingCall, VerifyError, verify};

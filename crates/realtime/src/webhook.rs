@@ -94,7 +94,8 @@ pub fn precheck(headers: &HeaderMap, now: i64) -> Result<(), VerifyError> {
     }
 }
 
-/// The event envelope; only `realtime.call.incoming` is acted on.
+/// The event envelope; `realtime.call.incoming`, `live.transport.incoming` and
+/// `live.call.incoming` are acted on.
 #[derive(Debug, Clone, Deserialize)]
 pub struct WebhookEvent {
     #[serde(default)]
@@ -124,6 +125,16 @@ pub struct IncomingCall {
 }
 
 #[derive(Deserialize)]
+struct LiveData {
+    session_id: String,
+    #[serde(default)]
+    sip_headers: Vec<SipHeader>,
+    /// `sip` for a phone call; absent in the deprecated `live.call.incoming`.
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+#[derive(Deserialize)]
 struct IncomingData {
     call_id: String,
     #[serde(default)]
@@ -138,18 +149,38 @@ impl IncomingCall {
         if d.call_id.is_empty() || d.call_id.len() > 256 {
             return Err("`data.call_id` is empty or too long".into());
         }
+        Ok(IncomingCall::from_headers(d.call_id, d.sip_headers))
+    }
+
+    /// Reads the `data` of a GPT-Live `live.transport.incoming` (or the deprecated
+    /// `live.call.incoming`, which has no `type`) event: the session id is the call's id for
+    /// every control request and the sideband. A transport other than `sip` is refused.
+    pub fn parse_live(kind: &str, data: &serde_json::Value) -> Result<IncomingCall, String> {
+        let d = LiveData::deserialize(data).map_err(|e| format!("`data` of {kind}: {e}"))?;
+        if d.session_id.is_empty() || d.session_id.len() > 256 {
+            return Err(format!("`data.session_id` of {kind} is empty or too long"));
+        }
+        if let Some(t) = d.kind.as_deref().filter(|t| *t != "sip") {
+            return Err(format!(
+                "`data.type` of {kind} is `{t}`; only `sip` calls are answered here"
+            ));
+        }
+        Ok(IncomingCall::from_headers(d.session_id, d.sip_headers))
+    }
+
+    fn from_headers(call_id: String, sip_headers: Vec<SipHeader>) -> IncomingCall {
         let header = |name: &str| {
-            d.sip_headers
+            sip_headers
                 .iter()
                 .find(|h| h.name.eq_ignore_ascii_case(name))
                 .and_then(|h| sip_user(&h.value))
         };
-        Ok(IncomingCall {
+        IncomingCall {
             from: header("From"),
             to: header("To"),
-            call_id: d.call_id,
-            sip_headers: d.sip_headers,
-        })
+            call_id,
+            sip_headers,
+        }
     }
 }
 
@@ -256,5 +287,36 @@ mod tests {
         assert_eq!(c.to.as_deref(), Some("+18005551212"));
         assert_eq!(c.sip_headers.len(), 3);
         assert!(IncomingCall::parse(&serde_json::json!({"sip_headers": []})).is_err());
+    }
+
+    #[test]
+    fn parses_both_live_events_and_refuses_other_transports() {
+        let headers =
+            serde_json::json!([{"name": "To", "value": "sip:+18005551212@sip.example.com"}]);
+        let data =
+            serde_json::json!({"session_id": "live_1", "type": "sip", "sip_headers": headers});
+        let c = IncomingCall::parse_live("live.transport.incoming", &data).unwrap();
+        assert_eq!(
+            (c.call_id.as_str(), c.to.as_deref()),
+            ("live_1", Some("+18005551212"))
+        );
+        let old = serde_json::json!({"session_id": "live_2", "sip_headers": headers});
+        assert_eq!(
+            IncomingCall::parse_live("live.call.incoming", &old)
+                .unwrap()
+                .call_id,
+            "live_2"
+        );
+        let webrtc =
+            serde_json::json!({"session_id": "live_3", "type": "webrtc", "sip_headers": []});
+        let e = IncomingCall::parse_live("live.transport.incoming", &webrtc).unwrap_err();
+        assert!(e.contains("only `sip`"), "{e}");
+        assert!(
+            IncomingCall::parse_live(
+                "live.transport.incoming",
+                &serde_json::json!({"session_id": ""})
+            )
+            .is_err()
+        );
     }
 }

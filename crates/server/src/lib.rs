@@ -41,6 +41,7 @@ pub mod error;
 pub mod extract;
 pub mod mcp;
 pub mod ownership;
+pub mod phone;
 pub mod realtime;
 pub mod routes;
 pub mod state;

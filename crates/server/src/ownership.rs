@@ -122,16 +122,19 @@ async fn heartbeat(state: &AppState) {
     }
 }
 
-/// Takes over the live Realtime calls of dead nodes: their callers are still talking, and
+/// Takes over the live Realtime and GPT-Live calls of dead nodes: their callers are still talking, and
 /// nothing else would bring their tools back.
 async fn sweep_realtime(state: &AppState) {
-    let orphans = match state.store.orphaned_calls(Door::Realtime, 32).await {
-        Ok(o) => o,
-        Err(e) => {
-            tracing::debug!(name: "call_sweep_failed", error = %e, "call_sweep_failed");
-            return;
+    let mut orphans = Vec::new();
+    for door in [Door::Realtime, Door::Live] {
+        match state.store.orphaned_calls(door, 32).await {
+            Ok(o) => orphans.extend(o),
+            Err(e) => {
+                tracing::debug!(name: "call_sweep_failed", error = %e, "call_sweep_failed");
+                return;
+            }
         }
-    };
+    }
     for (tenant, call_id, _) in orphans {
         // `locate` takes the call over through the lease, exactly as a request would.
         match locate(state, &tenant, &call_id).await {
@@ -143,14 +146,16 @@ async fn sweep_realtime(state: &AppState) {
     }
 }
 
-/// Takes a Realtime call over after its owner died: see [`crate::realtime::resume_call`].
+/// Takes a Realtime or GPT-Live call over after its owner died: see
+/// [`crate::realtime::resume_call`].
 pub async fn take_over_realtime(
     state: &AppState,
     tenant: &str,
     call_id: &str,
     fence: i64,
+    door: Door,
 ) -> ApiResult<Arc<LiveCall>> {
-    crate::realtime::resume_call(state, tenant, call_id, fence).await
+    crate::realtime::resume_call(state, tenant, call_id, fence, door).await
 }
 
 /// The routes that act on a live call, which its owner must serve.

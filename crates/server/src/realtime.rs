@@ -1,7 +1,13 @@
-//! The OpenAI Realtime SIP door, as the server mounts it: the per-tenant webhook, routing an
-//! incoming call to an agent, and running the call on the node's [`RealtimeDoor`].
+//! The OpenAI SIP door, as the server mounts it: the per-tenant webhook (Realtime's
+//! `realtime.call.incoming`, GPT-Live's `live.transport.incoming` and its deprecated
+//! `live.call.incoming`), routing an incoming call to an agent and to the API the tenant's
+//! phone settings name, and running the call on the node's [`RealtimeDoor`].
+//!
+//! One SIP call can raise both a Realtime and a GPT-Live event; the first accept picks the
+//! runtime at OpenAI. Only the event of the API configured for the number called is acted on;
+//! the other is acknowledged, ignored and logged with the reason.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
@@ -9,11 +15,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use switchboard_core::CallInfo;
 use switchboard_core::Context;
-use switchboard_realtime::{AgentProfile, CallPlan, IncomingCall, RealtimeDoor, webhook};
+use switchboard_realtime::{
+    AgentProfile, Api, CallPlan, IncomingCall, LiveStart, RealtimeDoor, webhook,
+};
 use switchboard_runtime::{CallSession, SessionDeps, SessionOptions};
 use switchboard_store::Door;
 use switchboard_store::ownership::FIRST_FENCE;
@@ -21,6 +28,7 @@ use switchboard_store::ownership::FIRST_FENCE;
 use crate::calls::LiveCall;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::Path;
+use crate::phone::{DEFAULT_LIVE_MODEL, DEFAULT_MODEL, RealtimeFeature};
 use crate::state::AppState;
 use crate::toolset::call_config;
 
@@ -29,77 +37,8 @@ pub const OPENAI_API_KEY: &str = "openai_api_key";
 /// The tenant secret holding the OpenAI project's webhook secret (`whsec_…`).
 pub const OPENAI_WEBHOOK_SECRET: &str = "openai_webhook_secret";
 
-/// `features.realtime`: how a tenant's phone calls are answered.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RealtimeFeature {
-    /// Called number (E.164, as in the SIP `To` header) → agent. Other numbers go to the
-    /// tenant's default agent.
-    #[serde(default)]
-    pub phone_numbers: BTreeMap<String, String>,
-    /// The model, unless the agent names one.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// The voice, unless the agent names one.
-    #[serde(default)]
-    pub voice: Option<String>,
-    /// `auto` (default), `required`, `none`.
-    #[serde(default)]
-    pub tool_choice: Option<String>,
-    /// Agents whose tools OpenAI gets as one `type: "mcp"` tool (this deployment's MCP endpoint
-    /// for the agent, which OpenAI calls itself) instead of function tools.
-    #[serde(default)]
-    pub mcp_agents: Vec<String>,
-    /// This deployment's public base URL (`https://switchboard.example.com`), which OpenAI
-    /// reaches the MCP endpoint at; needed with `mcp_agents`.
-    #[serde(default)]
-    pub public_url: Option<String>,
-}
-
-/// The model used when neither the agent nor the tenant names one.
-pub const DEFAULT_MODEL: &str = "gpt-realtime";
-
-impl RealtimeFeature {
-    /// Reads and checks `features.realtime`; each problem names its place and its fix.
-    pub fn parse(value: &Value) -> Result<RealtimeFeature, String> {
-        let f = RealtimeFeature::deserialize(value).map_err(|e| {
-            format!(
-                "features.realtime: {e}; known fields: phone_numbers, model, voice, tool_choice, mcp_agents, public_url"
-            )
-        })?;
-        for (number, agent) in &f.phone_numbers {
-            if number.is_empty() || number.len() > 64 {
-                return Err(format!(
-                    "features.realtime.phone_numbers: `{number}` is not a number; write it as in the SIP To header, e.g. +18005551212"
-                ));
-            }
-            if agent.is_empty() {
-                return Err(format!(
-                    "features.realtime.phone_numbers.{number}: name the agent that answers it"
-                ));
-            }
-        }
-        if !f.mcp_agents.is_empty() {
-            match f.public_url.as_deref() {
-                Some(u) if u.starts_with("https://") || u.starts_with("http://") => {}
-                _ => {
-                    return Err("features.realtime.public_url: give this deployment's public base URL (https://…) so OpenAI can reach the MCP endpoint of `mcp_agents`".into());
-                }
-            }
-        }
-        if let Some(c) = &f.tool_choice
-            && !matches!(c.as_str(), "auto" | "required" | "none")
-        {
-            return Err(format!(
-                "features.realtime.tool_choice: `{c}` is not one of auto, required, none"
-            ));
-        }
-        Ok(f)
-    }
-}
-
 #[utoipa::path(post, path = "/v1/realtime/webhook/{tenant_id}", tag = "realtime",
-    description = "Where OpenAI posts `realtime.call.incoming` for this tenant (set it as the project's webhook URL). Verified with the tenant secret `openai_webhook_secret` (Standard Webhooks); answered at once, the call is accepted in the background; a repeated `webhook-id` is acknowledged and ignored.",
+    description = "Where OpenAI posts `realtime.call.incoming`, `live.transport.incoming` and the deprecated `live.call.incoming` for this tenant (set it as the project's webhook URL). Verified with the tenant secret `openai_webhook_secret` (Standard Webhooks); answered at once, the call is accepted in the background by the API the tenant's phone settings name for the number called (an event of the other API is acknowledged and ignored); a repeated `webhook-id` is acknowledged and ignored.",
     request_body = Object,
     responses((status = 200, body = Object, description = "Taken (or a repeat, or an event type that needs nothing)"),
               (status = 400, body = ErrorBody), (status = 401, body = ErrorBody, description = "Bad, stale or missing signature or timestamp; also an unknown tenant or one without a webhook secret, answered alike")))]
@@ -129,10 +68,39 @@ pub async fn webhook_route(
     }
     let event: webhook::WebhookEvent = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("the webhook body is not an event: {e}")))?;
-    if event.kind != "realtime.call.incoming" {
-        return Ok(Json(json!({"status": "ignored", "type": event.kind})));
+    let (api, incoming) = match event.kind.as_str() {
+        "realtime.call.incoming" => (Api::Realtime, IncomingCall::parse(&event.data)),
+        "live.transport.incoming" | "live.call.incoming" => {
+            // A session on another transport (WebRTC, a WebSocket) is not a phone call.
+            if let Some(t) = event.data.get("type").and_then(Value::as_str)
+                && t != "sip"
+            {
+                return Ok(Json(json!({"status": "ignored", "type": event.kind,
+                    "reason": format!("a `{t}` session is not a phone call")})));
+            }
+            (
+                Api::Live,
+                IncomingCall::parse_live(&event.kind, &event.data),
+            )
+        }
+        _ => return Ok(Json(json!({"status": "ignored", "type": event.kind}))),
+    };
+    let incoming = incoming.map_err(ApiError::bad_request)?;
+    // A tenant whose phone settings do not parse still gets its calls declined by the
+    // configured API's event (with the reason logged); the other event is ignored.
+    let configured = RealtimeFeature::of(&tenant.features)
+        .map(|f| f.api_for(incoming.to.as_deref()))
+        .unwrap_or_default();
+    if configured != api {
+        let reason = format!(
+            "the number called is answered by the {} API (features.realtime); this {} event is left to it",
+            configured.as_str(),
+            event.kind
+        );
+        tracing::info!(name: "phone_webhook_ignored", tenant_id = %tenant.id, call_id = %incoming.call_id, kind = %event.kind, configured = configured.as_str(), reason = %reason, "phone_webhook_ignored");
+        return Ok(Json(json!({"status": "ignored", "type": event.kind,
+            "call_id": incoming.call_id, "reason": reason})));
     }
-    let incoming = IncomingCall::parse(&event.data).map_err(ApiError::bad_request)?;
     let webhook_id = headers
         .get("webhook-id")
         .and_then(|v| v.to_str().ok())
@@ -143,10 +111,10 @@ pub async fn webhook_route(
             json!({"status": "duplicate", "call_id": incoming.call_id}),
         ));
     }
-    tracing::info!(name: "realtime_call_incoming", tenant_id = %tenant.id, call_id = %incoming.call_id, to = incoming.to.as_deref().unwrap_or(""), "realtime_call_incoming");
+    tracing::info!(name: "realtime_call_incoming", tenant_id = %tenant.id, call_id = %incoming.call_id, api = api.as_str(), to = incoming.to.as_deref().unwrap_or(""), "realtime_call_incoming");
     let call_id = incoming.call_id.clone();
     let features = tenant.features.clone();
-    tokio::spawn(answer(state.clone(), tenant.id, features, incoming));
+    tokio::spawn(answer(state.clone(), tenant.id, features, api, incoming));
     Ok(Json(json!({"status": "accepted", "call_id": call_id})))
 }
 
@@ -165,7 +133,13 @@ struct Decline {
 }
 
 /// Routes, accepts and runs one incoming call, in the background of its webhook.
-async fn answer(state: AppState, tenant: String, features: Value, incoming: IncomingCall) {
+async fn answer(
+    state: AppState,
+    tenant: String,
+    features: Value,
+    api: Api,
+    incoming: IncomingCall,
+) {
     let call_id = incoming.call_id.clone();
     let key = match state.store.get_secret(&tenant, OPENAI_API_KEY).await {
         Ok(Some(k)) => k,
@@ -178,19 +152,24 @@ async fn answer(state: AppState, tenant: String, features: Value, incoming: Inco
             return;
         }
     };
-    match prepare(&state, &tenant, &features, &incoming).await {
+    match prepare(&state, &tenant, &features, api, &incoming).await {
         Err(d) => {
-            tracing::warn!(name: "realtime_call_declined", call_id = %call_id, status = d.status, reason = %d.reason, "realtime_call_declined");
-            if let Err(e) = state
-                .realtime
-                .api()
-                .reject(&key, &call_id, Some(d.status))
-                .await
-            {
-                tracing::error!(name: "realtime_reject_failed", call_id = %call_id, error = %e, "realtime_reject_failed");
-            }
+            tracing::warn!(name: "realtime_call_declined", call_id = %call_id, api = api.as_str(), status = d.status, reason = %d.reason, "realtime_call_declined");
+            reject(&state, api, &key, &call_id, d.status).await;
         }
-        Ok(prepared) => run(state, tenant, key, incoming, prepared).await,
+        Ok(prepared) => run(state, tenant, key, api, incoming, prepared).await,
+    }
+}
+
+/// Declines a call with a SIP status, through the API that raised it.
+async fn reject(state: &AppState, api: Api, key: &SecretString, call_id: &str, status: u16) {
+    let api_client = state.realtime.api();
+    let result = match api {
+        Api::Realtime => api_client.reject(key, call_id, Some(status)).await,
+        Api::Live => api_client.reject_live(key, call_id, status).await,
+    };
+    if let Err(e) = result {
+        tracing::error!(name: "realtime_reject_failed", call_id = %call_id, api = api.as_str(), error = %e, "realtime_reject_failed");
     }
 }
 
@@ -207,24 +186,18 @@ async fn prepare(
     state: &AppState,
     tenant: &str,
     features: &Value,
+    api: Api,
     incoming: &IncomingCall,
 ) -> Result<Prepared, Decline> {
     let internal = |e: ApiError| Decline {
         status: 480,
         reason: e.to_string(),
     };
-    let feature = match features.get("realtime") {
-        None | Some(Value::Null) => RealtimeFeature::default(),
-        Some(v) => RealtimeFeature::parse(v).map_err(|reason| Decline {
-            status: 480,
-            reason,
-        })?,
-    };
-    let routed = incoming
-        .to
-        .as_ref()
-        .and_then(|to| feature.phone_numbers.get(to))
-        .cloned();
+    let feature = RealtimeFeature::of(features).map_err(|reason| Decline {
+        status: 480,
+        reason,
+    })?;
+    let routed = feature.agent_for(incoming.to.as_deref());
     let agent = match routed {
         Some(a) => a,
         None => state
@@ -241,7 +214,16 @@ async fn prepare(
             })?,
     };
     let (config, pinned) = call_config(state, tenant).await.map_err(internal)?;
-    let mut plan = build_plan(state, tenant, &incoming.call_id, &feature, &agent, &config).await?;
+    let mut plan = build_plan(
+        state,
+        tenant,
+        &incoming.call_id,
+        &feature,
+        api,
+        &agent,
+        &config,
+    )
+    .await?;
     let caller = incoming.from.as_deref();
     let profile = crate::caller_profile::load(state, tenant, &config, &agent, caller).await;
     if let Some(p) = &profile {
@@ -262,6 +244,7 @@ async fn build_plan(
     tenant: &str,
     call_id: &str,
     feature: &RealtimeFeature,
+    api: Api,
     agent: &str,
     config: &switchboard_runtime::CallConfig,
 ) -> Result<CallPlan, Decline> {
@@ -270,8 +253,12 @@ async fn build_plan(
         reason: e.to_string(),
     };
     // OpenAI calls the call's own MCP endpoint with a credential good for this call alone.
+    // GPT-Live's backend takes function tools: MCP tools there are unverified.
     let mcp =
-        match (&feature.public_url, feature.mcp_agents.is_empty()) {
+        match (
+            &feature.public_url,
+            feature.mcp_agents.is_empty() || api == Api::Live,
+        ) {
             (Some(base), false) => {
                 let url = crate::mcp::call_endpoint(base, call_id).ok_or_else(|| Decline {
                     status: 480,
@@ -305,6 +292,12 @@ async fn build_plan(
                 instructions: a.instructions.clone(),
                 tools: toolset.get("tools").cloned().unwrap_or(json!([])),
                 tool_choice,
+                backend_model: a
+                    .live
+                    .as_ref()
+                    .and_then(|l| l.backend_model.clone())
+                    .or(feature.backend_model.clone()),
+                parallel_tool_calls: feature.parallel_tool_calls.unwrap_or(true),
             };
             if let (true, Some((url, token))) = (feature.mcp_agents.contains(&a.name), &mcp) {
                 profile.tools = json!([{
@@ -332,6 +325,20 @@ async fn build_plan(
             "features.realtime routes the call to agent `{agent}`, which does not exist"
         ),
     })?;
+    let live = (api == Api::Live).then(|| {
+        let settings = first.live.clone().unwrap_or_default();
+        LiveStart {
+            model: settings
+                .model
+                .or(feature.live_model.clone())
+                .unwrap_or_else(|| DEFAULT_LIVE_MODEL.to_owned()),
+            voice_instructions: settings.voice_instructions,
+            voice: settings
+                .voice
+                .or(first.voice.clone())
+                .or(feature.voice.clone()),
+        }
+    });
     let mut accept_extra = Map::new();
     let model = first
         .model
@@ -346,6 +353,7 @@ async fn build_plan(
         agent: agent.to_owned(),
         agents: Arc::new(agents),
         accept_extra,
+        live,
     })
 }
 
@@ -353,11 +361,12 @@ async fn run(
     state: AppState,
     tenant: String,
     key: SecretString,
+    api: Api,
     incoming: IncomingCall,
     prepared: Prepared,
 ) {
     let call_id = incoming.call_id.clone();
-    let Some((sink, opened)) = state.realtime.open(&call_id, key.clone()) else {
+    let Some((sink, opened)) = state.realtime.open(&call_id, key.clone(), api) else {
         return;
     };
     let call = CallInfo {
@@ -374,7 +383,7 @@ async fn run(
         crate::caller_profile::into_context(&mut ctx, p);
     }
     let cap = state.config.max_calls_per_tenant;
-    let owner = (state.node.id.as_str(), Door::Realtime);
+    let owner = (state.node.id.as_str(), door_of(api));
     match state
         .store
         .create_call_within(&tenant, &call, &prepared.pinned, &ctx, cap, owner)
@@ -384,9 +393,7 @@ async fn run(
         Ok(None) => {
             tracing::warn!(name: "realtime_call_declined", call_id = %call_id, status = 486, reason = "the tenant's live call limit (max_calls_per_tenant) is reached", "realtime_call_declined");
             state.realtime.forget(&call_id);
-            if let Err(e) = state.realtime.api().reject(&key, &call_id, Some(486)).await {
-                tracing::error!(name: "realtime_reject_failed", call_id = %call_id, error = %e, "realtime_reject_failed");
-            }
+            reject(&state, api, &key, &call_id, 486).await;
             return;
         }
         Err(e) => {
@@ -421,6 +428,14 @@ async fn run(
         .run(opened, prepared.plan, session.clone())
         .await;
     finish(&state, &tenant, &call_id, &session, end).await;
+}
+
+/// The `door` a call answered by `api` is recorded with (a new owner re-attaches by it).
+pub fn door_of(api: Api) -> Door {
+    match api {
+        Api::Realtime => Door::Realtime,
+        Api::Live => Door::Live,
+    }
 }
 
 /// What a Realtime call's session needs: its own context is the authority (one node serves
@@ -468,8 +483,9 @@ async fn finish(
     tracing::info!(name: "realtime_call_finished", call_id = %call_id, end = ?end, "realtime_call_finished");
 }
 
-/// Takes over a live Realtime call whose node died (this node now owns it with fencing token
-/// `fence`): restores its session from the journal, re-attaches its WebSocket, and answers the
+/// Takes over a live Realtime or GPT-Live call (`door`) whose node died (this node now owns it
+/// with fencing token `fence`): restores its session from the journal, re-attaches its
+/// WebSocket or sideband, and answers the
 /// function calls still pending (resumed from their checkpoints, or run again when they never
 /// reached an effect). The caller hears a pause, not a dead line.
 pub(crate) async fn resume_call(
@@ -477,7 +493,13 @@ pub(crate) async fn resume_call(
     tenant: &str,
     call_id: &str,
     fence: i64,
+    door: Door,
 ) -> ApiResult<Arc<LiveCall>> {
+    let api = if door == Door::Live {
+        Api::Live
+    } else {
+        Api::Realtime
+    };
     let row = state
         .store
         .get_call(tenant, call_id)
@@ -493,15 +515,12 @@ pub(crate) async fn resume_call(
         .get_secret(tenant, OPENAI_API_KEY)
         .await?
         .ok_or_else(|| ApiError::conflict("the tenant has no `openai_api_key` secret"))?;
-    let feature = match tenant_row.features.get("realtime") {
-        None | Some(Value::Null) => RealtimeFeature::default(),
-        Some(v) => RealtimeFeature::parse(v).map_err(ApiError::bad_request)?,
-    };
+    let feature = RealtimeFeature::of(&tenant_row.features).map_err(ApiError::bad_request)?;
     let config = crate::routes::calls::pinned_config(state, tenant, &row.pinned).await?;
-    let plan = build_plan(state, tenant, call_id, &feature, &row.agent, &config)
+    let plan = build_plan(state, tenant, call_id, &feature, api, &row.agent, &config)
         .await
         .map_err(|d| ApiError::internal(d.reason))?;
-    let Some((sink, opened)) = state.realtime.open(call_id, key) else {
+    let Some((sink, opened)) = state.realtime.open(call_id, key, api) else {
         return Err(ApiError::conflict(format!(
             "call `{call_id}` is being served here already"
         )));
@@ -523,7 +542,7 @@ pub(crate) async fn resume_call(
             return Err(ApiError::internal(e.to_string()));
         }
     };
-    tracing::info!(name: "realtime_call_taken_over", call_id = %call_id, fence, "realtime_call_taken_over");
+    tracing::info!(name: "realtime_call_taken_over", call_id = %call_id, api = api.as_str(), fence, "realtime_call_taken_over");
     metrics::counter!("switchboard_realtime_takeovers_total").increment(1);
     let live = Arc::new(LiveCall {
         tenant_id: tenant.to_owned(),

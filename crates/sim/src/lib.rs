@@ -1,5 +1,5 @@
-//! A protocol-faithful simulator of OpenAI's Realtime-over-SIP API, for integration tests and the
-//! load generator.
+//! A protocol-faithful simulator of OpenAI's Realtime-over-SIP API and of GPT-Live over SIP
+//! ([`LiveSim`], served on the same address), for integration tests and the load generator.
 //!
 //! It plays OpenAI's side of a call: it sends signed `realtime.call.incoming` webhooks, serves
 //! the call control REST endpoints (`accept`, `reject`, `refer`, `hangup`) and the call's
@@ -20,6 +20,8 @@
 //! - `webhook`: the incoming call event, its Standard Webhooks signature and its delivery.
 //! - [`google`]: a separate simulator of Google's OAuth 2.0 endpoints and Calendar API v3
 //!   ([`google::GoogleSim`]), for the Google Calendar toolkit's tests.
+//! - `live`: GPT-Live — its webhooks, session endpoints and sideband, and [`LiveBackend`],
+//!   the test's side of a sideband (it plays the backend model).
 //!
 //! # Invariants
 //!
@@ -32,6 +34,7 @@
 
 mod client_events;
 pub mod google;
+mod live;
 mod model;
 mod rest;
 mod simulator;
@@ -40,6 +43,7 @@ mod validate;
 mod webhook;
 mod ws;
 
+pub use live::{LiveBackend, LiveSim};
 pub use model::ModelHandle;
 pub use simulator::Simulator;
 

@@ -26,6 +26,7 @@ pub struct Simulator {
 /// they do not keep the simulator alive.
 struct Owner {
     shared: Arc<Shared>,
+    live: Arc<crate::live::LiveSharedHandle>,
     addr: SocketAddr,
     /// Reused for deliveries so a load test does not build a client per call.
     http: reqwest::Client,
@@ -34,6 +35,7 @@ struct Owner {
 impl Drop for Owner {
     fn drop(&mut self) {
         self.shared.stop();
+        crate::live::stop(&self.live);
     }
 }
 
@@ -58,14 +60,16 @@ impl Simulator {
         let addr = listener.local_addr()?;
         let http = webhook::client().map_err(std::io::Error::other)?;
         let shared = Arc::new(Shared::new());
+        let live = crate::live::shared();
         let app = Router::new()
             .route(
                 "/v1/realtime/calls/{call_id}/{action}",
                 post(rest::call_action),
             )
             .route("/v1/realtime", get(ws::upgrade))
-            .fallback(rest::unknown_url)
-            .with_state(Arc::clone(&shared));
+            .with_state(Arc::clone(&shared))
+            .merge(crate::live::router(Arc::clone(&live)))
+            .fallback(rest::unknown_url);
         // Events are small frames: without TCP_NODELAY, Nagle's algorithm and delayed ACKs
         // would add tens of milliseconds to many of them.
         let listener = listener.tap_io(|stream| {
@@ -78,7 +82,12 @@ impl Simulator {
                 .await;
         });
         Ok(Simulator {
-            owner: Arc::new(Owner { shared, addr, http }),
+            owner: Arc::new(Owner {
+                shared,
+                live,
+                addr,
+                http,
+            }),
         })
     }
 
@@ -96,9 +105,16 @@ impl Simulator {
         format!("ws://{}/v1", self.owner.addr)
     }
 
-    /// Sets the key requests must present as `Authorization: Bearer <key>` (default `sk-test`).
+    /// Sets the key requests must present as `Authorization: Bearer <key>` (default `sk-test`),
+    /// Realtime's and GPT-Live's alike.
     pub fn set_api_key(&self, key: &str) {
         key.clone_into(&mut self.shared().lock().api_key);
+        self.live().set_api_key(key);
+    }
+
+    /// The GPT-Live side of the simulated API, served on the same address.
+    pub fn live(&self) -> crate::LiveSim {
+        crate::LiveSim::new(Arc::clone(&self.owner.live), self.owner.http.clone())
     }
 
     /// Registers an incoming call so the REST endpoints and the WebSocket know it; registering
@@ -257,6 +273,7 @@ impl Simulator {
     /// Stops serving and closes every WebSocket; other clones stop too.
     pub fn shutdown(&self) {
         self.shared().stop();
+        crate::live::stop(&self.owner.live);
     }
 
     fn with_call<T>(&self, call_id: &str, read: impl FnOnce(&CallState) -> T) -> Option<T> {

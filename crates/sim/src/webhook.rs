@@ -20,7 +20,7 @@ pub(crate) fn now() -> i64 {
 }
 
 /// `bytes` random bytes as lowercase hex, for ids.
-fn random_hex(bytes: usize) -> String {
+pub(crate) fn random_hex(bytes: usize) -> String {
     let mut hex = String::with_capacity(bytes * 2);
     for _ in 0..bytes {
         // Writing to a String cannot fail.
@@ -30,7 +30,7 @@ fn random_hex(bytes: usize) -> String {
 }
 
 /// A party as a SIP URI: E.164 numbers and bare users get OpenAI's example host; URIs stay.
-fn sip_uri(party: &str) -> String {
+pub(crate) fn sip_uri(party: &str) -> String {
     if party.starts_with("sip:") || party.starts_with("sips:") || party.starts_with("tel:") {
         party.to_owned()
     } else {

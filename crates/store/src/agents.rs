@@ -28,6 +28,9 @@ pub struct AgentDef {
     /// The voice, if the agent speaks with a particular one.
     #[serde(default)]
     pub voice: Option<String>,
+    /// What the agent needs when GPT-Live answers its calls (Realtime calls ignore it).
+    #[serde(default)]
+    pub live: Option<LiveSettings>,
     /// The tools it may call, in the order they are offered to the model.
     #[serde(default)]
     pub tools: Vec<AgentToolDef>,
@@ -37,6 +40,57 @@ pub struct AgentDef {
     /// Whether calls start with this agent when none is named (one per tenant).
     #[serde(default)]
     pub default: bool,
+}
+
+/// An agent's settings for GPT-Live, where a voice model talks and a backend model reasons and
+/// calls the tools. The agent's `instructions` are the backend's; `model` and `voice` stay
+/// the Realtime ones, so one agent serves both APIs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveSettings {
+    /// The GPT-Live model (`gpt-live-1`); else the tenant's, else the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The voice model's instructions: voice, manner, when to delegate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice_instructions: Option<String>,
+    /// The backend (Responses) model that calls the tools; else the tenant's, else the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_model: Option<String>,
+    /// The GPT-Live voice, if not the agent's `voice`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice: Option<String>,
+}
+
+/// The longest model name or voice kept in [`LiveSettings`].
+const MAX_LIVE_NAME: usize = 128;
+/// The longest voice instructions kept (OpenAI's limit is 16,384 tokens).
+const MAX_VOICE_INSTRUCTIONS: usize = 64 * 1024;
+
+fn check_live(live: &LiveSettings) -> Result<(), StoreError> {
+    for (field, value) in [
+        ("live.model", &live.model),
+        ("live.backend_model", &live.backend_model),
+        ("live.voice", &live.voice),
+    ] {
+        if let Some(v) = value
+            && (v.trim().is_empty() || v.len() > MAX_LIVE_NAME)
+        {
+            return Err(StoreError::Invalid(format!(
+                "agent `{field}` must be 1 to {MAX_LIVE_NAME} characters, or left out"
+            )));
+        }
+    }
+    if live
+        .voice_instructions
+        .as_ref()
+        .is_some_and(|v| v.len() > MAX_VOICE_INSTRUCTIONS)
+    {
+        return Err(StoreError::Invalid(format!(
+            "agent `live.voice_instructions` is over {MAX_VOICE_INSTRUCTIONS} bytes; shorten it (GPT-Live takes at most 16,384 tokens)"
+        )));
+    }
+    Ok(())
 }
 
 /// One tool of an agent as written. `sensitive_config`: absent (`None`) keeps the stored
@@ -101,6 +155,8 @@ pub struct Agent {
     pub model: Option<String>,
     /// The voice, if set.
     pub voice: Option<String>,
+    /// Its GPT-Live settings, if set.
+    pub live: Option<LiveSettings>,
     /// Its tools, in order.
     pub tools: Vec<AgentTool>,
     /// The agents it may hand off to.
@@ -161,6 +217,7 @@ type AgentRow = (
     String,
     Option<String>,
     Option<String>,
+    Option<String>,
     String,
     bool,
     String,
@@ -182,6 +239,9 @@ fn aad(tenant_id: &str, agent: &str, tool: &str) -> Vec<u8> {
 
 fn check_def(def: &AgentDef) -> Result<(), StoreError> {
     check_name("agent", &def.name)?;
+    if let Some(live) = &def.live {
+        check_live(live)?;
+    }
     let mut seen = HashSet::new();
     for t in &def.tools {
         // `<label>/<tool>` attaches a tool of a registered MCP server; `toolkit:<name>` a
@@ -233,7 +293,11 @@ fn check_def(def: &AgentDef) -> Result<(), StoreError> {
 }
 
 fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, StoreError> {
-    let (name, instructions, model, voice, handoffs, default, created_at, updated_at) = row;
+    let (name, instructions, model, voice, live, handoffs, default, created_at, updated_at) = row;
+    let live = match live {
+        Some(text) => Some(parse_json("agent live settings", &text)?),
+        None => None,
+    };
     let tools = tools
         .into_iter()
         .map(|(_, tool, enabled, config, sealed, actions)| {
@@ -252,6 +316,7 @@ fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, Sto
         instructions,
         model,
         voice,
+        live,
         tools,
         default,
         created_at,
@@ -282,6 +347,7 @@ impl Store {
             }
         }
         let handoffs = to_json(&def.handoffs)?;
+        let live = def.live.as_ref().map(to_json).transpose()?;
         let at = now();
         let written: Result<(String, Vec<bool>), sqlx::Error> = with_pool!(self, |pool| {
             async {
@@ -297,10 +363,10 @@ impl Store {
                     .await?;
                 }
                 let created_at: String = sqlx::query_scalar(
-                    "INSERT INTO agents (tenant_id, name, instructions, model, voice, handoffs, is_default, created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) \
+                    "INSERT INTO agents (tenant_id, name, instructions, model, voice, handoffs, is_default, created_at, updated_at, live) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9) \
                      ON CONFLICT (tenant_id, name) DO UPDATE SET \
-                     instructions = excluded.instructions, model = excluded.model, voice = excluded.voice, \
+                     instructions = excluded.instructions, model = excluded.model, voice = excluded.voice, live = excluded.live, \
                      handoffs = excluded.handoffs, is_default = excluded.is_default, updated_at = excluded.updated_at \
                      RETURNING created_at",
                 )
@@ -312,6 +378,7 @@ impl Store {
                 .bind(&handoffs)
                 .bind(def.default)
                 .bind(&at)
+                .bind(live.as_deref())
                 .fetch_one(&mut *tx)
                 .await?;
                 let stored: Vec<(String, Option<Vec<u8>>)> = sqlx::query_as(
@@ -372,6 +439,7 @@ impl Store {
             instructions: def.instructions.clone(),
             model: def.model.clone(),
             voice: def.voice.clone(),
+            live: def.live.clone(),
             tools: def
                 .tools
                 .iter()
@@ -404,7 +472,7 @@ impl Store {
         let (row, tools) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let row: Option<AgentRow> = sqlx::query_as(
-                "SELECT name, instructions, model, voice, handoffs, is_default, created_at, updated_at \
+                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at \
                  FROM agents WHERE tenant_id = $1 AND name = $2",
             )
             .bind(tenant_id)
@@ -494,7 +562,7 @@ impl Store {
         let (rows, tools) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let rows: Vec<AgentRow> = sqlx::query_as(
-                "SELECT name, instructions, model, voice, handoffs, is_default, created_at, updated_at \
+                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at \
                  FROM agents WHERE tenant_id = $1 AND ($2 IS NULL OR name > $2) ORDER BY name LIMIT $3",
             )
             .bind(tenant_id)

@@ -46,7 +46,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Postgres, Sqlite, Transaction};
 
-pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret};
+pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret, LiveSettings};
 pub use calls::{CallRow, CallStatus};
 pub use connections::{Connection, ConnectionInfo, OAuthTokens, PendingConnect};
 pub use crypto::{MasterKey, open, open_with, seal, seal_with};

@@ -20,13 +20,16 @@ use crate::{Backend, Store, StoreError, WritePool, now, with_pool};
 /// The fencing token of a call's first owner (the node that started it).
 pub const FIRST_FENCE: i64 = 1;
 
-/// How a call reaches its model: a new owner of a Realtime call re-attaches its WebSocket.
+/// How a call reaches its model: a new owner of a Realtime or GPT-Live call re-attaches its
+/// WebSocket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Door {
     /// Function calls arrive as requests (the HTTP and MCP doors).
     Http,
     /// Function calls arrive on the call's Realtime WebSocket.
     Realtime,
+    /// Function calls arrive on the GPT-Live session's sideband WebSocket.
+    Live,
 }
 
 impl Door {
@@ -35,6 +38,7 @@ impl Door {
         match self {
             Door::Http => "http",
             Door::Realtime => "realtime",
+            Door::Live => "live",
         }
     }
 
@@ -42,6 +46,7 @@ impl Door {
         match s {
             "http" => Ok(Door::Http),
             "realtime" => Ok(Door::Realtime),
+            "live" => Ok(Door::Live),
             other => Err(StoreError::Corrupt(format!("unknown call door `{other}`"))),
         }
     }

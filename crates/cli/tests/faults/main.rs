@@ -1,7 +1,7 @@
 //! The fault-injection suite: `switchboard serve` processes killed with SIGKILL mid-tool, again
 //! and again; three nodes on one PostgreSQL with requests, repeats and cancels spread at random
 //! while nodes die; PostgreSQL restarted mid-call; SQLite locked by another process; a Realtime
-//! node dying mid-call; concurrent conflicting writes.
+//! node and a GPT-Live node dying mid-call; concurrent conflicting writes.
 //!
 //! Each scenario counts what the model (the client) and the upstream saw and asserts the
 //! promises: every function call answered (no answer lost), one answer per function call
@@ -19,6 +19,7 @@ mod upstream;
 mod chaos;
 mod conflicts;
 mod kills;
+mod live;
 mod realtime;
 mod storage;
 

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use switchboard_core::Diagnostic;
 use switchboard_core::builder::{Format, ToolChoice};
 use switchboard_core::toolkits;
-use switchboard_store::{AgentDef, AgentToolDef};
+use switchboard_store::{AgentDef, AgentToolDef, LiveSettings};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{PageOf, PageQuery};
@@ -31,6 +31,10 @@ pub struct AgentBody {
     pub instructions: String,
     pub model: Option<String>,
     pub voice: Option<String>,
+    /// GPT-Live settings: `model`, `voice_instructions` (the voice model's; `instructions`
+    /// are the backend model's), `backend_model`, `voice`. Realtime calls ignore them.
+    #[schema(value_type = Option<Object>)]
+    pub live: Option<LiveSettings>,
     #[serde(default)]
     pub tools: Vec<AgentToolBody>,
     /// Agents this one may hand the call to.
@@ -77,6 +81,9 @@ pub struct AgentView {
     pub instructions: String,
     pub model: Option<String>,
     pub voice: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub live: Option<LiveSettings>,
     pub tools: Vec<AgentToolView>,
     pub handoffs: Vec<String>,
     pub default: bool,
@@ -104,6 +111,7 @@ impl From<switchboard_store::Agent> for AgentView {
             instructions: a.instructions,
             model: a.model,
             voice: a.voice,
+            live: a.live,
             tools: a
                 .tools
                 .into_iter()
@@ -262,6 +270,7 @@ pub async fn put_agent(
         instructions: body.instructions,
         model: body.model,
         voice: body.voice,
+        live: body.live,
         tools: body
             .tools
             .into_iter()

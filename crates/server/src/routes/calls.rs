@@ -433,8 +433,8 @@ pub(crate) async fn locate(state: &AppState, tenant: &str, call_id: &str) -> Api
         else {
             continue;
         };
-        if owner.door == Door::Realtime {
-            return crate::ownership::take_over_realtime(state, tenant, call_id, fence)
+        if matches!(owner.door, Door::Realtime | Door::Live) {
+            return crate::ownership::take_over_realtime(state, tenant, call_id, fence, owner.door)
                 .await
                 .map(Serving::Here);
         }

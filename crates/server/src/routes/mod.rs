@@ -113,6 +113,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(settings::create_key, settings::list_keys))
         .routes(routes!(settings::revoke_key))
         .routes(routes!(settings::get_features, settings::put_features))
+        .routes(routes!(crate::phone::put_number))
         .routes(routes!(settings::list_secrets))
         .routes(routes!(settings::put_secret, settings::delete_secret))
         .routes(routes!(tools::create_tool, tools::list_tools))

@@ -130,7 +130,7 @@ pub fn check_features(features: &Value) -> ApiResult<()> {
                 }
             }
             "realtime" => {
-                crate::realtime::RealtimeFeature::parse(value).map_err(ApiError::bad_request)?;
+                crate::phone::RealtimeFeature::parse(value).map_err(ApiError::bad_request)?;
             }
             other => {
                 return Err(ApiError::bad_request(format!(

@@ -13,6 +13,8 @@ mod demo;
 mod error_statuses;
 mod google;
 mod limits;
+mod live;
+mod live_sdk;
 mod memory;
 mod ownership;
 mod peers;
@@ -620,6 +622,7 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/api-keys", "post"),
         ("/v1/api-keys/{key_id}", "delete"),
         ("/v1/features", "put"),
+        ("/v1/phone_numbers/{number}", "put"),
         ("/v1/secrets/{name}", "put"),
         ("/v1/tools", "post"),
         ("/v1/tools:validate", "post"),

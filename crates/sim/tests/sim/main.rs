@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 mod google;
+mod live;
 mod rest;
 mod webhook;
 mod ws;
