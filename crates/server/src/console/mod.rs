@@ -1,7 +1,7 @@
 //! The operators' console at `/console`: server-rendered pages (minijinja templates, htmx for
 //! the parts that update in place), with every asset compiled into the binary.
 //!
-//! Sign-in takes a tenant key; the session is a cookie (`HttpOnly`, `SameSite=Strict`, path
+//! Sign-in takes a tenant key or the admin key; the session is a cookie (`HttpOnly`, `SameSite=Strict`, path
 //! `/console`) holding the key sealed under the master key, so any node can read it and a
 //! revoked key ends the session at its next request. Every state-changing request carries a
 //! CSRF token derived from the cookie (a form field, or the `X-CSRF-Token` header htmx sends),
@@ -10,6 +10,8 @@
 //!
 //! Pages read through the same store queries as the API, scoped by the signed-in tenant: another
 //! tenant's tool or call is "not found". Records shown are redacted as the API's call views are.
+//! An admin session sees only the admin pages (`/console/admin/…`: the tenants), never a
+//! tenant's pages; a tenant's session gets "not found" on the admin pages.
 
 use std::sync::LazyLock;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -27,8 +29,11 @@ use minijinja::Environment;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use switchboard_store::Principal;
+
 use crate::state::AppState;
 
+mod admin;
 mod pages;
 mod place;
 
@@ -56,7 +61,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
 });
 
 /// The templates, compiled into the binary.
-const SOURCES: [(&str, &str); 17] = [
+const SOURCES: [(&str, &str); 21] = [
     ("layout.html", include_str!("templates/layout.html")),
     ("signin.html", include_str!("templates/signin.html")),
     ("tools.html", include_str!("templates/tools.html")),
@@ -76,6 +81,19 @@ const SOURCES: [(&str, &str); 17] = [
     ("row.html", include_str!("templates/row.html")),
     ("health.html", include_str!("templates/health.html")),
     ("error.html", include_str!("templates/error.html")),
+    ("tenants.html", include_str!("templates/tenants.html")),
+    (
+        "tenants_panel.html",
+        include_str!("templates/tenants_panel.html"),
+    ),
+    (
+        "tenant_delete.html",
+        include_str!("templates/tenant_delete.html"),
+    ),
+    (
+        "tenant_deleted.html",
+        include_str!("templates/tenant_deleted.html"),
+    ),
     (
         "error_fragment.html",
         include_str!("templates/error_fragment.html"),
@@ -129,6 +147,18 @@ pub fn router() -> Router<AppState> {
         .route("/console/calls/{id}", get(pages::call))
         .route("/console/calls/{id}/events", get(pages::call_events))
         .route("/console/health", get(pages::health))
+        .route(
+            "/console/admin",
+            get(|| async { Redirect::to("/console/admin/tenants") }),
+        )
+        .route(
+            "/console/admin/tenants",
+            get(admin::tenants).post(admin::create),
+        )
+        .route(
+            "/console/admin/tenants/{id}/delete",
+            get(admin::confirm_delete).post(admin::delete),
+        )
         .layer(axum::middleware::from_fn(headers))
 }
 
@@ -254,6 +284,12 @@ pub enum Refusal {
     SignInHtmx,
     /// A state-changing request without the session's CSRF token, or from another origin.
     Forgery,
+    /// An admin session on a tenant's page: to the admin pages.
+    Admin,
+    /// The same, to an htmx request.
+    AdminHtmx,
+    /// A tenant's session on an admin page.
+    NotFound,
 }
 
 impl IntoResponse for Refusal {
@@ -261,6 +297,17 @@ impl IntoResponse for Refusal {
         match self {
             Refusal::SignIn => Redirect::to("/console/signin").into_response(),
             Refusal::SignInHtmx => to_signin_htmx(),
+            Refusal::Admin => Redirect::to(ADMIN_HOME).into_response(),
+            Refusal::AdminHtmx => (
+                [("HX-Redirect", HeaderValue::from_static(ADMIN_HOME))],
+                StatusCode::OK,
+            )
+                .into_response(),
+            Refusal::NotFound => (
+                StatusCode::NOT_FOUND,
+                Html("<p class=\"error\">No such console page.</p>"),
+            )
+                .into_response(),
             Refusal::Forgery => (
                 StatusCode::FORBIDDEN,
                 Html("<p class=\"error\">This request did not come from a console page of this server (missing or wrong CSRF token). Reload the page and try again.</p>"),
@@ -277,9 +324,55 @@ impl FromRequestParts<AppState> for Operator {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        match operator(parts, state).await {
-            Err(Refusal::SignIn) if is_htmx(&parts.headers) => Err(Refusal::SignInHtmx),
-            other => other,
+        let (principal, csrf) = session(parts, state)
+            .await
+            .map_err(|r| for_htmx(r, parts))?;
+        match principal.tenant_id {
+            Some(tenant) => Ok(Operator { tenant, csrf }),
+            None => Err(for_htmx(Refusal::Admin, parts)),
+        }
+    }
+}
+
+/// Any signed-in session, a tenant's or the admin's (signing out needs only this).
+#[derive(Debug)]
+pub struct AnySession;
+
+impl FromRequestParts<AppState> for AnySession {
+    type Rejection = Refusal;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        session(parts, state)
+            .await
+            .map(|_| AnySession)
+            .map_err(|r| for_htmx(r, parts))
+    }
+}
+
+/// A signed-in admin: the admin pages' extractor. A tenant's session is refused as "not found",
+/// so the admin pages' existence tells a tenant nothing.
+#[derive(Debug, Clone)]
+pub struct ConsoleAdmin {
+    /// The token every form and htmx request must carry.
+    pub csrf: String,
+}
+
+impl FromRequestParts<AppState> for ConsoleAdmin {
+    type Rejection = Refusal;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let (principal, csrf) = session(parts, state)
+            .await
+            .map_err(|r| for_htmx(r, parts))?;
+        match principal.tenant_id {
+            None => Ok(ConsoleAdmin { csrf }),
+            Some(_) => Err(Refusal::NotFound),
         }
     }
 }
@@ -298,8 +391,21 @@ pub(crate) fn to_signin_htmx() -> Response {
         .into_response()
 }
 
-/// The signed-in tenant of a request, checking its CSRF token when it changes state.
-async fn operator(parts: &Parts, state: &AppState) -> Result<Operator, Refusal> {
+/// The admin pages' home.
+const ADMIN_HOME: &str = "/console/admin/tenants";
+
+/// A refusal that sends the browser elsewhere, in the form an htmx request needs.
+fn for_htmx(refusal: Refusal, parts: &Parts) -> Refusal {
+    match refusal {
+        Refusal::SignIn if is_htmx(&parts.headers) => Refusal::SignInHtmx,
+        Refusal::Admin if is_htmx(&parts.headers) => Refusal::AdminHtmx,
+        other => other,
+    }
+}
+
+/// The signed-in key of a request and its CSRF token, checking the token when the request
+/// changes state.
+async fn session(parts: &Parts, state: &AppState) -> Result<(Principal, String), Refusal> {
     let cookie = cookie_value(&parts.headers).ok_or(Refusal::SignIn)?;
     let sealed = URL_SAFE_NO_PAD
         .decode(cookie.as_bytes())
@@ -319,7 +425,6 @@ async fn operator(parts: &Parts, state: &AppState) -> Result<Operator, Refusal> 
         .ok()
         .flatten()
         .ok_or(Refusal::SignIn)?;
-    let tenant = principal.tenant_id.ok_or(Refusal::SignIn)?;
     let csrf = csrf_of(&cookie);
     if parts.method != axum::http::Method::GET && parts.method != axum::http::Method::HEAD {
         if !same_origin(&parts.headers) {
@@ -334,7 +439,7 @@ async fn operator(parts: &Parts, state: &AppState) -> Result<Operator, Refusal> 
             return Err(Refusal::Forgery);
         }
     }
-    Ok(Operator { tenant, csrf })
+    Ok((principal, csrf))
 }
 
 /// Whether a state-changing request comes from this origin: `Sec-Fetch-Site` (browsers send

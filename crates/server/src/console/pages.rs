@@ -18,7 +18,8 @@ use switchboard_runtime::redact::Redactor;
 use switchboard_store::Page;
 
 use super::{
-    Operator, cleared_cookie, is_htmx, place, render, same_origin, session_cookie, to_signin_htmx,
+    AnySession, Operator, cleared_cookie, is_htmx, place, render, same_origin, session_cookie,
+    to_signin_htmx,
 };
 use crate::error::ApiError;
 use crate::routes::replay::{ReplayRun, report};
@@ -36,7 +37,7 @@ const STREAM_FOR: Duration = Duration::from_secs(30 * 60);
 const TIMELINE_RECORDS: usize = 200;
 
 /// An error as a console answer: its status, and a message that names the fix.
-fn error_page(e: &ApiError) -> Response {
+pub(super) fn error_page(e: &ApiError) -> Response {
     let mut r = render(
         "error.html",
         json!({"status": e.status.as_u16(), "message": e.message, "details": e.details}),
@@ -47,7 +48,7 @@ fn error_page(e: &ApiError) -> Response {
 
 /// An error as a fragment for a panel (htmx swaps only 2xx answers unless told otherwise, so
 /// the panel's error is answered 200 with the status in the text).
-fn error_fragment(e: &ApiError) -> Response {
+pub(super) fn error_fragment(e: &ApiError) -> Response {
     render(
         "error_fragment.html",
         json!({"status": e.status.as_u16(), "message": e.message, "details": e.details}),
@@ -97,27 +98,32 @@ pub async fn signin(
         )
             .into_response()
     };
-    match principal {
-        Some(p) if p.tenant_id.is_some() => match session_cookie(&state, form.key.trim()) {
-            Some(cookie) => {
-                let mut r = Redirect::to("/console/tools").into_response();
-                if let Ok(v) = HeaderValue::from_str(&cookie) {
-                    r.headers_mut().insert(header::SET_COOKIE, v);
-                }
-                r
+    let Some(principal) = principal else {
+        return refused(
+            "This key is not valid (unknown or revoked). Paste a tenant API key or the admin key.",
+        );
+    };
+    // The admin key opens the admin pages (the tenants); a tenant's key, the tenant's pages.
+    let home = if principal.tenant_id.is_some() {
+        "/console/tools"
+    } else {
+        "/console/admin/tenants"
+    };
+    match session_cookie(&state, form.key.trim()) {
+        Some(cookie) => {
+            let mut r = Redirect::to(home).into_response();
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                r.headers_mut().insert(header::SET_COOKIE, v);
             }
-            None => refused("The session could not be made; the server's log says why."),
-        },
-        Some(_) => refused(
-            "That is the admin key: it manages tenants through the API (/v1/tenants). Sign in with a tenant's key.",
-        ),
-        None => refused("This key is not valid (unknown or revoked). Paste a tenant API key."),
+            r
+        }
+        None => refused("The session could not be made; the server's log says why."),
     }
 }
 
 /// Ends the session. The header's button posts with htmx, which is sent to the sign-in page by
 /// `HX-Redirect` (a 303 would be followed by the browser and swapped into the button).
-pub async fn signout(_op: Operator, headers: HeaderMap) -> Response {
+pub async fn signout(_session: AnySession, headers: HeaderMap) -> Response {
     let mut r = if is_htmx(&headers) {
         to_signin_htmx()
     } else {
