@@ -34,6 +34,7 @@ use switchboard_store::Principal;
 use crate::state::AppState;
 
 mod admin;
+mod health;
 mod pages;
 mod place;
 
@@ -146,7 +147,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/calls", get(pages::calls))
         .route("/console/calls/{id}", get(pages::call))
         .route("/console/calls/{id}/events", get(pages::call_events))
-        .route("/console/health", get(pages::health))
+        .route("/console/health", get(health::health))
         .route(
             "/console/admin",
             get(|| async { Redirect::to("/console/admin/tenants") }),

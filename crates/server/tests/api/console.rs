@@ -667,3 +667,79 @@ both_backends!(
         );
     }
 );
+
+both_backends!(
+    health_charts_latency_per_minute_and_live_calls_per_node,
+    |app| {
+        let key = acme(&app, "acme").await;
+        let other = acme(&app, "other").await;
+        for call in ["here", "moved", "stranded"] {
+            app.post("/v1/calls", &key, json!({"call_id": call})).await;
+        }
+        app.post("/v1/calls", &other, json!({"call_id": "theirs"}))
+            .await;
+        for (call, id) in [("here", "f1"), ("here", "f2")] {
+            invoke(
+                &app,
+                &key,
+                call,
+                id,
+                "save_meal",
+                json!({"meal_type": "lunch", "dishes": ["soup"]}),
+            )
+            .await;
+        }
+        // Two more nodes: one alive, one whose lease has run out; a call of each tenant moves to
+        // the live one, and one of acme's to the dead one.
+        let store = &app.state.store;
+        let lease = Duration::from_secs(600);
+        store
+            .register_node("node-b", Some("http://127.0.0.1:9"), lease)
+            .await
+            .unwrap();
+        store.register_node("node-gone", None, lease).await.unwrap();
+        store.retire_node("node-gone").await.unwrap();
+        for (tenant, call, node) in [
+            ("acme", "moved", "node-b"),
+            ("other", "theirs", "node-b"),
+            ("acme", "stranded", "node-gone"),
+        ] {
+            let fence = store.call_owner(tenant, call).await.unwrap().unwrap().fence;
+            let taken = store
+                .take_over_call(tenant, call, node, fence)
+                .await
+                .unwrap();
+            assert!(taken.is_some(), "{call}");
+        }
+
+        let b = sign_in(&app, &key).await;
+        let (s, page) = b.get("/console/health").await;
+        assert_eq!(s, StatusCode::OK);
+        let here = format!("{} (this node): 1", app.state.node.id);
+        assert!(page.contains(&here), "{here}: {page}");
+        // The other tenant's call on node-b is not counted here.
+        assert!(page.contains(">node-b: 1</text>"), "{page}");
+        assert!(page.contains("node-gone (lease expired): 1"), "{page}");
+        assert!(page.contains("class=\"dead\""), "{page}");
+        assert!(
+            page.contains("aria-label=\"p95 latency per minute\""),
+            "{page}"
+        );
+        assert!(page.contains("<polyline points=\"3,"), "{page}");
+        assert!(
+            page.contains("p95 ") && page.contains("<circle cx=\"3\""),
+            "{page}"
+        );
+        assert!(page.contains("2 invocations"), "{page}");
+        assert!(
+            !page.contains("style="),
+            "no inline style under the CSP: {page}"
+        );
+
+        let o = sign_in(&app, &other).await;
+        let (_, theirs) = o.get("/console/health").await;
+        assert!(theirs.contains(">node-b: 1</text>"), "{theirs}");
+        assert!(!theirs.contains("node-gone"), "{theirs}");
+        assert!(theirs.contains("No invocations yet."), "{theirs}");
+    }
+);
