@@ -646,8 +646,14 @@ both_backends!(
             !list.contains("<code>beta</code>") && list.contains("<code>acme</code>"),
             "{list}"
         );
-        let (s, _) = admin.get("/console/admin/tenants/beta/delete").await;
+        let (s, missing) = admin.get("/console/admin/tenants/beta/delete").await;
         assert_eq!(s, StatusCode::NOT_FOUND);
+        // Its way back leads to the session's own home, not a tenant's page.
+        assert!(
+            missing.contains("tenant `beta` does not exist")
+                && missing.contains("href=\"/console\""),
+            "{missing}"
+        );
 
         // Signing out ends the admin session.
         let r = client()
