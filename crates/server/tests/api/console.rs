@@ -655,6 +655,31 @@ both_backends!(
             "{missing}"
         );
 
+        // Revoking an admin key ends its session at the next request.
+        let (second, secret) = app
+            .state
+            .store
+            .create_api_key(None, "second admin")
+            .await
+            .unwrap();
+        let other_admin = sign_in_to(
+            &app,
+            secrecy::ExposeSecret::expose_secret(&secret),
+            "/console/admin/tenants",
+        )
+        .await;
+        assert!(
+            app.state
+                .store
+                .revoke_api_key(None, &second.id)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            where_to(&other_admin, "/console/admin/tenants", false).await,
+            (StatusCode::SEE_OTHER, "/console/signin".to_owned())
+        );
+
         // Signing out ends the admin session.
         let r = client()
             .post(format!("{}/console/signout", app.base))
