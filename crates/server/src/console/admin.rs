@@ -48,6 +48,8 @@ pub async fn tenants(State(state): State<AppState>, admin: ConsoleAdmin) -> Resp
 
 #[derive(Debug, Deserialize)]
 pub struct NewTenant {
+    /// Missing, it is empty, and the id check names what it must be.
+    #[serde(default)]
     id: String,
     #[serde(default)]
     name: String,

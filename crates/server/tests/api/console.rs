@@ -547,6 +547,10 @@ both_backends!(
             .post("/console/admin/tenants", &[("id", "Not Valid")])
             .await;
         assert!(bad.contains("must be 1-63 lowercase letters"), "{bad}");
+        let (_, bad) = admin
+            .post("/console/admin/tenants", &[("name", "No Id")])
+            .await;
+        assert!(bad.contains("must be 1-63 lowercase letters"), "{bad}");
         let long = "n".repeat(201);
         let (_, bad) = admin
             .post(
