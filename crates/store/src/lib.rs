@@ -55,7 +55,7 @@ pub use journal::TenantJournal;
 pub use keys::{ApiKey, Principal};
 pub use mcp_servers::{McpServer, McpServerConfig};
 pub use memory::{CallerMemory, MemoryHandler, MemoryLimits, Observation, Relation};
-pub use ownership::{CallOwner, Door, NodeInfo};
+pub use ownership::{CallOwner, Door, MAX_NODES_LISTED, NodeCalls, NodeInfo};
 pub use page::{Page, Paged};
 pub use replays::CallRecord;
 pub use secrets::SecretInfo;

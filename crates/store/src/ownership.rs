@@ -97,6 +97,20 @@ fn lease_ms(lease: Duration) -> i64 {
 
 type OwnerRow = (i64, String, String, Option<String>, Option<String>, i64);
 
+/// How many nodes [`Store::live_calls_by_node`] answers at most (the busiest).
+pub const MAX_NODES_LISTED: u32 = 100;
+
+/// A tenant's live calls on one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeCalls {
+    /// The owner node's id; `None` for calls without one.
+    pub node: Option<String>,
+    /// Its lease has not expired (a dead node's calls wait for a takeover).
+    pub alive: bool,
+    /// The tenant's live calls it owns.
+    pub calls: i64,
+}
+
 impl Store {
     /// Registers this node with a lease of `lease`. Nodes registered earlier at the same
     /// `address` are marked dead: this process holds the address now, so they are gone (a
@@ -212,6 +226,33 @@ impl Store {
             .await?
         });
         Ok(fence)
+    }
+
+    /// A tenant's live calls counted per owner node, busiest first, at most
+    /// [`MAX_NODES_LISTED`] nodes.
+    pub async fn live_calls_by_node(&self, tenant_id: &str) -> Result<Vec<NodeCalls>, StoreError> {
+        let rows: Vec<(Option<String>, i64, i64)> = with_pool!(self, |pool| {
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT c.owner_node, CAST(CASE WHEN MAX(n.expires_at) > {} THEN 1 ELSE 0 END AS BIGINT), \
+                 CAST(COUNT(*) AS BIGINT) \
+                 FROM calls c LEFT JOIN nodes n ON n.id = c.owner_node \
+                 WHERE c.tenant_id = $1 AND c.status = 'active' \
+                 GROUP BY c.owner_node ORDER BY 3 DESC, 1 LIMIT $2",
+                now_ms(pool.kind())
+            )))
+            .bind(tenant_id)
+            .bind(i64::from(MAX_NODES_LISTED))
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(node, alive, calls)| NodeCalls {
+                node,
+                alive: alive == 1,
+                calls,
+            })
+            .collect())
     }
 
     /// Live calls of `door` whose owner is dead (or that have none), at most `limit`, as

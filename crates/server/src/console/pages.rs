@@ -1,6 +1,5 @@
 //! The console's pages and the fragments htmx swaps into them.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +17,8 @@ use switchboard_runtime::redact::Redactor;
 use switchboard_store::Page;
 
 use super::{
-    Operator, cleared_cookie, is_htmx, place, render, same_origin, session_cookie, to_signin_htmx,
+    AnySession, Operator, cleared_cookie, is_htmx, place, render, same_origin, session_cookie,
+    to_signin_htmx,
 };
 use crate::error::ApiError;
 use crate::routes::replay::{ReplayRun, report};
@@ -28,15 +28,13 @@ use crate::toolset::{agent_toolset, refer_config};
 
 /// How many calls the calls page looks through for its filters.
 const CALLS_SCANNED: u32 = 200;
-/// How many of the tenant's newest invocations the health page reads.
-const HEALTH_RECORDS: usize = 2_000;
 /// How long a call's live timeline stream stays open.
 const STREAM_FOR: Duration = Duration::from_secs(30 * 60);
 /// Records a timeline shows (the newest).
 const TIMELINE_RECORDS: usize = 200;
 
 /// An error as a console answer: its status, and a message that names the fix.
-fn error_page(e: &ApiError) -> Response {
+pub(super) fn error_page(e: &ApiError) -> Response {
     let mut r = render(
         "error.html",
         json!({"status": e.status.as_u16(), "message": e.message, "details": e.details}),
@@ -47,14 +45,14 @@ fn error_page(e: &ApiError) -> Response {
 
 /// An error as a fragment for a panel (htmx swaps only 2xx answers unless told otherwise, so
 /// the panel's error is answered 200 with the status in the text).
-fn error_fragment(e: &ApiError) -> Response {
+pub(super) fn error_fragment(e: &ApiError) -> Response {
     render(
         "error_fragment.html",
         json!({"status": e.status.as_u16(), "message": e.message, "details": e.details}),
     )
 }
 
-fn nav(op: &Operator, active: &str) -> Value {
+pub(super) fn nav(op: &Operator, active: &str) -> Value {
     json!({"tenant": op.tenant, "csrf": op.csrf, "active": active})
 }
 
@@ -97,27 +95,32 @@ pub async fn signin(
         )
             .into_response()
     };
-    match principal {
-        Some(p) if p.tenant_id.is_some() => match session_cookie(&state, form.key.trim()) {
-            Some(cookie) => {
-                let mut r = Redirect::to("/console/tools").into_response();
-                if let Ok(v) = HeaderValue::from_str(&cookie) {
-                    r.headers_mut().insert(header::SET_COOKIE, v);
-                }
-                r
+    let Some(principal) = principal else {
+        return refused(
+            "This key is not valid (unknown or revoked). Paste a tenant API key or the admin key.",
+        );
+    };
+    // The admin key opens the admin pages (the tenants); a tenant's key, the tenant's pages.
+    let home = if principal.tenant_id.is_some() {
+        "/console/tools"
+    } else {
+        "/console/admin/tenants"
+    };
+    match session_cookie(&state, form.key.trim()) {
+        Some(cookie) => {
+            let mut r = Redirect::to(home).into_response();
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                r.headers_mut().insert(header::SET_COOKIE, v);
             }
-            None => refused("The session could not be made; the server's log says why."),
-        },
-        Some(_) => refused(
-            "That is the admin key: it manages tenants through the API (/v1/tenants). Sign in with a tenant's key.",
-        ),
-        None => refused("This key is not valid (unknown or revoked). Paste a tenant API key."),
+            r
+        }
+        None => refused("The session could not be made; the server's log says why."),
     }
 }
 
 /// Ends the session. The header's button posts with htmx, which is sent to the sign-in page by
 /// `HX-Redirect` (a 303 would be followed by the browser and swapped into the button).
-pub async fn signout(_op: Operator, headers: HeaderMap) -> Response {
+pub async fn signout(_session: AnySession, headers: HeaderMap) -> Response {
     let mut r = if is_htmx(&headers) {
         to_signin_htmx()
     } else {
@@ -838,102 +841,4 @@ fn render_row(row: &Value) -> String {
         .and_then(|t| t.render(minijinja::value::Serde(json!({"r": row}))))
         .unwrap_or_default()
         .replace(['\n', '\r'], " ")
-}
-
-// ---- health ----
-
-pub async fn health(State(state): State<AppState>, op: Operator) -> Response {
-    let records = match state
-        .store
-        .recent_invocations_of_tenant(&op.tenant, HEALTH_RECORDS)
-        .await
-    {
-        Ok(r) => r,
-        Err(e) => return error_page(&e.into()),
-    };
-    #[derive(Default)]
-    struct Stats {
-        latencies: Vec<f64>,
-        errors: BTreeMap<String, u64>,
-        per_minute: BTreeMap<String, u64>,
-        hosts: std::collections::BTreeSet<String>,
-    }
-    let mut by_tool: BTreeMap<String, Stats> = BTreeMap::new();
-    for r in &records {
-        let s = by_tool.entry(r.record.tool.clone()).or_default();
-        s.latencies.push(r.record.latency_ms);
-        let outcome = r.record.error.map_or("ok", |e| e.as_str());
-        *s.errors.entry(outcome.to_owned()).or_default() += 1;
-        let minute: String = r.record.started_at.chars().take(16).collect();
-        *s.per_minute.entry(minute).or_default() += 1;
-        if let Some(t) = &r.record.trace {
-            for e in &t.effects {
-                if let switchboard_core::EffectRequest::Http(h) = &e.request
-                    && let Some(host) = host_port(&h.url)
-                {
-                    s.hosts.insert(host);
-                }
-            }
-        }
-    }
-    let tools: Vec<Value> = by_tool
-        .into_iter()
-        .map(|(name, mut s)| {
-            s.latencies.sort_by(f64::total_cmp);
-            let pct = |p: f64| {
-                let n = s.latencies.len();
-                let i = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
-                format!("{:.1}", s.latencies[i])
-            };
-            let total: u64 = s.errors.values().sum();
-            let max = s.per_minute.values().copied().max().unwrap_or(1).max(1);
-            let bars: Vec<Value> = s
-                .per_minute
-                .iter()
-                .rev()
-                .take(60)
-                .rev()
-                .enumerate()
-                .map(|(i, (minute, n))| {
-                    let h = (*n as f64 / max as f64 * 40.0).round().max(1.0);
-                    json!({"x": i * 6, "y": 40.0 - h, "h": h, "label": format!("{minute}: {n}")})
-                })
-                .collect();
-            let open: Vec<String> = s
-                .hosts
-                .iter()
-                .filter(|h| {
-                    !matches!(
-                        state.effects.http.breaker_state(&op.tenant, h),
-                        switchboard_runtime::http::BreakerState::Closed
-                    )
-                })
-                .cloned()
-                .collect();
-            json!({"name": name, "total": total, "p50": pct(0.50), "p95": pct(0.95), "p99": pct(0.99),
-                   "errors": s.errors.iter().map(|(k, v)| json!({"code": k, "count": v})).collect::<Vec<_>>(),
-                   "bars": bars, "open_breakers": open})
-        })
-        .collect();
-    render(
-        "health.html",
-        json!({"nav": nav(&op, "health"), "tools": tools, "records": records.len(),
-               "live_here": state.calls.count(&op.tenant), "node_total": state.calls.total()}),
-    )
-}
-
-/// `host:port` of a URL, as the breakers key hosts.
-fn host_port(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit('@').next()?;
-    if authority
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        Some(authority.to_ascii_lowercase())
-    } else {
-        let port = if scheme == "http" { 80 } else { 443 };
-        Some(format!("{}:{port}", authority.to_ascii_lowercase()))
-    }
 }

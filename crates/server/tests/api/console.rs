@@ -48,6 +48,11 @@ struct Browser {
 }
 
 async fn sign_in(app: &TestApp, key: &str) -> Browser {
+    sign_in_to(app, key, "/console/tools").await
+}
+
+/// Signs in with `key`, expecting to be sent to `home`, and reads the CSRF token there.
+async fn sign_in_to(app: &TestApp, key: &str, home: &str) -> Browser {
     let r = client()
         .post(format!("{}/console/signin", app.base))
         .header(CONTENT_TYPE, FORM)
@@ -56,7 +61,7 @@ async fn sign_in(app: &TestApp, key: &str) -> Browser {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    assert_eq!(r.headers()[LOCATION], "/console/tools");
+    assert_eq!(r.headers()[LOCATION], home);
     let set = r.headers()[SET_COOKIE].to_str().unwrap().to_owned();
     for attr in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
         assert!(set.contains(attr), "{set}");
@@ -68,7 +73,7 @@ async fn sign_in(app: &TestApp, key: &str) -> Browser {
         cookie,
         csrf: String::new(),
     };
-    let (_, page) = b.get("/console/tools").await;
+    let (_, page) = b.get(home).await;
     let at = page
         .find("X-CSRF-Token\": \"")
         .unwrap_or_else(|| panic!("no CSRF token in the page: {page}"))
@@ -142,18 +147,6 @@ both_backends!(the_console_signs_in_edits_replays_and_publishes, |app| {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    let r = client()
-        .post(format!("{}/console/signin", app.base))
-        .header(CONTENT_TYPE, FORM)
-        .body(encode(&[("key", app.admin.as_str())]))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        r.status(),
-        StatusCode::UNAUTHORIZED,
-        "the admin key is not a tenant"
-    );
 
     let b = sign_in(&app, &key).await;
     let (s, tools) = b.get("/console/tools").await;
@@ -445,3 +438,343 @@ both_backends!(the_calls_list_filters_by_outcome, |app| {
     let (_, none) = o.get("/console/calls?outcome=ok").await;
     assert!(none.contains("No calls match."), "{none}");
 });
+
+/// A request's status and `Location` or `HX-Redirect`, without following it.
+async fn where_to(b: &Browser, path: &str, htmx: bool) -> (StatusCode, String) {
+    let mut req = client()
+        .get(format!("{}{path}", b.base))
+        .header(COOKIE, &b.cookie);
+    if htmx {
+        req = req.header("HX-Request", "true");
+    }
+    let r = req.send().await.unwrap();
+    let to = r
+        .headers()
+        .get(LOCATION)
+        .or_else(|| r.headers().get("hx-redirect"))
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (r.status(), to)
+}
+
+/// The key a page shows once, from its `<code class="secret">`.
+fn shown_key(page: &str) -> String {
+    let at = page
+        .find("<code class=\"secret\">")
+        .unwrap_or_else(|| panic!("no key shown: {page}"))
+        + "<code class=\"secret\">".len();
+    let end = at + page[at..].find("</code>").unwrap();
+    page[at..end].to_owned()
+}
+
+both_backends!(
+    the_admin_console_manages_tenants_and_sees_nothing_else,
+    |app| {
+        let key = acme(&app, "acme").await;
+        app.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
+        invoke(
+            &app,
+            &key,
+            "c1",
+            "f1",
+            "save_meal",
+            json!({"meal_type": "lunch", "dishes": ["soup"]}),
+        )
+        .await;
+
+        // The admin key opens the tenants, with the same cookie design; nothing of a tenant's
+        // tools or calls is on the page.
+        let admin = sign_in_to(&app, &app.admin, "/console/admin/tenants").await;
+        let (s, list) = admin.get("/console/admin/tenants").await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(list.contains("<code>acme</code>"), "{list}");
+        assert!(
+            !list.contains("save_meal") && !list.contains("/console/calls"),
+            "{list}"
+        );
+
+        // An admin session never reaches a tenant's pages.
+        for path in [
+            "/console/tools",
+            "/console/tools/save_meal",
+            "/console/calls/c1",
+            "/console/health",
+        ] {
+            assert_eq!(
+                where_to(&admin, path, false).await,
+                (StatusCode::SEE_OTHER, "/console/admin/tenants".to_owned()),
+                "{path}"
+            );
+            assert_eq!(
+                where_to(&admin, path, true).await,
+                (StatusCode::OK, "/console/admin/tenants".to_owned()),
+                "{path}"
+            );
+        }
+        let (s, body) = admin
+            .post("/console/tools/save_meal/publish", &[("definition", "{}")])
+            .await;
+        assert_eq!((s, body.as_str()), (StatusCode::OK, ""));
+
+        // A form without the CSRF token, or from another site, creates nothing.
+        let forged = client()
+            .post(format!("{}/console/admin/tenants", app.base))
+            .header(COOKIE, &admin.cookie)
+            .header(CONTENT_TYPE, FORM)
+            .body(encode(&[("id", "forged")]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+        let cross = client()
+            .post(format!("{}/console/admin/tenants", app.base))
+            .header(COOKIE, &admin.cookie)
+            .header("X-CSRF-Token", &admin.csrf)
+            .header("Origin", "https://evil.example")
+            .header(CONTENT_TYPE, FORM)
+            .body(encode(&[("id", "forged")]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(cross.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            app.get("/v1/tenants/forged", &app.admin).await.0,
+            StatusCode::NOT_FOUND
+        );
+
+        // A bad id is named with its fix; a good one creates the tenant and shows its key once.
+        let (_, bad) = admin
+            .post("/console/admin/tenants", &[("id", "Not Valid")])
+            .await;
+        assert!(bad.contains("must be 1-63 lowercase letters"), "{bad}");
+        let (_, bad) = admin
+            .post("/console/admin/tenants", &[("name", "No Id")])
+            .await;
+        assert!(bad.contains("must be 1-63 lowercase letters"), "{bad}");
+        let long = "n".repeat(201);
+        let (_, bad) = admin
+            .post(
+                "/console/admin/tenants",
+                &[("id", "longname"), ("name", &long)],
+            )
+            .await;
+        assert!(bad.contains("at most 200 characters"), "{bad}");
+        let (s, made) = admin
+            .post(
+                "/console/admin/tenants",
+                &[("id", "beta"), ("name", "Beta & Co")],
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(made.contains("Beta &amp; Co"), "{made}");
+        let beta_key = shown_key(&made);
+        assert!(beta_key.starts_with("sb_beta_"), "{beta_key}");
+        let (_, again) = admin
+            .post("/console/admin/tenants", &[("id", "beta")])
+            .await;
+        assert!(again.contains("409"), "{again}");
+        assert!(!again.contains(&beta_key), "{again}");
+        for path in [
+            "/console/admin/tenants",
+            "/console/admin/tenants/beta/delete",
+        ] {
+            let (s, page) = admin.get(path).await;
+            assert_eq!(s, StatusCode::OK, "{path}");
+            assert!(page.contains("beta"), "{path}: {page}");
+            assert!(
+                !page.contains(&beta_key),
+                "the key is shown once only: {path}"
+            );
+        }
+
+        // The key works, and its session never reaches the admin pages.
+        let beta = sign_in(&app, &beta_key).await;
+        let (s, tools) = beta.get("/console/tools").await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(tools.contains("<code>beta</code>"), "{tools}");
+        for path in [
+            "/console/admin/tenants",
+            "/console/admin/tenants/acme/delete",
+            "/console/admin",
+        ] {
+            let (s, page) = beta.get(path).await;
+            if path == "/console/admin" {
+                // The bare path only redirects, to a page that refuses the tenant.
+                assert_eq!(s, StatusCode::SEE_OTHER);
+                continue;
+            }
+            assert_eq!(s, StatusCode::NOT_FOUND, "{path}");
+            assert!(!page.contains("acme"), "{page}");
+        }
+        let (s, _) = beta
+            .post("/console/admin/tenants", &[("id", "gamma")])
+            .await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        let (s, _) = beta
+            .post("/console/admin/tenants/acme/delete", &[("confirm", "acme")])
+            .await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        assert_eq!(
+            app.get("/v1/tenants/gamma", &app.admin).await.0,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            app.get("/v1/tenants/acme", &app.admin).await.0,
+            StatusCode::OK
+        );
+
+        // Deleting asks for the id typed again; then the tenant, its keys and its session go.
+        let (_, kept) = admin
+            .post("/console/admin/tenants/beta/delete", &[("confirm", "bet")])
+            .await;
+        assert!(kept.contains("nothing was deleted"), "{kept}");
+        assert_eq!(
+            app.get("/v1/tenants/beta", &app.admin).await.0,
+            StatusCode::OK
+        );
+        let (s, gone) = admin
+            .post("/console/admin/tenants/beta/delete", &[("confirm", "beta")])
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(gone.contains("was deleted"), "{gone}");
+        assert_eq!(
+            app.get("/v1/tenants/beta", &app.admin).await.0,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            where_to(&beta, "/console/tools", false).await,
+            (StatusCode::SEE_OTHER, "/console/signin".to_owned())
+        );
+        let (_, list) = admin.get("/console/admin/tenants").await;
+        assert!(
+            !list.contains("<code>beta</code>") && list.contains("<code>acme</code>"),
+            "{list}"
+        );
+        let (s, missing) = admin.get("/console/admin/tenants/beta/delete").await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        // Its way back leads to the session's own home, not a tenant's page.
+        assert!(
+            missing.contains("tenant `beta` does not exist")
+                && missing.contains("href=\"/console\""),
+            "{missing}"
+        );
+
+        // Revoking an admin key ends its session at the next request.
+        let (second, secret) = app
+            .state
+            .store
+            .create_api_key(None, "second admin")
+            .await
+            .unwrap();
+        let other_admin = sign_in_to(
+            &app,
+            secrecy::ExposeSecret::expose_secret(&secret),
+            "/console/admin/tenants",
+        )
+        .await;
+        assert!(
+            app.state
+                .store
+                .revoke_api_key(None, &second.id)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            where_to(&other_admin, "/console/admin/tenants", false).await,
+            (StatusCode::SEE_OTHER, "/console/signin".to_owned())
+        );
+
+        // Signing out ends the admin session.
+        let r = client()
+            .post(format!("{}/console/signout", app.base))
+            .header(COOKIE, &admin.cookie)
+            .header("X-CSRF-Token", &admin.csrf)
+            .header("HX-Request", "true")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.headers()["hx-redirect"], "/console/signin");
+        assert!(
+            r.headers()[SET_COOKIE]
+                .to_str()
+                .unwrap()
+                .contains("Max-Age=0")
+        );
+    }
+);
+
+both_backends!(
+    health_charts_latency_per_minute_and_live_calls_per_node,
+    |app| {
+        let key = acme(&app, "acme").await;
+        let other = acme(&app, "other").await;
+        for call in ["here", "moved", "stranded"] {
+            app.post("/v1/calls", &key, json!({"call_id": call})).await;
+        }
+        app.post("/v1/calls", &other, json!({"call_id": "theirs"}))
+            .await;
+        for (call, id) in [("here", "f1"), ("here", "f2")] {
+            invoke(
+                &app,
+                &key,
+                call,
+                id,
+                "save_meal",
+                json!({"meal_type": "lunch", "dishes": ["soup"]}),
+            )
+            .await;
+        }
+        // Two more nodes: one alive, one whose lease has run out; a call of each tenant moves to
+        // the live one, and one of acme's to the dead one.
+        let store = &app.state.store;
+        let lease = Duration::from_secs(600);
+        store
+            .register_node("node-b", Some("http://127.0.0.1:9"), lease)
+            .await
+            .unwrap();
+        store.register_node("node-gone", None, lease).await.unwrap();
+        store.retire_node("node-gone").await.unwrap();
+        for (tenant, call, node) in [
+            ("acme", "moved", "node-b"),
+            ("other", "theirs", "node-b"),
+            ("acme", "stranded", "node-gone"),
+        ] {
+            let fence = store.call_owner(tenant, call).await.unwrap().unwrap().fence;
+            let taken = store
+                .take_over_call(tenant, call, node, fence)
+                .await
+                .unwrap();
+            assert!(taken.is_some(), "{call}");
+        }
+
+        let b = sign_in(&app, &key).await;
+        let (s, page) = b.get("/console/health").await;
+        assert_eq!(s, StatusCode::OK);
+        let here = format!("{} (this node): 1", app.state.node.id);
+        assert!(page.contains(&here), "{here}: {page}");
+        // The other tenant's call on node-b is not counted here.
+        assert!(page.contains(">node-b: 1</text>"), "{page}");
+        assert!(page.contains("node-gone (lease expired): 1"), "{page}");
+        assert!(page.contains("class=\"dead\""), "{page}");
+        assert!(
+            page.contains("aria-label=\"p95 latency per minute\""),
+            "{page}"
+        );
+        assert!(page.contains("<polyline points=\"3,"), "{page}");
+        assert!(
+            page.contains("p95 ") && page.contains("<circle cx=\"3\""),
+            "{page}"
+        );
+        assert!(page.contains("2 invocations"), "{page}");
+        assert!(
+            !page.contains("style="),
+            "no inline style under the CSP: {page}"
+        );
+
+        let o = sign_in(&app, &other).await;
+        let (_, theirs) = o.get("/console/health").await;
+        assert!(theirs.contains(">node-b: 1</text>"), "{theirs}");
+        assert!(!theirs.contains("node-gone"), "{theirs}");
+        assert!(theirs.contains("No invocations yet."), "{theirs}");
+    }
+);

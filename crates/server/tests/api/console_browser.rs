@@ -1,8 +1,8 @@
 //! The console in a real browser: headless Chromium driven by Playwright
 //! (`tests/browser/console.cjs`) against a real server seeded here with a tenant, its tool, its
 //! agent and recorded calls. One browser start for the whole walk: sign-in, the editor's
-//! diagnostics, replay, publish, a live call's timeline following the HTTP door, and another
-//! tenant seeing none of it.
+//! diagnostics, replay, publish, a live call's timeline following the HTTP door, another
+//! tenant seeing none of it, and the admin key's tenants page (create, delete, sign out).
 //!
 //! `scripts/browser-peers.sh` installs Chromium and playwright-core (into `target/browser`). When
 //! either is missing the test says so and passes, unless `SWITCHBOARD_BROWSER_TESTS=required`
@@ -95,6 +95,7 @@ async fn the_console_in_a_real_browser() {
         .env("SB_BASE", &app.base)
         .env("SB_KEY", &key)
         .env("SB_OTHER_KEY", &other)
+        .env("SB_ADMIN_KEY", &app.admin)
         .env("SB_LIVE_CALL", "live-call")
         .env("SB_RECORDED", "3")
         .env("SB_CHROMIUM", chromium())

@@ -3,7 +3,7 @@
 // has seeded; every step asserts what the page shows. Exits non-zero naming the failed step.
 //
 // Environment: SB_BASE (the server), SB_KEY (the seeded tenant's key), SB_OTHER_KEY (another
-// tenant's key), SB_LIVE_CALL (a live call with no invocations yet), SB_RECORDED (how many
+// tenant's key), SB_ADMIN_KEY (the admin key), SB_LIVE_CALL (a live call with no invocations yet), SB_RECORDED (how many
 // recorded save_meal invocations the replay should find), SB_CHROMIUM (the browser), and
 // optionally SWITCHBOARD_CONSOLE_SCREENSHOTS (a directory: a PNG of each page is written there).
 "use strict";
@@ -21,6 +21,7 @@ function env(name) {
 const base = env("SB_BASE");
 const key = env("SB_KEY");
 const otherKey = env("SB_OTHER_KEY");
+const adminKey = env("SB_ADMIN_KEY");
 const liveCall = env("SB_LIVE_CALL");
 const recorded = Number(env("SB_RECORDED"));
 const shots = process.env.SWITCHBOARD_CONSOLE_SCREENSHOTS || "";
@@ -221,6 +222,37 @@ async function main(page) {
     const r = await page.goto(`${base}/console/calls/${id}`);
     check(r.status() === 404, `the first tenant's call ${id} is not found for the other (${r.status()})`);
   }
+  await page.goto(base + "/console/tools");
+  await page.click("header button:has-text('Sign out')");
+  await page.waitForURL("**/console/signin");
+
+  step = "the admin key opens the tenants: create one (its key shown once), delete it, sign out";
+  await page.fill('input[name="key"]', adminKey);
+  await page.click('button[type="submit"]');
+  await page.waitForURL("**/console/admin/tenants");
+  const tenants = await page.textContent("#tenants");
+  check(tenants.includes("acme") && tenants.includes("other"), "the tenants list shows both tenants");
+  check(!(await page.textContent("body")).includes("save_meal"), "nothing of a tenant's tools on the admin page");
+  await page.fill('#new-tenant input[name="id"]', "walk-new");
+  await page.fill('#new-tenant input[name="name"]', "Walk New");
+  await page.click("#new-tenant button[type=submit]");
+  await page.locator("#created-key").waitFor();
+  const shown = await page.textContent("#created-key code.secret");
+  check(shown.startsWith("sb_walk-new_"), "the new tenant's first key is shown");
+  check((await page.textContent("#tenants")).includes("walk-new"), "the list shows the new tenant");
+  await page.goto(base + "/console/admin/tenants");
+  check(!(await page.textContent("body")).includes(shown), "the key is not shown again");
+  await shot(page, "tenants");
+  await page.click('a[href="/console/admin/tenants/walk-new/delete"]');
+  await page.waitForURL("**/console/admin/tenants/walk-new/delete");
+  await page.fill('#delete-tenant input[name="confirm"]', "walk-new");
+  await page.click("#delete-tenant button[type=submit]");
+  await page.locator("#deleted").waitFor();
+  await page.goto(base + "/console/tools");
+  await page.waitForURL("**/console/admin/tenants");
+  check(!(await page.textContent("#tenants")).includes("walk-new"), "the deleted tenant is gone");
+  await page.click("header button:has-text('Sign out')");
+  await page.waitForURL("**/console/signin");
 }
 
 (async () => {
