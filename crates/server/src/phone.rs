@@ -74,7 +74,7 @@ pub enum NumberRoute {
 }
 
 impl NumberRoute {
-    fn agent(&self) -> Option<&str> {
+    pub fn agent(&self) -> Option<&str> {
         match self {
             NumberRoute::Agent(a) => Some(a),
             NumberRoute::Route { agent, .. } => agent.as_deref(),

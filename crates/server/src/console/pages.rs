@@ -529,19 +529,16 @@ pub async fn agent(
             .parse()
             .map_err(|e| ApiError::bad_request(format!("{e}")))?;
         let toolset = agent_toolset(&state, &op.tenant, &name, false, None::<ToolChoice>).await?;
+        // A number routes to an agent by name, or by `{agent, api}` (Realtime or GPT-Live).
         let numbers: Vec<String> = state
             .store
             .get_tenant(&op.tenant)
             .await?
-            .and_then(|t| {
-                t.features
-                    .pointer("/realtime/phone_numbers")
-                    .and_then(Value::as_object)
-                    .cloned()
-            })
-            .map(|m| {
-                m.iter()
-                    .filter(|(_, a)| a.as_str() == Some(name.as_str()))
+            .and_then(|t| crate::phone::RealtimeFeature::of(&t.features).ok())
+            .map(|f| {
+                f.phone_numbers
+                    .iter()
+                    .filter(|(_, route)| route.agent() == Some(name.as_str()))
                     .map(|(n, _)| n.clone())
                     .collect()
             })

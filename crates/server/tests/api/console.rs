@@ -225,6 +225,19 @@ both_backends!(the_console_signs_in_edits_replays_and_publishes, |app| {
     let (_, diff) = b.get("/console/tools/save_meal/diff?a=1&b=2").await;
     assert!(diff.contains("class=\"added\""), "{diff}");
 
+    // The numbers routed to the agent, by name or as `{agent, api}`.
+    let mut features = crate::support::refer();
+    features["realtime"] = json!({"phone_numbers": {"+18005550100": "assistant",
+        "+18005550111": {"agent": "assistant", "api": "live"}, "+18005550122": "billing"}});
+    let (s, body) = app.put("/v1/features", &key, features).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let (_, agent_page) = b.get("/console/agents/assistant").await;
+    assert!(
+        agent_page.contains("+18005550100") && agent_page.contains("+18005550111"),
+        "{agent_page}"
+    );
+    assert!(!agent_page.contains("+18005550122"), "{agent_page}");
+
     // Agents, calls, a call's timeline, health: no secret anywhere.
     let mut seen = String::new();
     for path in [
