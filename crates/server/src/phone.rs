@@ -188,9 +188,10 @@ impl RealtimeFeature {
     }
 }
 
-/// The body of `PUT /v1/phone_numbers/{number}`.
+/// The body of `PUT /v1/phone_numbers/{number}`: a JSON object only (serde would also take a
+/// struct from an array), each field a string or null, and no other field.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "serde_json::Map<String, Value>")]
 pub struct NumberSetting {
     /// The agent that answers the number; left out: the tenant's default agent.
     #[serde(default)]
@@ -198,6 +199,32 @@ pub struct NumberSetting {
     /// `realtime` or `live`; left out: the tenant's `features.realtime.api`.
     #[serde(default)]
     pub api: Option<String>,
+}
+
+impl TryFrom<serde_json::Map<String, Value>> for NumberSetting {
+    type Error = String;
+
+    fn try_from(map: serde_json::Map<String, Value>) -> Result<Self, String> {
+        let mut setting = NumberSetting {
+            agent: None,
+            api: None,
+        };
+        for (name, value) in map {
+            let text = match value {
+                Value::Null => None,
+                Value::String(s) => Some(s),
+                _ => return Err(format!("`{name}` must be a string")),
+            };
+            match name.as_str() {
+                "agent" => setting.agent = text,
+                "api" => setting.api = text,
+                _ => {
+                    return Err(format!("unknown field `{name}`, expected `agent` or `api`"));
+                }
+            }
+        }
+        Ok(setting)
+    }
 }
 
 #[utoipa::path(put, path = "/v1/phone_numbers/{number}", tag = "settings", security(("bearer" = [])),

@@ -46,7 +46,7 @@ pub struct AgentDef {
 /// calls the tools. The agent's `instructions` are the backend's; `model` and `voice` stay
 /// the Realtime ones, so one agent serves both APIs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "serde_json::Map<String, serde_json::Value>")]
 pub struct LiveSettings {
     /// The GPT-Live model (`gpt-live-1`); else the tenant's, else the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,6 +60,35 @@ pub struct LiveSettings {
     /// The GPT-Live voice, if not the agent's `voice`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub voice: Option<String>,
+}
+
+/// Read from a JSON object only (serde would also take a struct from an array), each field a
+/// string or null, and no other field.
+impl TryFrom<serde_json::Map<String, serde_json::Value>> for LiveSettings {
+    type Error = String;
+
+    fn try_from(map: serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
+        let mut live = LiveSettings::default();
+        for (name, value) in map {
+            let text = match value {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(s) => Some(s),
+                _ => return Err(format!("`{name}` must be a string")),
+            };
+            match name.as_str() {
+                "model" => live.model = text,
+                "voice_instructions" => live.voice_instructions = text,
+                "backend_model" => live.backend_model = text,
+                "voice" => live.voice = text,
+                _ => {
+                    return Err(format!(
+                        "unknown field `{name}`, expected one of `model`, `voice_instructions`, `backend_model`, `voice`"
+                    ));
+                }
+            }
+        }
+        Ok(live)
+    }
 }
 
 /// The longest model name or voice kept in [`LiveSettings`].

@@ -262,7 +262,18 @@ async fn the_same_agent_and_tools_serve_a_realtime_call_and_a_live_call() {
         (json!({"model": ""}), "live.model", StatusCode::BAD_REQUEST),
         (
             json!({"backend": "x"}),
-            "live.backend",
+            "unknown field `backend`",
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        // Not an object: serde would read the settings from an array.
+        (
+            json!([null, null]),
+            "live",
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            json!({"voice": 3}),
+            "live",
             StatusCode::UNPROCESSABLE_ENTITY,
         ),
     ] {
@@ -359,6 +370,28 @@ async fn only_the_configured_apis_event_is_acted_on_and_one_call_switches_a_numb
         )
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    // A body that is not an object (serde would read the struct from an array), or a field of
+    // the wrong type, is refused and changes nothing.
+    for bad in [
+        json!([null, null]),
+        json!({"agent": 7}),
+        json!({"number": "x"}),
+    ] {
+        let (s, body) = phone
+            .app
+            .put(
+                &format!("/v1/phone_numbers/{RT_NUMBER}"),
+                &phone.key,
+                bad.clone(),
+            )
+            .await;
+        assert!(s.is_client_error(), "{bad}: {s} {body}");
+    }
+    let (_, features) = phone.app.get("/v1/features", &phone.key).await;
+    assert_eq!(
+        features["realtime"]["phone_numbers"][RT_NUMBER]["api"], "live",
+        "{features}"
+    );
     phone
         .sim
         .send_incoming_call(&phone.webhook(), SECRET, "rtc_moved", CALLER, RT_NUMBER)
