@@ -188,10 +188,11 @@ impl RealtimeFeature {
     }
 }
 
-/// The body of `PUT /v1/phone_numbers/{number}`: a JSON object only (serde would also take a
-/// struct from an array), each field a string or null, and no other field.
+/// The body of `PUT /v1/phone_numbers/{number}`.
+// Read from a JSON object only (serde would also take a struct from an array), each field a
+// string or null, and no other field: see the `TryFrom` below.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(try_from = "serde_json::Map<String, Value>")]
+#[serde(try_from = "serde_json::Map<String, Value>", deny_unknown_fields)]
 pub struct NumberSetting {
     /// The agent that answers the number; left out: the tenant's default agent.
     #[serde(default)]
