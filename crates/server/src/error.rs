@@ -116,7 +116,7 @@ impl From<StoreError> for ApiError {
             StoreError::Rejected(m) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rejected", m.to_string())
             }
-            StoreError::Database(sqlx::Error::PoolTimedOut | sqlx::Error::Io(_)) => {
+            StoreError::Database(db) if unavailable(db) => {
                 tracing::error!(name: "store_unavailable", error = %e, "store_unavailable");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -131,6 +131,23 @@ impl From<StoreError> for ApiError {
                 )
             }
         }
+    }
+}
+
+/// Whether a database error means the database is not reachable right now (a restart, a
+/// dropped connection, a pool without a free connection): worth a retry, so a 503, not a 500.
+/// PostgreSQL's connection exceptions (class 08) and operator interventions (57P01 admin
+/// shutdown, 57P02 crash shutdown, 57P03 cannot connect now) are such.
+fn unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+            c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03")
+        }),
+        _ => false,
     }
 }
 
@@ -167,3 +184,20 @@ impl IntoResponse for ApiError {
 
 /// `Result` for handlers.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod unavailable_tests {
+    use super::*;
+
+    #[test]
+    fn a_database_out_of_reach_is_unavailable_and_a_query_error_is_not() {
+        assert!(unavailable(&sqlx::Error::PoolClosed));
+        assert!(unavailable(&sqlx::Error::PoolTimedOut));
+        assert!(unavailable(&sqlx::Error::Io(std::io::Error::other(
+            "reset"
+        ))));
+        assert!(!unavailable(&sqlx::Error::RowNotFound));
+        let e = ApiError::from(StoreError::Database(sqlx::Error::PoolClosed));
+        assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
+    }
+}
