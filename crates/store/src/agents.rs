@@ -380,7 +380,7 @@ impl Store {
         let at = now();
         let written: Result<(String, Vec<bool>), sqlx::Error> = with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
+                let mut tx = self.begin_write(pool).await?;
                 if def.default {
                     sqlx::query(
                         "UPDATE agents SET is_default = $3 WHERE tenant_id = $1 AND name <> $2 AND is_default",
@@ -634,7 +634,7 @@ impl Store {
     /// Deletes an agent and its tool settings; `false` if there was none.
     pub async fn delete_agent(&self, tenant_id: &str, name: &str) -> Result<bool, StoreError> {
         let n = with_pool!(self, |pool| {
-            let mut tx = pool.begin_write().await?;
+            let mut tx = self.begin_write(pool).await?;
             let n = sqlx::query("DELETE FROM agents WHERE tenant_id = $1 AND name = $2")
                 .bind(tenant_id)
                 .bind(name)

@@ -244,7 +244,7 @@ impl Store {
         let agent = context.active_agent().to_owned();
         let inserted: Result<bool, sqlx::Error> = with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
+                let mut tx = self.begin_write(pool).await?;
                 if let Some(max) = max_active {
                     let lock = match pool.kind() {
                         Backend::Sqlite => "SELECT id FROM tenants WHERE id = $1",
@@ -478,7 +478,7 @@ impl Store {
     {
         with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
+                let mut tx = self.begin_write(pool).await?;
                 let select = match pool.kind() {
                     Backend::Sqlite => {
                         "SELECT context, status FROM calls WHERE tenant_id = $1 AND id = $2"

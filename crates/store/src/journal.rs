@@ -46,6 +46,31 @@ fn lock_call(kind: Backend, exclusive: bool) -> &'static str {
     }
 }
 
+/// Claims a function call in one statement when nothing stands in the way (see
+/// `claim_function_call`). PostgreSQL locks the call's row for share, as the slow path does, so
+/// a takeover waits for the claim and then sees it.
+fn claim_sql(kind: Backend) -> &'static str {
+    match kind {
+        Backend::Sqlite => {
+            "INSERT INTO call_claims (tenant_id, call_id, function_call_id, invocation, fence, claimed_at) \
+             SELECT $1, $2, $3, $4, c.fence, $6 FROM calls c \
+             WHERE c.tenant_id = $1 AND c.id = $2 AND c.status <> 'ended' AND ($5 IS NULL OR c.fence = $5) \
+             AND NOT EXISTS (SELECT 1 FROM call_invocations i \
+                             WHERE i.tenant_id = $1 AND i.call_id = $2 AND i.function_call_id = $3) \
+             ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING"
+        }
+        Backend::Postgres => {
+            "WITH c AS (SELECT fence, status FROM calls WHERE tenant_id = $1 AND id = $2 FOR SHARE) \
+             INSERT INTO call_claims (tenant_id, call_id, function_call_id, invocation, fence, claimed_at) \
+             SELECT $1, $2, $3, $4, c.fence, $6 FROM c \
+             WHERE c.status <> 'ended' AND ($5::BIGINT IS NULL OR c.fence = $5) \
+             AND NOT EXISTS (SELECT 1 FROM call_invocations i \
+                             WHERE i.tenant_id = $1 AND i.call_id = $2 AND i.function_call_id = $3) \
+             ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING"
+        }
+    }
+}
+
 /// Refuses a fenced write when the call's token is not the writer's any more.
 fn check_fence(call_id: &str, stored: Option<i64>, fence: Option<i64>) -> Result<(), StoreError> {
     match (fence, stored) {
@@ -125,7 +150,25 @@ impl Store {
         let at = now();
         with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
+                // The usual case in one statement: the call is there, not ended, still this
+                // node's, and the function call neither claimed nor recorded.
+                let turn = self.write_turn(pool.kind()).await?;
+                let claimed = sqlx::query(claim_sql(pool.kind()))
+                    .bind(tenant_id)
+                    .bind(call_id)
+                    .bind(fc)
+                    .bind(&sealed)
+                    .bind(fence)
+                    .bind(&at)
+                    .execute(pool)
+                    .await?
+                    .rows_affected();
+                drop(turn);
+                if claimed == 1 {
+                    return Ok(Claim::Claimed);
+                }
+                // Otherwise find out why, in a transaction of its own.
+                let mut tx = self.begin_write(pool).await?;
                 let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), false))
                     .bind(tenant_id)
                     .bind(call_id)
@@ -190,7 +233,7 @@ impl Store {
         // A call made by `create_call` keeps its pinned versions; the context is the session's.
         let result = with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
+                let mut tx = self.begin_write(pool).await?;
                 let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), true))
                     .bind(tenant_id)
                     .bind(call_id)
@@ -240,7 +283,7 @@ impl Store {
         let at = now();
         let result = with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
+                let mut tx = self.begin_write(pool).await?;
                 let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), false))
                     .bind(tenant_id)
                     .bind(call_id)
@@ -291,35 +334,43 @@ impl Store {
         let at = now();
         with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
-                // The call's row first: it locks the call, so its finishes are serialised.
-                let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), true))
-                    .bind(tenant_id)
-                    .bind(call_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                check_fence(call_id, row.map(|r| r.0), fence)?;
+                let mut tx = self.begin_write(pool).await?;
+                // The call's row first, fenced: it locks the call, so its finishes are
+                // serialised, and a call another node owns now is left as it is.
                 let updated = match &context_text {
                     Some(text) => sqlx::query(
-                        "UPDATE calls SET context = $3, agent = $4, handoffs = $5, version = version + 1 WHERE tenant_id = $1 AND id = $2",
+                        "UPDATE calls SET context = $3, agent = $4, handoffs = $5, version = version + 1 \
+                         WHERE tenant_id = $1 AND id = $2 AND (CAST($6 AS BIGINT) IS NULL OR fence = $6)",
                     )
                     .bind(tenant_id)
                     .bind(call_id)
                     .bind(text)
                     .bind(agent.as_deref())
                     .bind(i64::from(handoffs))
+                    .bind(fence)
                     .execute(&mut *tx)
                     .await?,
-                    None => sqlx::query("UPDATE calls SET handoffs = $3 WHERE tenant_id = $1 AND id = $2")
-                        .bind(tenant_id)
-                        .bind(call_id)
-                        .bind(i64::from(handoffs))
-                        .execute(&mut *tx)
-                        .await?,
+                    None => sqlx::query(
+                        "UPDATE calls SET handoffs = $3 WHERE tenant_id = $1 AND id = $2 AND (CAST($4 AS BIGINT) IS NULL OR fence = $4)",
+                    )
+                    .bind(tenant_id)
+                    .bind(call_id)
+                    .bind(i64::from(handoffs))
+                    .bind(fence)
+                    .execute(&mut *tx)
+                    .await?,
                 };
                 if updated.rows_affected() == 0 {
+                    // Not there, or fenced off: say which.
+                    let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), true))
+                        .bind(tenant_id)
+                        .bind(call_id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    check_fence(call_id, row.map(|r| r.0), fence)?;
                     return Err(StoreError::NotFound(format!("call `{call_id}`")));
                 }
+                // Its claim and checkpoint go with it (a trigger, migration 0010).
                 let inserted = sqlx::query(
                     "INSERT INTO call_invocations (tenant_id, call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4, $5) \
                      ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING",
@@ -335,17 +386,6 @@ impl Store {
                     // Recorded already: this append is a retry; keep the first one whole.
                     tx.rollback().await?;
                     return Ok(());
-                }
-                for sql in [
-                    "DELETE FROM call_checkpoints WHERE tenant_id = $1 AND call_id = $2 AND function_call_id = $3",
-                    "DELETE FROM call_claims WHERE tenant_id = $1 AND call_id = $2 AND function_call_id = $3",
-                ] {
-                    sqlx::query(sql)
-                        .bind(tenant_id)
-                        .bind(call_id)
-                        .bind(&record.function_call_id)
-                        .execute(&mut *tx)
-                        .await?;
                 }
                 tx.commit().await?;
                 Ok(())
@@ -363,7 +403,7 @@ impl Store {
         let at = now();
         with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
+                let mut tx = self.begin_write(pool).await?;
                 let row: Option<(i64, String)> = sqlx::query_as(lock_call(pool.kind(), true))
                     .bind(tenant_id)
                     .bind(call_id)
@@ -544,7 +584,7 @@ impl Store {
         let key = self.master_key();
         with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
+                let mut tx = self.begin_write(pool).await?;
                 let select = match pool.kind() {
                     Backend::Sqlite => "SELECT context, handoffs, status, fence FROM calls WHERE tenant_id = $1 AND id = $2",
                     Backend::Postgres => "SELECT context, handoffs, status, fence FROM calls WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
@@ -584,17 +624,7 @@ impl Store {
                     .bind(i64::from(handoffs))
                     .execute(&mut *tx)
                     .await?;
-                for sql in [
-                    "DELETE FROM call_checkpoints WHERE tenant_id = $1 AND call_id = $2 AND function_call_id = $3",
-                    "DELETE FROM call_claims WHERE tenant_id = $1 AND call_id = $2 AND function_call_id = $3",
-                ] {
-                    sqlx::query(sql)
-                        .bind(tenant_id)
-                        .bind(call_id)
-                        .bind(&commit.record.function_call_id)
-                        .execute(&mut *tx)
-                        .await?;
-                }
+                // The invocation's claim and checkpoint went with its insert (a trigger, 0010).
                 tx.commit().await?;
                 Ok(Ok((context, handoffs)))
             }

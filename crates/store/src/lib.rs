@@ -34,6 +34,7 @@ pub mod tenants;
 mod tokens;
 pub mod tools;
 mod webhooks;
+mod write_tx;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -95,6 +96,8 @@ impl Default for StoreOptions {
 pub struct Store {
     pub(crate) db: Db,
     pub(crate) key: Arc<MasterKey>,
+    /// Queues this process's SQLite writers (see `write_tx`).
+    pub(crate) gate: Arc<write_tx::WriteGate>,
 }
 
 impl std::fmt::Debug for Store {
@@ -127,7 +130,8 @@ pub(crate) use with_pool;
 pub(crate) trait WritePool {
     /// The database of the pool.
     type Db: sqlx::Database;
-    /// Begins a transaction that will write. SQLite takes the write lock at once
+    /// Begins a transaction that will write; call [`Store::begin_write`] instead, which queues
+    /// this process's SQLite writers first. SQLite takes the write lock at once
     /// (`BEGIN IMMEDIATE`): a deferred transaction that reads and then writes can fail with
     /// `SQLITE_BUSY` without waiting when another connection committed in between.
     fn begin_write(
@@ -240,6 +244,7 @@ impl Store {
         Ok(Store {
             db,
             key: Arc::new(key),
+            gate: Arc::new(write_tx::WriteGate::new(options.acquire_timeout)),
         })
     }
 

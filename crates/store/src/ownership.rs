@@ -126,7 +126,7 @@ impl Store {
         with_pool!(self, |pool| {
             async {
                 let now = now_ms(pool.kind());
-                let mut tx = pool.begin_write().await?;
+                let mut tx = self.begin_write(pool).await?;
                 if let Some(address) = address {
                     sqlx::query("UPDATE nodes SET expires_at = 0 WHERE address = $1 AND id <> $2")
                         .bind(address)

@@ -5,9 +5,7 @@ use serde_json::Value;
 
 use crate::error::is_unique_violation;
 use crate::page::{encode_cursor, paginate};
-use crate::{
-    Page, Paged, Store, StoreError, WritePool, now, parse_json, to_json, truncate, with_pool,
-};
+use crate::{Page, Paged, Store, StoreError, now, parse_json, to_json, truncate, with_pool};
 
 /// A customer: owns agents, tools, secrets, API keys and feature configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -163,7 +161,7 @@ impl Store {
     pub async fn delete_tenant(&self, id: &str) -> Result<bool, StoreError> {
         let deleted = with_pool!(self, |pool| {
             // One statement; the foreign keys cascade inside it, so it is all or nothing.
-            let mut tx = pool.begin_write().await?;
+            let mut tx = self.begin_write(pool).await?;
             let n = sqlx::query("DELETE FROM tenants WHERE id = $1")
                 .bind(id)
                 .execute(&mut *tx)

@@ -8,9 +8,7 @@ use serde_json::Value;
 
 use crate::error::is_fk_violation;
 use crate::page::{encode_cursor, paginate};
-use crate::{
-    Page, Paged, Store, StoreError, WritePool, check_name, now, parse_json, to_json, with_pool,
-};
+use crate::{Page, Paged, Store, StoreError, check_name, now, parse_json, to_json, with_pool};
 
 /// One version of a tool's definition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,7 +76,7 @@ impl Store {
         let at = now();
         let result: Result<Put, sqlx::Error> = with_pool!(self, |pool| {
             async {
-                let mut tx = pool.begin_write().await?;
+                let mut tx = self.begin_write(pool).await?;
                 let current: Option<VersionRow> =
                     sqlx::query_as(current_sql!("WHERE t.tenant_id = $1 AND t.name = $2"))
                 .bind(tenant_id)

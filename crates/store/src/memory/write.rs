@@ -185,7 +185,7 @@ impl Store {
         let at = now();
         let scope = scope_word(tenant_id, caller);
         with_pool!(self, |pool| {
-            let mut tx = pool.begin_write().await?;
+            let mut tx = self.begin_write(pool).await?;
             let before: Option<(i64, String)> = sqlx::query_as(
                 "SELECT id, entity FROM memory_observations WHERE tenant_id = $1 AND idempotency_key = $2",
             )
@@ -363,7 +363,7 @@ impl Store {
         caller: &str,
     ) -> Result<Forgotten, StoreError> {
         with_pool!(self, |pool| {
-            let mut tx = pool.begin_write().await?;
+            let mut tx = self.begin_write(pool).await?;
             let lock = match pool.kind() {
                 Backend::Sqlite => {
                     "SELECT observations, entities, relations FROM memory_callers WHERE tenant_id = $1 AND caller = $2"
