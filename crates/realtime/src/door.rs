@@ -223,8 +223,15 @@ impl RealtimeDoor {
             tracing::info!(name: "realtime_call_accepted", call_id = %opened.call_id, agent = %plan.agent, "realtime_call_accepted");
             metrics::counter!("switchboard_realtime_calls_total").increment(1);
         }
-        let driver = Driver::new(self.call_line(opened), session, plan.agent, plan.agents);
-        line::run(driver).await
+        Driver::new(
+            self.call_line(opened),
+            session,
+            plan.agent,
+            plan.agents,
+            !accept,
+        )
+        .run()
+        .await
     }
 
     async fn run_live(

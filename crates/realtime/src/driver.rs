@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::events::{self, AgentProfile, ServerEvent};
-use crate::line::{CallEnd, DriverMsg, Line, LineDriver, Step};
+use crate::line::{self, CallEnd, DriverMsg, Line, LineDriver, Step, last_answered};
 
 /// One model response as the driver tracks it.
 #[derive(Debug, Default)]
@@ -70,6 +70,8 @@ pub(crate) struct Driver {
     hangup_due: bool,
     /// `messages.delayed` of running calls, said once if still running when due.
     delayed: HashMap<String, String>,
+    /// Taken over from a node that died (see [`Driver::run`]).
+    resumed: bool,
 }
 
 impl Driver {
@@ -78,6 +80,7 @@ impl Driver {
         session: CallSession,
         agent: String,
         agents: Arc<HashMap<String, AgentProfile>>,
+        resumed: bool,
     ) -> Driver {
         Driver {
             line,
@@ -96,7 +99,28 @@ impl Driver {
             goodbye: None,
             hangup_due: false,
             delayed: HashMap::new(),
+            resumed,
         }
+    }
+
+    /// Runs the call until it ends. A taken-over call with no restored runs (their answers
+    /// ask for speech themselves) owes the model one `response.create` for the last response
+    /// answered before the old owner died, unless the caller had cut that response off.
+    pub(crate) async fn run(mut self) -> CallEnd {
+        if self.resumed
+            && let Some(snapshot) = self.session.snapshot().await
+            && snapshot.pending.is_empty()
+            && snapshot.restored.is_empty()
+        {
+            let last = last_answered(&snapshot);
+            if !last.is_empty() && last.iter().all(|r| !r.interrupted) {
+                for record in last {
+                    self.answered.insert(record.function_call_id.clone());
+                }
+                self.owe_response = true;
+            }
+        }
+        line::run(self).await
     }
 
     fn send(&mut self, text: String) {
@@ -362,6 +386,10 @@ impl LineDriver for Driver {
 
     fn line_mut(&mut self) -> &mut Line {
         &mut self.line
+    }
+
+    fn on_attached(&mut self) {
+        self.pump();
     }
 
     fn on_text(&mut self, text: &str) -> Step {

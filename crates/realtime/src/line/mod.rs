@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use secrecy::SecretString;
-use switchboard_runtime::Delivery;
+use switchboard_runtime::{Delivery, InvocationRecord, SessionSnapshot};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -181,6 +181,10 @@ pub(crate) trait LineDriver: Send {
     fn line(&self) -> &Line;
     fn line_mut(&mut self) -> &mut Line;
 
+    /// Called once the socket is attached for the first time, before any event is read and
+    /// before the outbox is first written.
+    fn on_attached(&mut self) {}
+
     /// A server event arrived.
     fn on_text(&mut self, text: &str) -> Step;
 
@@ -234,6 +238,9 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
     let Some(mut socket) = driver.line().attach().await else {
         return CallEnd::Gone;
     };
+    driver.on_attached();
+    // What a taken-over call owes goes at once: the model may be waiting for nothing else.
+    let _ = driver.line_mut().outbox.flush(&mut socket).await;
     loop {
         let hangup_at = driver.hangup_at();
         let step = tokio::select! {
@@ -333,6 +340,25 @@ async fn on_msg<D: LineDriver>(driver: &mut D, msg: DriverMsg) -> Step {
             Step::Go
         }
     }
+}
+
+/// The function calls of the last model response (Realtime) or backend turn (GPT-Live) whose
+/// answers a taken-over call's journal holds. The node that died may have sent their outputs
+/// but not the `response.create` that must follow them, and nothing in the journal tells
+/// which: the new owner sends one for them. Had the old owner sent it, GPT-Live finds no turn
+/// waiting (the simulator takes it as a no-op); a Realtime model speaks once more, which beats
+/// a silent line. Runs restored from the journal are left out: their answers come from this
+/// node.
+pub(crate) fn last_answered(snapshot: &SessionSnapshot) -> Vec<&InvocationRecord> {
+    let records = &snapshot.records;
+    let Some(last) = records.iter().rev().find_map(|r| r.response_id.as_deref()) else {
+        return Vec::new();
+    };
+    records
+        .iter()
+        .filter(|r| r.response_id.as_deref() == Some(last))
+        .filter(|r| !snapshot.restored.contains(&r.function_call_id))
+        .collect()
 }
 
 /// Sleeps until `at`, or forever when there is nothing to wait for.

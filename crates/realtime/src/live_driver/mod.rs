@@ -28,7 +28,7 @@ use switchboard_runtime::{CallSession, Delivery, Invocation};
 use tokio::sync::oneshot;
 
 use crate::events::AgentProfile;
-use crate::line::{CallEnd, DriverMsg, Line, LineDriver, Step};
+use crate::line::{CallEnd, DriverMsg, Line, LineDriver, Step, last_answered};
 use crate::live_events::{self, LiveEvent};
 
 pub use budget::CUT_MARKER;
@@ -89,14 +89,23 @@ impl LiveDriver {
     }
 
     /// Runs the call until it ends; a taken-over call first adopts the session's restored
-    /// runs.
+    /// runs and the backend's last turn answered before the old owner died.
     pub(crate) async fn run(mut self) -> CallEnd {
         if self.resumed
             && let Some(snapshot) = self.session.snapshot().await
         {
-            for call in snapshot.pending {
-                self.adopt(call);
+            // Restored runs finished already are adopted too: their answers are on the way.
+            for call in snapshot.pending.iter().chain(&snapshot.restored) {
+                self.adopt(call.clone());
             }
+            // The old owner may have died between the turn's outputs and its continuation:
+            // the turn gets one `response.create`, now or with the restored runs' answers.
+            for record in last_answered(&snapshot) {
+                let call = record.function_call_id.clone();
+                self.adopt(call.clone());
+                self.answered.insert(call);
+            }
+            self.settle();
         }
         crate::line::run(self).await
     }
