@@ -11,8 +11,9 @@ use switchboard_runtime::{BoxFuture, CallControl, CallSession, Delivery, OutputS
 use tokio::sync::{mpsc, oneshot};
 
 use crate::api::{Api, ApiError, CallsApi};
-use crate::driver::{CallEnd, Driver, DriverMsg, DriverOptions};
+use crate::driver::Driver;
 use crate::events::AgentProfile;
+use crate::line::{self, CallEnd, DriverMsg, DriverOptions};
 use crate::live_driver::LiveDriver;
 use crate::live_events::{self, LiveStart};
 
@@ -222,18 +223,15 @@ impl RealtimeDoor {
             tracing::info!(name: "realtime_call_accepted", call_id = %opened.call_id, agent = %plan.agent, "realtime_call_accepted");
             metrics::counter!("switchboard_realtime_calls_total").increment(1);
         }
-        let driver = Driver::new(
-            opened.call_id,
-            opened.key,
-            self.api.clone(),
+        Driver::new(
+            self.call_line(opened),
             session,
             plan.agent,
             plan.agents,
-            opened.rx,
-            opened.tx,
-            self.options.clone(),
-        );
-        driver.run().await
+            !accept,
+        )
+        .run()
+        .await
     }
 
     async fn run_live(
@@ -260,19 +258,27 @@ impl RealtimeDoor {
             metrics::counter!("switchboard_live_calls_total").increment(1);
         }
         LiveDriver::new(
-            opened.call_id,
-            opened.key,
-            self.api.clone(),
+            self.call_line(opened),
             session,
             plan.agent,
             plan.agents,
-            opened.rx,
-            opened.tx,
-            self.options.clone(),
             !accept,
         )
         .run()
         .await
+    }
+
+    /// The loop's view of an opened call.
+    fn call_line(&self, opened: Opened) -> line::Line {
+        line::Line::new(
+            opened.call_id,
+            opened.api,
+            opened.key,
+            self.api.clone(),
+            self.options.clone(),
+            opened.rx,
+            opened.tx,
+        )
     }
 
     /// Which API answers a call this door serves.

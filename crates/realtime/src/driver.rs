@@ -1,99 +1,25 @@
-//! One call's WebSocket loop: function calls in, outputs and responses out.
+//! One Realtime call's side of the line (see [`crate::line`], which owns the socket and its
+//! re-attach): function calls in, outputs and responses out.
 //!
-//! The driver owns the call's socket. It hands each function call to the call session once,
+//! The driver hands each function call to the call session once,
 //! sends each answer as a `function_call_output`, and asks for one `response.create` per model
 //! response once all of that response's calls are answered and the response itself is done
 //! (sending it earlier would collide with the active response). Filler speech for slow tools and
 //! the goodbye before a hang-up wait for the model to be idle too, so nothing is said twice and
-//! nothing is lost. A dropped socket (or one closed with any code but 1000) is re-attached;
-//! answers wait in the queue meanwhile. A normal close (1000) is the end of the call.
+//! nothing is lost. A socket closed with any code but 1000 is re-attached like a dropped one;
+//! a normal close (1000) is the end of the call.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
-use secrecy::{ExposeSecret, SecretString};
 use switchboard_runtime::{CallSession, Delivery, Invocation};
-use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio::sync::oneshot;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::api::{CallsApi, jitter};
 use crate::events::{self, AgentProfile, ServerEvent};
-
-pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// What reaches a call's driver besides socket traffic.
-#[derive(Debug)]
-pub(crate) enum DriverMsg {
-    Delivery(Box<Delivery>),
-    /// Say `goodbye` (if any) once the model is idle, wait for it to be said, then hang up.
-    Hangup {
-        goodbye: Option<String>,
-        done: oneshot::Sender<Result<(), String>>,
-    },
-    /// A REFER succeeded: the call is leaving; function calls are still answered, but no more
-    /// responses are asked for.
-    Transferred,
-    /// A slow tool's `messages.delayed` is due.
-    Delayed {
-        function_call_id: String,
-    },
-    /// Hang up and stop (the call was ended through the API, or the server shuts down: with
-    /// no session behind it, a call would only be dead air).
-    End,
-    /// The call's session stopped because another node took the call over: stop without
-    /// hanging up.
-    Released,
-    /// The active agent changed through a function call answered elsewhere (a call's MCP
-    /// endpoint): the model gets the new agent's instructions and tools.
-    HandedOff(String),
-}
-
-/// How a call ended, for the caller to record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallEnd {
-    /// The call could not be accepted.
-    NotAccepted,
-    /// Switchboard hung up (end_call).
-    HungUp,
-    /// Transferred by REFER.
-    Transferred,
-    /// The call is gone at OpenAI's end (the caller hung up).
-    Gone,
-    /// Ended from this side (API or shutdown).
-    Stopped,
-    /// Another node owns the call now (this node was cut off past its lease): it has
-    /// re-attached the socket; this node lets go without hanging up.
-    Released,
-}
-
-/// Tunables of the loop.
-#[derive(Debug, Clone)]
-pub struct DriverOptions {
-    /// How long a dropped socket is re-attached before the call is given up.
-    pub reattach_for: Duration,
-    /// The longest wait for the goodbye to be said before hanging up anyway.
-    pub goodbye_timeout: Duration,
-    /// GPT-Live: the most bytes of function call outputs sent for one backend turn (OpenAI
-    /// refuses an overflowing one with `response_input_buffer_full`); a longer output is cut
-    /// with a marker saying so.
-    pub live_turn_budget: usize,
-}
-
-impl Default for DriverOptions {
-    fn default() -> Self {
-        DriverOptions {
-            reattach_for: Duration::from_secs(30),
-            goodbye_timeout: Duration::from_secs(15),
-            live_turn_budget: 30 * 1024,
-        }
-    }
-}
+use crate::line::{self, CallEnd, DriverMsg, Line, LineDriver, Step, last_answered};
 
 /// One model response as the driver tracks it.
 #[derive(Debug, Default)]
@@ -122,15 +48,10 @@ struct Goodbye {
 }
 
 pub(crate) struct Driver {
-    pub call_id: String,
-    pub key: SecretString,
-    pub api: CallsApi,
-    pub session: CallSession,
-    pub agent: String,
-    pub agents: Arc<HashMap<String, AgentProfile>>,
-    pub rx: mpsc::UnboundedReceiver<DriverMsg>,
-    pub tx: mpsc::UnboundedSender<DriverMsg>,
-    pub options: DriverOptions,
+    line: Line,
+    session: CallSession,
+    agent: String,
+    agents: Arc<HashMap<String, AgentProfile>>,
     // What the model is doing.
     active: Option<String>,
     /// We sent `response.create` and have not seen its `response.created`.
@@ -149,34 +70,23 @@ pub(crate) struct Driver {
     hangup_due: bool,
     /// `messages.delayed` of running calls, said once if still running when due.
     delayed: HashMap<String, String>,
-    transferred: bool,
-    /// Messages not yet written to the socket (kept across a re-attach).
-    outbox: VecDeque<String>,
+    /// Taken over from a node that died (see [`Driver::run`]).
+    resumed: bool,
 }
 
 impl Driver {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        call_id: String,
-        key: SecretString,
-        api: CallsApi,
+        line: Line,
         session: CallSession,
         agent: String,
         agents: Arc<HashMap<String, AgentProfile>>,
-        rx: mpsc::UnboundedReceiver<DriverMsg>,
-        tx: mpsc::UnboundedSender<DriverMsg>,
-        options: DriverOptions,
+        resumed: bool,
     ) -> Driver {
         Driver {
-            call_id,
-            key,
-            api,
+            line,
             session,
             agent,
             agents,
-            rx,
-            tx,
-            options,
             active: None,
             requested: None,
             owe_response: false,
@@ -189,135 +99,32 @@ impl Driver {
             goodbye: None,
             hangup_due: false,
             delayed: HashMap::new(),
-            transferred: false,
-            outbox: VecDeque::new(),
+            resumed,
         }
     }
 
-    /// Attaches to the call's socket and runs until the call ends.
+    /// Runs the call until it ends. A taken-over call with no restored runs (their answers
+    /// ask for speech themselves) owes the model one `response.create` for the last response
+    /// answered before the old owner died, unless the caller had cut that response off.
     pub(crate) async fn run(mut self) -> CallEnd {
-        let mut socket = match self.attach().await {
-            Some(s) => s,
-            None => return CallEnd::Gone,
-        };
-        loop {
-            let step = tokio::select! {
-                frame = socket.next() => match frame {
-                    Some(Ok(Message::Text(text))) => { self.on_event(text.as_str()); Step::Go }
-                    Some(Ok(Message::Close(Some(frame)))) if frame.code == CloseCode::Normal => {
-                        // OpenAI closes normally when the call is over: nothing to re-attach to.
-                        tracing::info!(name: "realtime_socket_closed", code = u16::from(frame.code), "realtime_socket_closed");
-                        Step::End(if self.transferred { CallEnd::Transferred } else { CallEnd::Gone })
-                    }
-                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => Step::Dropped,
-                    Some(Ok(_)) => Step::Go,
-                },
-                msg = self.rx.recv() => match msg {
-                    Some(m) => self.on_msg(m).await,
-                    None => Step::End(CallEnd::Stopped),
-                },
-                _ = goodbye_deadline(self.goodbye.as_ref().map(|g| g.deadline)) => {
-                    tracing::warn!(name: "realtime_goodbye_timeout", "realtime_goodbye_timeout");
-                    self.hang_up().await
+        if self.resumed
+            && let Some(snapshot) = self.session.snapshot().await
+            && snapshot.pending.is_empty()
+            && snapshot.restored.is_empty()
+        {
+            let last = last_answered(&snapshot);
+            if !last.is_empty() && last.iter().all(|r| !r.interrupted) {
+                for record in last {
+                    self.answered.insert(record.function_call_id.clone());
                 }
-            };
-            let step = match step {
-                Step::Go if self.hangup_due => self.hang_up().await,
-                other => other,
-            };
-            match step {
-                Step::Go => {}
-                Step::End(end) => {
-                    let _ = self.flush(&mut socket).await;
-                    let _ = socket.close(None).await;
-                    return end;
-                }
-                Step::Dropped => {
-                    if self.transferred {
-                        return CallEnd::Transferred;
-                    }
-                    tracing::warn!(name: "realtime_socket_dropped", "realtime_socket_dropped");
-                    metrics::counter!("switchboard_realtime_reattach_total").increment(1);
-                    match self.attach().await {
-                        Some(s) => socket = s,
-                        None => return CallEnd::Gone,
-                    }
-                }
-            }
-            self.pump();
-            if self.flush(&mut socket).await.is_err() {
-                if self.transferred {
-                    return CallEnd::Transferred;
-                }
-                match self.attach().await {
-                    Some(s) => socket = s,
-                    None => return CallEnd::Gone,
-                }
-                let _ = self.flush(&mut socket).await;
+                self.owe_response = true;
             }
         }
-    }
-
-    /// Connects (again), with backoff while failures look transient. `None` when the call is
-    /// gone (OpenAI refuses the socket) or could not be reached for `reattach_for`.
-    async fn attach(&mut self) -> Option<Socket> {
-        let url = self.api.endpoints().call_socket(&self.call_id);
-        let until = Instant::now() + self.options.reattach_for;
-        let mut delay = Duration::from_millis(100);
-        loop {
-            let mut req = match url.as_str().into_client_request() {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::error!(name: "realtime_socket_url_invalid", error = %e, "realtime_socket_url_invalid");
-                    return None;
-                }
-            };
-            let auth = format!("Bearer {}", self.key.expose_secret());
-            if let Ok(v) = auth.parse() {
-                req.headers_mut().insert("authorization", v);
-            }
-            // Events are small frames: Nagle's algorithm would hold many of them back.
-            match tokio_tungstenite::connect_async_with_config(req, Some(socket_config()), true)
-                .await
-            {
-                Ok((socket, _)) => {
-                    tracing::info!(name: "realtime_socket_attached", "realtime_socket_attached");
-                    return Some(socket);
-                }
-                Err(tokio_tungstenite::tungstenite::Error::Http(resp))
-                    if resp.status().is_client_error() && resp.status().as_u16() != 429 =>
-                {
-                    tracing::info!(name: "realtime_call_gone", status = resp.status().as_u16(), "realtime_call_gone");
-                    return None;
-                }
-                Err(e) => {
-                    if Instant::now() >= until {
-                        tracing::error!(name: "realtime_socket_lost", error = %e, "realtime_socket_lost");
-                        return None;
-                    }
-                    tracing::warn!(name: "realtime_socket_retry", error = %e, "realtime_socket_retry");
-                    tokio::time::sleep(jitter(delay)).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
-                }
-            }
-        }
-    }
-
-    async fn flush(&mut self, socket: &mut Socket) -> Result<(), ()> {
-        if self.outbox.is_empty() {
-            return Ok(());
-        }
-        while let Some(text) = self.outbox.front() {
-            if socket.feed(Message::text(text.clone())).await.is_err() {
-                return Err(());
-            }
-            self.outbox.pop_front();
-        }
-        socket.flush().await.map_err(|_| ())
+        line::run(self).await
     }
 
     fn send(&mut self, text: String) {
-        self.outbox.push_back(text);
+        self.line.send(text);
     }
 
     fn on_event(&mut self, text: &str) {
@@ -426,7 +233,7 @@ impl Driver {
             }
             if let Some(text) = &m.delayed {
                 self.delayed.insert(call.clone(), text.clone());
-                let tx = self.tx.clone();
+                let tx = self.line.tx.clone();
                 let after = Duration::from_millis(m.delayed_after_ms);
                 let id = call.clone();
                 tokio::spawn(async move {
@@ -438,7 +245,7 @@ impl Driver {
             }
         }
         self.session.submit(Invocation {
-            call_id: self.call_id.clone(),
+            call_id: self.line.call_id.clone(),
             function_call_id: call,
             name,
             arguments_json: arguments,
@@ -496,94 +303,8 @@ impl Driver {
             return;
         }
         resp.settled = true;
-        if !resp.cancelled && !self.transferred && self.goodbye.is_none() {
+        if !resp.cancelled && !self.line.transferred && self.goodbye.is_none() {
             self.owe_response = true;
-        }
-    }
-
-    async fn on_msg(&mut self, msg: DriverMsg) -> Step {
-        match msg {
-            DriverMsg::Delivery(d) => {
-                self.deliver(*d);
-                Step::Go
-            }
-            DriverMsg::Transferred => {
-                self.transferred = true;
-                self.owe_response = false;
-                self.speech.clear();
-                Step::Go
-            }
-            DriverMsg::Delayed { function_call_id } => {
-                if let Some(text) = self.delayed.remove(&function_call_id)
-                    && !self.answered.contains(&function_call_id)
-                {
-                    self.speech.push_back((function_call_id, text));
-                }
-                Step::Go
-            }
-            DriverMsg::Hangup { goodbye, done } => match (&mut self.goodbye, goodbye) {
-                // A hang-up is under way already; this one rides along.
-                (Some(_), _) => {
-                    let _ = done.send(Ok(()));
-                    Step::Go
-                }
-                (None, None) => {
-                    self.goodbye = Some(Goodbye {
-                        text: None,
-                        response: None,
-                        asked: true,
-                        deadline: Instant::now(),
-                        done,
-                    });
-                    self.hang_up().await
-                }
-                (None, Some(text)) => {
-                    self.owe_response = false;
-                    self.speech.clear();
-                    self.goodbye = Some(Goodbye {
-                        text: Some(text),
-                        response: None,
-                        asked: false,
-                        deadline: Instant::now() + self.options.goodbye_timeout,
-                        done,
-                    });
-                    Step::Go
-                }
-            },
-            DriverMsg::End => {
-                let _ = self.hang_up().await;
-                Step::End(CallEnd::Stopped)
-            }
-            DriverMsg::Released => {
-                tracing::warn!(name: "realtime_call_released", "realtime_call_released");
-                Step::End(CallEnd::Released)
-            }
-            DriverMsg::HandedOff(agent) => {
-                if let Some(profile) = self.agents.get(&agent) {
-                    self.agent = agent;
-                    self.send(events::session_update(profile.session()));
-                }
-                Step::Go
-            }
-        }
-    }
-
-    async fn hang_up(&mut self) -> Step {
-        self.hangup_due = false;
-        let result = self
-            .api
-            .hangup(crate::api::Api::Realtime, &self.key, &self.call_id)
-            .await
-            .map_err(|e| e.to_string());
-        if let Some(g) = self.goodbye.take() {
-            let _ = g.done.send(result.clone());
-        }
-        match result {
-            Ok(()) => Step::End(CallEnd::HungUp),
-            Err(e) => {
-                tracing::error!(name: "realtime_hangup_failed", error = %e, "realtime_hangup_failed");
-                Step::End(CallEnd::HungUp)
-            }
         }
     }
 
@@ -594,7 +315,7 @@ impl Driver {
                 d.tool, d.result.output
             );
             self.send(events::system_message(&text));
-            if !self.transferred && self.goodbye.is_none() {
+            if !self.line.transferred && self.goodbye.is_none() {
                 self.owe_response = true;
             }
             return;
@@ -621,7 +342,7 @@ impl Driver {
         self.send(events::function_call_output(&call, &d.result.output));
         match self.call_response.get(&call).cloned() {
             Some(r) => self.settle(&r),
-            None if !d.interrupted && !self.transferred => self.owe_response = true,
+            None if !d.interrupted && !self.line.transferred => self.owe_response = true,
             None => {}
         }
     }
@@ -658,23 +379,120 @@ impl Driver {
     }
 }
 
-/// Events are a few KiB at most: the library's 128 KiB default buffers, per call, would make a
-/// thousand calls cost a quarter of a gigabyte. Larger frames still arrive (buffers grow).
-pub(crate) fn socket_config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
-    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
-        .read_buffer_size(8 * 1024)
-        .write_buffer_size(0)
-}
+impl LineDriver for Driver {
+    fn line(&self) -> &Line {
+        &self.line
+    }
 
-enum Step {
-    Go,
-    Dropped,
-    End(CallEnd),
-}
+    fn line_mut(&mut self) -> &mut Line {
+        &mut self.line
+    }
 
-pub(crate) async fn goodbye_deadline(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d.into()).await,
-        None => std::future::pending().await,
+    fn on_attached(&mut self) {
+        self.pump();
+    }
+
+    fn on_text(&mut self, text: &str) -> Step {
+        self.on_event(text);
+        Step::Go
+    }
+
+    fn on_close(&mut self, frame: Option<CloseFrame>) -> Step {
+        match frame {
+            Some(frame) if frame.code == CloseCode::Normal => {
+                // OpenAI closes normally when the call is over: nothing to re-attach to.
+                tracing::info!(name: "realtime_socket_closed", code = u16::from(frame.code), "realtime_socket_closed");
+                Step::End(self.line.ended_by_peer())
+            }
+            _ => Step::Dropped,
+        }
+    }
+
+    fn on_delivery(&mut self, delivery: Delivery) {
+        self.deliver(delivery);
+    }
+
+    fn on_delayed(&mut self, function_call_id: String) {
+        if let Some(text) = self.delayed.remove(&function_call_id)
+            && !self.answered.contains(&function_call_id)
+        {
+            self.speech.push_back((function_call_id, text));
+        }
+    }
+
+    fn on_transferred(&mut self) {
+        self.owe_response = false;
+        self.speech.clear();
+    }
+
+    fn on_handed_off(&mut self, agent: String) {
+        if let Some(profile) = self.agents.get(&agent) {
+            self.agent = agent;
+            self.send(events::session_update(profile.session()));
+        }
+    }
+
+    fn hanging_up(&self) -> bool {
+        self.goodbye.is_some()
+    }
+
+    async fn on_hangup(
+        &mut self,
+        goodbye: Option<String>,
+        done: oneshot::Sender<Result<(), String>>,
+    ) -> Step {
+        match goodbye {
+            None => {
+                self.goodbye = Some(Goodbye {
+                    text: None,
+                    response: None,
+                    asked: true,
+                    deadline: Instant::now(),
+                    done,
+                });
+                self.hang_up().await
+            }
+            Some(text) => {
+                self.owe_response = false;
+                self.speech.clear();
+                self.goodbye = Some(Goodbye {
+                    text: Some(text),
+                    response: None,
+                    asked: false,
+                    deadline: Instant::now() + self.line.options.goodbye_timeout,
+                    done,
+                });
+                Step::Go
+            }
+        }
+    }
+
+    fn hangup_at(&self) -> Option<Instant> {
+        self.goodbye.as_ref().map(|g| g.deadline)
+    }
+
+    async fn on_hangup_due(&mut self) -> Step {
+        tracing::warn!(name: "realtime_goodbye_timeout", "realtime_goodbye_timeout");
+        self.hang_up().await
+    }
+
+    async fn hang_up(&mut self) -> Step {
+        self.hangup_due = false;
+        let result = self.line.hang_up().await;
+        if let Some(g) = self.goodbye.take() {
+            let _ = g.done.send(result);
+        }
+        Step::End(CallEnd::HungUp)
+    }
+
+    async fn after_step(&mut self, step: Step) -> Step {
+        match step {
+            Step::Go if self.hangup_due => self.hang_up().await,
+            other => other,
+        }
+    }
+
+    fn before_flush(&mut self) {
+        self.pump();
     }
 }

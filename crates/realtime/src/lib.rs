@@ -7,11 +7,15 @@
 //! - [`webhook`]: Standard Webhooks verification and the incoming call event.
 //! - [`api`]: the call control REST endpoints (accept, reject, refer, hang up).
 //! - [`events`]: the WebSocket events read and written.
-//! - `driver`: one call's WebSocket loop (function calls, outputs, responses, barge-in,
-//!   handoff, filler speech, goodbye, re-attach).
+//! - `line`: what a call's loop is for either API: the socket attached and re-attached with
+//!   backoff, the outbox, the session's and executor's messages (answers, transfer, goodbye
+//!   then hang-up, release), and the loop itself over a per-API driver.
+//! - `driver`: one Realtime call's events (function calls, outputs, responses, barge-in,
+//!   handoff, filler speech, goodbye).
 //! - [`live_events`]: GPT-Live's sideband events and accept body (Responses delegation).
-//! - `live_driver`: one GPT-Live call's sideband loop (the backend's function calls, outputs
-//!   within the input budget, one `response.create` per backend turn, commentary, re-attach).
+//! - `live_driver`: one GPT-Live call's sideband events (the backend's function calls, outputs
+//!   within the input budget, one `response.create` per backend turn, commentary), with its
+//!   backend turns (`live_driver/turns`) and input budget (`live_driver/budget`).
 //! - [`door`]: the calls a node serves (either API), their output sinks, and [`CallControl`]
 //!   for the executor.
 //!
@@ -25,14 +29,15 @@ pub mod api;
 pub mod door;
 mod driver;
 pub mod events;
+mod line;
 mod live_driver;
 pub mod live_events;
 pub mod webhook;
 
 pub use api::{Api, ApiError, CallsApi, Endpoints};
 pub use door::{CallPlan, Opened, RealtimeDoor};
-pub use driver::{CallEnd, DriverOptions};
 pub use events::AgentProfile;
+pub use line::{CallEnd, DriverOptions};
 pub use live_driver::CUT_MARKER;
 pub use live_events::LiveStart;
 pub use webhook::{IncomingCall, VerifyError, verify};

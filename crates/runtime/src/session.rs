@@ -96,6 +96,11 @@ pub struct SessionSnapshot {
     pub records: Vec<InvocationRecord>,
     pub pending: Vec<String>,
     pub ended: bool,
+    /// Function calls whose runs were restored from the journal when the call was taken over
+    /// (resumed at an effect, or run again): their answers reach the sink from this session,
+    /// whether they are still pending or not. Not part of the call's recorded state.
+    #[serde(skip)]
+    pub restored: Vec<String>,
 }
 
 /// A handle to a call's session task; clones address the same session.
@@ -197,7 +202,14 @@ impl CallSession {
                 },
             )
             .await?;
-        Ok(Self::spawn(call.id.clone(), ctx, Vec::new(), 0, deps))
+        Ok(Self::spawn(
+            call.id.clone(),
+            ctx,
+            Vec::new(),
+            0,
+            Vec::new(),
+            deps,
+        ))
     }
 
     /// Rebuilds a call from its journal (after a restart) and resumes every run that was waiting
@@ -213,7 +225,20 @@ impl CallSession {
         let (Some(ctx), false) = (state.context, state.ended) else {
             return Ok(None);
         };
-        let session = Self::spawn(call_id.to_owned(), ctx, state.records, state.handoffs, deps);
+        let restored = state
+            .checkpoints
+            .keys()
+            .chain(state.claimed.keys())
+            .cloned()
+            .collect();
+        let session = Self::spawn(
+            call_id.to_owned(),
+            ctx,
+            state.records,
+            state.handoffs,
+            restored,
+            deps,
+        );
         for (_, checkpoint) in state.checkpoints {
             let _ = session.tx.send(Cmd::Resume(Box::new(checkpoint)));
         }
@@ -228,6 +253,7 @@ impl CallSession {
         ctx: Context,
         records: Vec<InvocationRecord>,
         handoffs: u32,
+        restored: Vec<String>,
         deps: SessionDeps,
     ) -> CallSession {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -250,6 +276,7 @@ impl CallSession {
             handoffs,
             transfers: Arc::new(TransferLedger::default()),
             released: false,
+            restored,
         };
         // A root span: the call outlives the request that started it.
         let span = tracing::info_span!(parent: None, "call", call_id = %call_id, tenant_id = %actor.deps.config.tenant_id);
@@ -359,6 +386,8 @@ struct Actor {
     transfers: Arc<TransferLedger>,
     /// Another node owns the call now: the session stops (see [`Actor::release`]).
     released: bool,
+    /// See [`SessionSnapshot::restored`].
+    restored: Vec<String>,
 }
 
 /// The secrets of every tool the call may use, and the user's tokens.
@@ -1170,6 +1199,7 @@ impl Actor {
             records: self.records.to_vec(),
             pending: self.pending.keys().cloned().collect(),
             ended,
+            restored: self.restored.clone(),
         }
     }
 }

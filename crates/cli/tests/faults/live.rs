@@ -3,74 +3,34 @@
 //! over through its `live` door, re-attaches the sideband, answers the pending function call
 //! once and continues the backend once), then the sideband dropped (re-attached).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
-use switchboard_sim::{LiveSim, Simulator};
 
-use crate::support::{Serve, TempDir, with_postgres};
-use crate::upstream::Upstream;
-use crate::{Kills, SERIAL, Totals, tenant};
+use crate::phone::{self, CALLER, SECRET, WAIT, outputs_for};
+use crate::support::{TempDir, with_postgres};
+use crate::{Kills, SERIAL, Totals};
 
-const OPENAI_KEY: &str = "sk-tenant-openai";
-const SECRET: &str = "whsec_c2VjcmV0LWtleS1mb3ItdGVzdGluZy13ZWJob29rcy0xMjM0NTY=";
 const NUMBER: &str = "+18005550177";
-const CALLER: &str = "+14155550123";
-const WAIT: Duration = Duration::from_secs(20);
-
-/// The outputs sent for `call` so far, once there is one (or `limit` passed).
-async fn outputs_for(live: &LiveSim, session: &str, call: &str, limit: Duration) -> Vec<String> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let outs: Vec<String> = live
-            .outputs(session)
-            .into_iter()
-            .filter(|(id, _)| id == call)
-            .map(|(_, o)| o)
-            .collect();
-        if !outs.is_empty() || Instant::now() >= deadline {
-            return outs;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn live_node_killed_and_sideband_dropped() {
     let _serial = SERIAL.lock().await;
     with_postgres(|database| async move {
         let dir = TempDir::new();
-        let upstream = Upstream::start().await;
-        let sim = Simulator::start().await.expect("simulator");
-        sim.set_api_key(OPENAI_KEY);
-        let live = sim.live();
-        let extra: Vec<String> = ["--lease-ms", "1000", "--openai-api-base", &sim.base_url()]
-            .map(str::to_owned)
-            .to_vec();
-        let a = Serve::start_with(&database, dir.path(), "a", &extra, None).await;
-        let admin = a.admin_key();
-        let key = tenant(&a, &admin, &upstream.url).await;
-        a.put(
-            "/v1/features",
-            &key,
-            json!({"realtime": {"api": "live", "phone_numbers": {NUMBER: "assistant"}}}),
+        let phone::Phones {
+            upstream,
+            sim,
+            nodes,
+            ..
+        } = phone::start(
+            &database,
+            dir.path(),
+            json!({"api": "live", "phone_numbers": {NUMBER: "assistant"}}),
         )
         .await;
-        for (name, value) in [
-            ("openai_api_key", OPENAI_KEY),
-            ("openai_webhook_secret", SECRET),
-        ] {
-            let r = reqwest::Client::new()
-                .put(format!("{}/v1/secrets/{name}", a.base))
-                .bearer_auth(&key)
-                .json(&json!({"value": value}))
-                .send()
-                .await
-                .unwrap();
-            assert!(r.status().is_success(), "{name}: {}", r.status());
-        }
-        let b = Serve::start_with(&database, dir.path(), "b", &extra, None).await;
-        let mut nodes = [a, b];
+        let mut nodes = nodes;
+        let live = sim.live();
         let kills = Kills::default();
         let mut totals = Totals::default();
         let session = "live_fault";
@@ -100,7 +60,10 @@ async fn live_node_killed_and_sideband_dropped() {
             .await
             .expect("re-attached by the new owner");
         for call in &calls {
-            match outputs_for(&live, session, call, WAIT).await.len() {
+            match outputs_for(|| live.outputs(session), call, WAIT)
+                .await
+                .len()
+            {
                 0 => totals.answers_lost += 1,
                 1 => {}
                 _ => totals.answers_duplicated += 1,
@@ -116,7 +79,10 @@ async fn live_node_killed_and_sideband_dropped() {
         let backend = live.backend(session, WAIT).await.expect("re-attached");
         let after = backend.call_tools(&[("add_item", json!({"item": "two"}))]);
         totals.invocations += 1;
-        match outputs_for(&live, session, &after[0], WAIT).await.len() {
+        match outputs_for(|| live.outputs(session), &after[0], WAIT)
+            .await
+            .len()
+        {
             0 => totals.answers_lost += 1,
             1 => {}
             _ => totals.answers_duplicated += 1,

@@ -20,6 +20,7 @@ mod chaos;
 mod conflicts;
 mod kills;
 mod live;
+mod phone;
 mod realtime;
 mod storage;
 

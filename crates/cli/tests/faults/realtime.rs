@@ -3,21 +3,17 @@
 //! over, re-attaches its WebSocket and answers the pending function call), the socket dropped
 //! (re-attached), and closed normally (the line ends, nothing re-attached).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_sim::{ModelHandle, Simulator};
+use switchboard_sim::ModelHandle;
 
+use crate::phone::{self, CALLER, SECRET, WAIT, outputs_for};
 use crate::support::{Serve, TempDir, with_postgres};
-use crate::upstream::Upstream;
-use crate::{Kills, SERIAL, Totals, tenant};
+use crate::{Kills, SERIAL, Totals};
 
-const OPENAI_KEY: &str = "sk-tenant-openai";
-const SECRET: &str = "whsec_c2VjcmV0LWtleS1mb3ItdGVzdGluZy13ZWJob29rcy0xMjM0NTY=";
 const NUMBER: &str = "+18005550100";
-const CALLER: &str = "+14155550123";
 const ROUNDS: usize = 3;
-const WAIT: Duration = Duration::from_secs(20);
 
 /// One model response asking for one function call, completed.
 async fn ask(m: &mut ModelHandle, fc: &str, name: &str, args: Value) {
@@ -26,59 +22,23 @@ async fn ask(m: &mut ModelHandle, fc: &str, name: &str, args: Value) {
     m.finish_response(&r, "completed").await;
 }
 
-/// Waits until the simulator has `n` outputs for `fc` on the call (any attachment).
-async fn outputs_for(sim: &Simulator, call: &str, fc: &str, limit: Duration) -> Vec<String> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let outs: Vec<String> = sim
-            .outputs(call)
-            .into_iter()
-            .filter(|(id, _)| id == fc)
-            .map(|(_, o)| o)
-            .collect();
-        if !outs.is_empty() || Instant::now() >= deadline {
-            return outs;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn realtime_node_killed_dropped_and_closed() {
     let _serial = SERIAL.lock().await;
     with_postgres(|database| async move {
         let dir = TempDir::new();
-        let upstream = Upstream::start().await;
-        let sim = Simulator::start().await.expect("simulator");
-        sim.set_api_key(OPENAI_KEY);
-        let extra: Vec<String> = ["--lease-ms", "1000", "--openai-api-base", &sim.base_url()]
-            .map(str::to_owned)
-            .to_vec();
-        let a = Serve::start_with(&database, dir.path(), "a", &extra, None).await;
-        let admin = a.admin_key();
-        let key = tenant(&a, &admin, &upstream.url).await;
-        a.put(
-            "/v1/features",
-            &key,
-            json!({"realtime": {"phone_numbers": {NUMBER: "assistant"}}}),
+        let phone::Phones {
+            upstream,
+            sim,
+            extra,
+            nodes,
+        } = phone::start(
+            &database,
+            dir.path(),
+            json!({"phone_numbers": {NUMBER: "assistant"}}),
         )
         .await;
-        for (name, value) in [
-            ("openai_api_key", OPENAI_KEY),
-            ("openai_webhook_secret", SECRET),
-        ] {
-            let client = reqwest::Client::new();
-            let r = client
-                .put(format!("{}/v1/secrets/{name}", a.base))
-                .bearer_auth(&key)
-                .json(&json!({"value": value}))
-                .send()
-                .await
-                .unwrap();
-            assert!(r.status().is_success(), "{name}: {}", r.status());
-        }
-        let b = Serve::start_with(&database, dir.path(), "b", &extra, None).await;
-        let mut nodes = [a, b];
+        let mut nodes = nodes;
         let kills = Kills::default();
         let mut totals = Totals::default();
         for round in 0..ROUNDS {
@@ -114,7 +74,7 @@ async fn realtime_node_killed_dropped_and_closed() {
                 .model(&call, WAIT)
                 .await
                 .expect("re-attached by the new owner");
-            let outs = outputs_for(&sim, &call, "fc_order", WAIT).await;
+            let outs = outputs_for(|| sim.outputs(&call), "fc_order", WAIT).await;
             match outs.len() {
                 0 => totals.answers_lost += 1,
                 1 => assert!(outs[0].contains("Ordered"), "{outs:?}"),
@@ -142,7 +102,7 @@ async fn realtime_node_killed_dropped_and_closed() {
             ask(&mut m, "fc_dropped", "add_item", json!({"item": "three"})).await;
             totals.invocations += 1;
             for fc in ["fc_item", "fc_after", "fc_dropped"] {
-                match outputs_for(&sim, &call, fc, WAIT).await.len() {
+                match outputs_for(|| sim.outputs(&call), fc, WAIT).await.len() {
                     0 => totals.answers_lost += 1,
                     1 => {}
                     _ => totals.answers_duplicated += 1,

@@ -7,171 +7,87 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use switchboard_server::ServerConfig;
-use switchboard_sim::{LiveBackend, LiveSim, Simulator};
+use switchboard_sim::{LiveSim, Simulator};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, ResponseTemplate};
 
-use crate::support::{Backend, TestApp, refer, save_meal, spawn_app_with};
+use crate::phone_support::{CALLER, LIVE_NUMBER, Phone, PhoneSetup, RT_NUMBER, SECRET, WAIT};
+use crate::support::{Backend, save_meal};
 
-const OPENAI_KEY: &str = "sk-tenant-openai";
-pub(crate) const SECRET: &str = "whsec_c2VjcmV0LWtleS1mb3ItdGVzdGluZy13ZWJob29rcy0xMjM0NTY=";
-/// Answered by Realtime.
-const RT_NUMBER: &str = "+18005550100";
-/// Answered by GPT-Live.
-pub(crate) const LIVE_NUMBER: &str = "+18005550199";
-pub(crate) const CALLER: &str = "+14155550123";
-pub(crate) const WAIT: Duration = Duration::from_secs(5);
-
-pub(crate) struct Phone {
-    pub(crate) app: TestApp,
-    sim: Simulator,
-    pub(crate) live: LiveSim,
-    pub(crate) key: String,
-    _upstream: MockServer,
-}
-
-impl Phone {
-    pub(crate) async fn new(backend: Backend) -> Phone {
-        let sim = Simulator::start().await.expect("simulator");
-        sim.set_api_key(OPENAI_KEY);
-        let app = spawn_app_with(
-            backend,
-            ServerConfig {
-                tenant_rate_per_s: 10_000,
-                openai: switchboard_realtime::Endpoints::from_api_base(&sim.base_url()),
-                ..ServerConfig::default()
-            },
-        )
-        .await;
-        let upstream = MockServer::start().await;
+/// A server whose OpenAI is the simulator, and tenant `acme` answering `RT_NUMBER` through
+/// Realtime and `LIVE_NUMBER` through GPT-Live with agent `assistant` (slow, long, async and
+/// ending tools, handoff to `billing`, transfer).
+pub(crate) async fn phone(backend: Backend) -> Phone {
+    let mocks = vec![
         Mock::given(method("POST"))
             .and(path("/orders"))
             .respond_with(
                 ResponseTemplate::new(201)
                     .set_body_json(json!({"order_id": "A-1"}))
                     .set_delay(Duration::from_millis(500)),
-            )
-            .mount(&upstream)
-            .await;
-        Mock::given(method("GET"))
-            .and(path("/big"))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_json(json!({"text": "é".repeat(20_000)})),
-            )
-            .mount(&upstream)
-            .await;
-        let key = app.tenant("acme").await;
-        let mut features = refer();
-        features["realtime"] = json!({
-            "phone_numbers": {RT_NUMBER: "assistant", LIVE_NUMBER: {"agent": "assistant", "api": "live"}},
-            "voice": "marin", "backend_model": "gpt-5.2-mini"});
-        let (s, body) = app.put("/v1/features", &key, features).await;
-        assert_eq!(s, StatusCode::OK, "{body}");
-        for (name, value) in [
-            ("openai_api_key", OPENAI_KEY),
-            ("openai_webhook_secret", SECRET),
-        ] {
-            let (s, body) = app
-                .put(
-                    &format!("/v1/secrets/{name}"),
-                    &key,
-                    json!({"value": value}),
-                )
-                .await;
-            assert_eq!(s, StatusCode::NO_CONTENT, "{body}");
-        }
-        let u = upstream.uri();
-        let tools = [
-            save_meal(),
-            json!({"name": "place_order", "description": "Place an order.",
-                   "parameters": [{"name": "item", "type": "string", "required": true}],
-                   "messages": {"start": "Placing your order now.", "delayed": "Still placing it, one moment.", "delayed_after_ms": 200},
-                   "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "{{params.item}}"}}],
-                   "on_success": [{"type": "respond", "message": "Order {{response.body.order_id}} placed."}]}),
-            json!({"name": "big_report", "description": "A very long report.",
-                   "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/big")}],
-                   "on_success": [{"type": "respond", "message": "{{response.body.text}}"}]}),
-            json!({"name": "to_billing", "description": "Hand the call to billing.",
-                   "actions": [{"type": "handoff", "agent": "billing", "reason": "billing question"}]}),
-            json!({"name": "hang_up", "description": "End the call.",
-                   "actions": [{"type": "end_call", "message": "Thanks for calling, goodbye!"}]}),
-            json!({"name": "pay_invoice", "description": "Pay an invoice.",
-                   "actions": [{"type": "respond", "message": "Paid."}]}),
-            json!({"name": "report", "description": "Make a report in the background.", "async": true,
-                   "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "report"}}],
-                   "on_success": [{"type": "respond", "message": "The report is ready."}]}),
-        ];
-        for t in tools {
-            let (s, body) = app.post("/v1/tools", &key, t).await;
-            assert_eq!(s, StatusCode::CREATED, "{body}");
-        }
-        let tools: Vec<Value> = [
-            "save_meal",
-            "place_order",
-            "big_report",
-            "to_billing",
-            "hang_up",
-            "report",
-        ]
-        .iter()
-        .map(|t| json!({"tool": t}))
-        .collect();
-        let assistant = json!({"instructions": "You are Alex at Acme.", "default": true,
-            "handoffs": ["billing"], "tools": tools, "voice": "cedar",
-            "live": {"model": "gpt-live-1.1", "voice_instructions": "Speak warmly and briefly."}});
-        let (s, body) = app.put("/v1/agents/assistant", &key, assistant).await;
-        assert_eq!(s, StatusCode::OK, "{body}");
-        assert_eq!(
-            body["live"]["voice_instructions"],
-            "Speak warmly and briefly."
-        );
-        let billing = json!({"instructions": "You are Billie in billing.", "tools": [{"tool": "pay_invoice"}]});
-        let (s, body) = app.put("/v1/agents/billing", &key, billing).await;
-        assert_eq!(s, StatusCode::OK, "{body}");
-        let live = sim.live();
-        Phone {
-            app,
-            sim,
-            live,
-            key,
-            _upstream: upstream,
-        }
-    }
+            ),
+        Mock::given(method("GET")).and(path("/big")).respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"text": "é".repeat(20_000)})),
+        ),
+    ];
+    let phone = Phone::start(
+        backend,
+        PhoneSetup {
+            mocks,
+            phone: json!({
+                "phone_numbers": {RT_NUMBER: "assistant", LIVE_NUMBER: {"agent": "assistant", "api": "live"}},
+                "voice": "marin", "backend_model": "gpt-5.2-mini"}),
+            tools,
+        },
+    )
+    .await;
+    let agent_tools: Vec<Value> = [
+        "save_meal",
+        "place_order",
+        "big_report",
+        "to_billing",
+        "hang_up",
+        "report",
+    ]
+    .iter()
+    .map(|t| json!({"tool": t}))
+    .collect();
+    let assistant = json!({"instructions": "You are Alex at Acme.", "default": true,
+        "handoffs": ["billing"], "tools": agent_tools, "voice": "cedar",
+        "live": {"model": "gpt-live-1.1", "voice_instructions": "Speak warmly and briefly."}});
+    let body = phone.put_agent("assistant", assistant).await;
+    assert_eq!(
+        body["live"]["voice_instructions"],
+        "Speak warmly and briefly."
+    );
+    let billing =
+        json!({"instructions": "You are Billie in billing.", "tools": [{"tool": "pay_invoice"}]});
+    phone.put_agent("billing", billing).await;
+    phone
+}
 
-    pub(crate) fn webhook(&self) -> String {
-        format!("{}/v1/realtime/webhook/acme", self.app.base)
-    }
-
-    /// Rings `LIVE_NUMBER` through GPT-Live; returns the backend once accepted and attached.
-    pub(crate) async fn ring(&self, session_id: &str) -> LiveBackend {
-        let status = self
-            .live
-            .send_incoming(
-                &self.webhook(),
-                SECRET,
-                session_id,
-                CALLER,
-                LIVE_NUMBER,
-                false,
-            )
-            .await
-            .expect("webhook");
-        assert_eq!(status, 200);
-        self.live
-            .wait_request("accept", session_id, WAIT)
-            .await
-            .expect("accepted");
-        self.live.backend(session_id, WAIT).await.expect("attached")
-    }
-
-    pub(crate) async fn stop(self) {
-        let v = self.live.violations();
-        assert!(v.is_empty(), "GPT-Live protocol violations: {v:?}");
-        let v = self.sim.violations();
-        assert!(v.is_empty(), "Realtime protocol violations: {v:?}");
-        self.app.stop().await;
-    }
+/// The tools of the GPT-Live tests, calling upstream `u`.
+fn tools(u: &str) -> Vec<Value> {
+    vec![
+        save_meal(),
+        json!({"name": "place_order", "description": "Place an order.",
+               "parameters": [{"name": "item", "type": "string", "required": true}],
+               "messages": {"start": "Placing your order now.", "delayed": "Still placing it, one moment.", "delayed_after_ms": 200},
+               "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "{{params.item}}"}}],
+               "on_success": [{"type": "respond", "message": "Order {{response.body.order_id}} placed."}]}),
+        json!({"name": "big_report", "description": "A very long report.",
+               "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/big")}],
+               "on_success": [{"type": "respond", "message": "{{response.body.text}}"}]}),
+        json!({"name": "to_billing", "description": "Hand the call to billing.",
+               "actions": [{"type": "handoff", "agent": "billing", "reason": "billing question"}]}),
+        json!({"name": "hang_up", "description": "End the call.",
+               "actions": [{"type": "end_call", "message": "Thanks for calling, goodbye!"}]}),
+        json!({"name": "pay_invoice", "description": "Pay an invoice.",
+               "actions": [{"type": "respond", "message": "Paid."}]}),
+        json!({"name": "report", "description": "Make a report in the background.", "async": true,
+               "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "report"}}],
+               "on_success": [{"type": "respond", "message": "The report is ready."}]}),
+    ]
 }
 
 /// The output sent for `call`, parsed.
@@ -191,7 +107,7 @@ pub(crate) async fn output(live: &LiveSim, session: &str, call: &str) -> Value {
 
 #[tokio::test]
 async fn the_same_agent_and_tools_serve_a_realtime_call_and_a_live_call() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     // Realtime, as before.
     phone
         .sim
@@ -212,7 +128,7 @@ async fn the_same_agent_and_tools_serve_a_realtime_call_and_a_live_call() {
         serde_json::from_str(ev["item"]["output"].as_str().expect("text")).expect("json");
 
     // GPT-Live: the accept body is the wrapped Live session with the agent's tools delegated.
-    let backend = phone.ring("live_1").await;
+    let backend = phone.ring_live("live_1").await;
     let session = phone.live.session("live_1").expect("accepted session");
     assert_eq!(session["type"], "live");
     assert_eq!(session["model"], "gpt-live-1.1");
@@ -301,7 +217,7 @@ async fn the_same_agent_and_tools_serve_a_realtime_call_and_a_live_call() {
 
 #[tokio::test]
 async fn only_the_configured_apis_event_is_acted_on_and_one_call_switches_a_number() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     // A Realtime event for a GPT-Live number is acknowledged and ignored.
     let body = Simulator::incoming_call_event("rtc_dual", CALLER, LIVE_NUMBER).to_string();
     phone.sim.add_call("rtc_dual");
@@ -427,8 +343,8 @@ fn chrono_now() -> i64 {
 
 #[tokio::test]
 async fn parallel_calls_are_all_answered_before_one_response_create() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let backend = phone.ring("live_par").await;
+    let phone = phone(Backend::Sqlite).await;
+    let backend = phone.ring_live("live_par").await;
     let calls = backend.call_tools(&[
         ("place_order", json!({"item": "pizza"})),
         (
@@ -455,8 +371,8 @@ async fn parallel_calls_are_all_answered_before_one_response_create() {
 
 #[tokio::test]
 async fn outputs_stay_within_the_backends_input_budget() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let backend = phone.ring("live_big").await;
+    let phone = phone(Backend::Sqlite).await;
+    let backend = phone.ring_live("live_big").await;
     // Longer than a turn's budget: cut, with the marker, on a character boundary.
     let calls = backend.call_tools(&[("big_report", json!({}))]);
     let out = output(&phone.live, "live_big", &calls[0]).await;
@@ -495,8 +411,8 @@ async fn outputs_stay_within_the_backends_input_budget() {
 
 #[tokio::test]
 async fn a_dropped_sideband_is_reattached_and_the_answer_arrives() {
-    let phone = Phone::new(Backend::Postgres).await;
-    let backend = phone.ring("live_drop").await;
+    let phone = phone(Backend::Postgres).await;
+    let backend = phone.ring_live("live_drop").await;
     let calls = backend.call_tools(&[("place_order", json!({"item": "tea"}))]);
     backend.drop_connection().await;
     let backend = phone
@@ -514,8 +430,8 @@ async fn a_dropped_sideband_is_reattached_and_the_answer_arrives() {
 
 #[tokio::test]
 async fn handoff_transfer_and_goodbye_use_gpt_lives_means() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let backend = phone.ring("live_end").await;
+    let phone = phone(Backend::Sqlite).await;
+    let backend = phone.ring_live("live_end").await;
     // Handoff: the backend reasons as billing from the next delegation on.
     let calls = backend.call_tools(&[("to_billing", json!({}))]);
     output(&phone.live, "live_end", &calls[0]).await;
@@ -527,7 +443,7 @@ async fn handoff_transfer_and_goodbye_use_gpt_lives_means() {
     assert_eq!(responses["instructions"], "You are Billie in billing.");
     assert!(responses["tools"].to_string().contains("pay_invoice"));
     // Transfer: one REFER per target; the calls are answered, the backend not continued.
-    let backend = phone.ring("live_xfer").await;
+    let backend = phone.ring_live("live_xfer").await;
     let calls = backend.call_tools(&[("request_transfer", json!({"destination_id": "support"}))]);
     let first = output(&phone.live, "live_xfer", &calls[0]).await;
     let refer = phone
@@ -543,7 +459,7 @@ async fn handoff_transfer_and_goodbye_use_gpt_lives_means() {
     assert_eq!(phone.live.response_creates("live_xfer"), 0);
 
     // Goodbye, then hang up.
-    let backend = phone.ring("live_bye").await;
+    let backend = phone.ring_live("live_bye").await;
     let calls = backend.call_tools(&[("hang_up", json!({}))]);
     assert!(
         phone

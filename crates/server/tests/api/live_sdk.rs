@@ -9,7 +9,8 @@ use std::process::Command;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::live::{CALLER, Phone, SECRET, WAIT, output};
+use crate::live::{output, phone};
+use crate::phone_support::{CALLER, SECRET, WAIT};
 use crate::support::Backend;
 
 /// The interpreter of `target/py-openai`, made by `scripts/py-openai-venv.sh` (once).
@@ -34,9 +35,9 @@ fn python() -> String {
 
 #[tokio::test]
 async fn every_live_frame_conforms_to_the_official_sdk_types() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     // Tools (parallel, with filler commentary), a continuation, a handoff.
-    let backend = phone.ring("live_sdk").await;
+    let backend = phone.ring_live("live_sdk").await;
     let calls = backend.call_tools(&[
         ("place_order", json!({"item": "pizza"})),
         (
@@ -49,7 +50,7 @@ async fn every_live_frame_conforms_to_the_official_sdk_types() {
     let calls = backend.call_tools(&[("to_billing", json!({}))]);
     assert!(backend.wait_continued(&calls[0], WAIT).await);
     // A transfer.
-    let backend = phone.ring("live_sdk_xfer").await;
+    let backend = phone.ring_live("live_sdk_xfer").await;
     backend.call_tools(&[("request_transfer", json!({"destination_id": "sales"}))]);
     phone
         .live
@@ -57,7 +58,7 @@ async fn every_live_frame_conforms_to_the_official_sdk_types() {
         .await
         .expect("REFER");
     // A goodbye and a hang-up.
-    let backend = phone.ring("live_sdk_bye").await;
+    let backend = phone.ring_live("live_sdk_bye").await;
     backend.call_tools(&[("hang_up", json!({}))]);
     backend.say("Goodbye!");
     phone

@@ -19,6 +19,7 @@ mod memory;
 mod ownership;
 mod peers;
 mod phone_booking;
+mod phone_support;
 mod realtime;
 mod redaction;
 mod replay;

@@ -5,155 +5,81 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use switchboard_server::ServerConfig;
 use switchboard_sim::{ModelHandle, Simulator};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, ResponseTemplate};
 
-use crate::support::{Backend, TestApp, refer, save_meal, spawn_app_with};
-
-const OPENAI_KEY: &str = "sk-tenant-openai";
-/// `whsec_` + base64 of 32 bytes, as OpenAI shows webhook secrets.
-const SECRET: &str = "whsec_c2VjcmV0LWtleS1mb3ItdGVzdGluZy13ZWJob29rcy0xMjM0NTY=";
-const NUMBER: &str = "+18005550100";
-const CALLER: &str = "+14155550123";
-const WAIT: Duration = Duration::from_secs(5);
+use crate::phone_support::{CALLER, Phone, PhoneSetup, RT_NUMBER as NUMBER, SECRET, WAIT};
+use crate::support::{Backend, refer, save_meal};
 
 /// A server whose OpenAI is the simulator, and tenant `acme` answering `NUMBER` with agent
 /// `assistant` (save_meal, slow tools, handoff to `billing`, hang-up, transfer).
-struct Phone {
-    app: TestApp,
-    sim: Simulator,
-    key: String,
-    upstream: MockServer,
-}
-
-impl Phone {
-    async fn new(backend: Backend) -> Phone {
-        let sim = Simulator::start().await.expect("simulator");
-        sim.set_api_key(OPENAI_KEY);
-        let app = spawn_app_with(
-            backend,
-            ServerConfig {
-                tenant_rate_per_s: 10_000,
-                openai: switchboard_realtime::Endpoints::from_api_base(&sim.base_url()),
-                ..ServerConfig::default()
-            },
-        )
-        .await;
-        let upstream = MockServer::start().await;
-        Mock::given(method("GET"))
-            .and(path("/slow"))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({"status": "shipped"}))
-                    .set_delay(Duration::from_millis(600)),
-            )
-            .mount(&upstream)
-            .await;
+async fn phone(backend: Backend) -> Phone {
+    let mocks = vec![
+        Mock::given(method("GET")).and(path("/slow")).respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"status": "shipped"}))
+                .set_delay(Duration::from_millis(600)),
+        ),
         Mock::given(method("POST"))
             .and(path("/orders"))
             .respond_with(
                 ResponseTemplate::new(201)
                     .set_body_json(json!({"order_id": "A-1"}))
                     .set_delay(Duration::from_millis(600)),
-            )
-            .mount(&upstream)
-            .await;
-        let key = app.tenant("acme").await;
-        let mut features = refer();
-        features["realtime"] = json!({"phone_numbers": {NUMBER: "assistant"}, "voice": "marin"});
-        let (s, body) = app.put("/v1/features", &key, features).await;
-        assert_eq!(s, StatusCode::OK, "{body}");
-        for (name, value) in [
-            ("openai_api_key", OPENAI_KEY),
-            ("openai_webhook_secret", SECRET),
-        ] {
-            let (s, body) = app
-                .put(
-                    &format!("/v1/secrets/{name}"),
-                    &key,
-                    json!({"value": value}),
-                )
-                .await;
-            assert_eq!(s, StatusCode::NO_CONTENT, "{body}");
-        }
-        let u = upstream.uri();
-        let tools = [
-            save_meal(),
-            json!({"name": "track_order", "description": "Where an order is.",
-                   "parameters": [{"name": "order", "type": "string", "required": true}],
-                   "messages": {"delayed": "Still checking, one moment.", "delayed_after_ms": 200},
-                   "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slow")}],
-                   "on_success": [{"type": "respond", "message": "It is {{response.body.status}}."}]}),
-            json!({"name": "place_order", "description": "Place an order.",
-                   "parameters": [{"name": "item", "type": "string", "required": true}],
-                   "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "{{params.item}}"}}],
-                   "on_success": [{"type": "respond", "message": "Order {{response.body.order_id}} placed."}]}),
-            json!({"name": "report", "description": "Make a report in the background.", "async": true,
-                   "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slow")}],
-                   "on_success": [{"type": "respond", "message": "The report is ready."}]}),
-            json!({"name": "to_billing", "description": "Hand the call to billing.",
-                   "actions": [{"type": "handoff", "agent": "billing", "reason": "billing question"}]}),
-            json!({"name": "hang_up", "description": "End the call.",
-                   "actions": [{"type": "end_call", "message": "Thanks for calling, goodbye!"}]}),
-            json!({"name": "pay_invoice", "description": "Pay an invoice.",
-                   "actions": [{"type": "respond", "message": "Paid."}]}),
-        ];
-        for t in tools {
-            let (s, body) = app.post("/v1/tools", &key, t).await;
-            assert_eq!(s, StatusCode::CREATED, "{body}");
-        }
-        let tools: Vec<Value> = [
-            "save_meal",
-            "track_order",
-            "place_order",
-            "report",
-            "to_billing",
-            "hang_up",
-        ]
-        .iter()
-        .map(|t| json!({"tool": t}))
-        .collect();
-        let assistant = json!({"instructions": "You are Alex at Acme.", "default": true, "handoffs": ["billing"], "tools": tools});
-        let (s, body) = app.put("/v1/agents/assistant", &key, assistant).await;
-        assert_eq!(s, StatusCode::OK, "{body}");
-        let billing = json!({"instructions": "You are Billie in billing.", "tools": [{"tool": "pay_invoice"}]});
-        let (s, body) = app.put("/v1/agents/billing", &key, billing).await;
-        assert_eq!(s, StatusCode::OK, "{body}");
-        Phone {
-            app,
-            sim,
-            key,
-            upstream,
-        }
-    }
+            ),
+    ];
+    let phone = Phone::start(
+        backend,
+        PhoneSetup {
+            mocks,
+            phone: json!({"phone_numbers": {NUMBER: "assistant"}, "voice": "marin"}),
+            tools,
+        },
+    )
+    .await;
+    let agent_tools: Vec<Value> = [
+        "save_meal",
+        "track_order",
+        "place_order",
+        "report",
+        "to_billing",
+        "hang_up",
+    ]
+    .iter()
+    .map(|t| json!({"tool": t}))
+    .collect();
+    let assistant = json!({"instructions": "You are Alex at Acme.", "default": true, "handoffs": ["billing"], "tools": agent_tools});
+    phone.put_agent("assistant", assistant).await;
+    let billing =
+        json!({"instructions": "You are Billie in billing.", "tools": [{"tool": "pay_invoice"}]});
+    phone.put_agent("billing", billing).await;
+    phone
+}
 
-    fn webhook(&self) -> String {
-        format!("{}/v1/realtime/webhook/acme", self.app.base)
-    }
-
-    /// Rings `NUMBER`; returns the model's handle once Switchboard has accepted and attached.
-    async fn ring(&self, call_id: &str) -> ModelHandle {
-        let status = self
-            .sim
-            .send_incoming_call(&self.webhook(), SECRET, call_id, CALLER, NUMBER)
-            .await
-            .expect("webhook");
-        assert_eq!(status, 200);
-        self.sim
-            .wait_request("accept", call_id, WAIT)
-            .await
-            .expect("accepted");
-        self.sim.model(call_id, WAIT).await.expect("attached")
-    }
-
-    async fn stop(self) {
-        let violations = self.sim.violations();
-        assert!(violations.is_empty(), "protocol violations: {violations:?}");
-        drop(self.upstream);
-        self.app.stop().await;
-    }
+/// The tools of the Realtime tests, calling upstream `u`.
+fn tools(u: &str) -> Vec<Value> {
+    vec![
+        save_meal(),
+        json!({"name": "track_order", "description": "Where an order is.",
+               "parameters": [{"name": "order", "type": "string", "required": true}],
+               "messages": {"delayed": "Still checking, one moment.", "delayed_after_ms": 200},
+               "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slow")}],
+               "on_success": [{"type": "respond", "message": "It is {{response.body.status}}."}]}),
+        json!({"name": "place_order", "description": "Place an order.",
+               "parameters": [{"name": "item", "type": "string", "required": true}],
+               "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "{{params.item}}"}}],
+               "on_success": [{"type": "respond", "message": "Order {{response.body.order_id}} placed."}]}),
+        json!({"name": "report", "description": "Make a report in the background.", "async": true,
+               "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slow")}],
+               "on_success": [{"type": "respond", "message": "The report is ready."}]}),
+        json!({"name": "to_billing", "description": "Hand the call to billing.",
+               "actions": [{"type": "handoff", "agent": "billing", "reason": "billing question"}]}),
+        json!({"name": "hang_up", "description": "End the call.",
+               "actions": [{"type": "end_call", "message": "Thanks for calling, goodbye!"}]}),
+        json!({"name": "pay_invoice", "description": "Pay an invoice.",
+               "actions": [{"type": "respond", "message": "Paid."}]}),
+    ]
 }
 
 /// One model response asking for one function call, completed.
@@ -209,8 +135,8 @@ async fn call_view(phone: &Phone, call_id: &str) -> Value {
 #[tokio::test]
 async fn incoming_call_is_accepted_and_its_tool_calls_answered() {
     for backend in [Backend::Sqlite, Backend::Postgres] {
-        let phone = Phone::new(backend).await;
-        let mut m = phone.ring("rtc_basic").await;
+        let phone = phone(backend).await;
+        let mut m = phone.ring_realtime("rtc_basic").await;
         let accept = phone
             .sim
             .wait_request("accept", "rtc_basic", WAIT)
@@ -268,7 +194,7 @@ async fn incoming_call_is_accepted_and_its_tool_calls_answered() {
 
 #[tokio::test]
 async fn bad_stale_and_unsigned_webhooks_are_refused_and_nothing_is_accepted() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     let body = Simulator::incoming_call_event("rtc_forged", CALLER, NUMBER).to_string();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -305,7 +231,7 @@ async fn bad_stale_and_unsigned_webhooks_are_refused_and_nothing_is_accepted() {
 
 #[tokio::test]
 async fn a_repeated_webhook_id_accepts_the_call_once() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     let body = Simulator::incoming_call_event("rtc_dup", CALLER, NUMBER).to_string();
     phone.sim.add_call("rtc_dup");
     let now = std::time::SystemTime::now()
@@ -326,7 +252,7 @@ async fn a_repeated_webhook_id_accepts_the_call_once() {
 
 #[tokio::test]
 async fn a_number_without_an_agent_and_no_default_is_rejected() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     // Make no agent the default: calls to unknown numbers have nowhere to go.
     let (s, agent) = phone.app.get("/v1/agents/assistant", &phone.key).await;
     assert_eq!(s, StatusCode::OK);
@@ -369,8 +295,8 @@ async fn a_number_without_an_agent_and_no_default_is_rejected() {
 
 #[tokio::test]
 async fn barge_in_cancels_a_read_tool_and_asks_for_no_response() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_read").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_read").await;
     let r = m.start_response().await;
     m.function_call(&r, "call_r", "track_order", r#"{"order":"A-1"}"#)
         .await;
@@ -384,8 +310,8 @@ async fn barge_in_cancels_a_read_tool_and_asks_for_no_response() {
 
 #[tokio::test]
 async fn barge_in_mid_write_tool_still_delivers_its_real_result() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_write").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_write").await;
     let r = m.start_response().await;
     m.function_call(&r, "call_w", "place_order", r#"{"item":"pizza"}"#)
         .await;
@@ -399,8 +325,8 @@ async fn barge_in_mid_write_tool_still_delivers_its_real_result() {
 
 #[tokio::test]
 async fn request_transfer_in_an_interrupted_response_sends_no_refer() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_xfer_cut").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_xfer_cut").await;
     let r = m.start_response().await;
     m.function_call(
         &r,
@@ -420,8 +346,8 @@ async fn request_transfer_in_an_interrupted_response_sends_no_refer() {
 
 #[tokio::test]
 async fn two_calls_in_one_response_get_two_outputs_and_one_response_create() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_par").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_par").await;
     let r = m.start_response().await;
     m.function_call(
         &r,
@@ -444,8 +370,8 @@ async fn two_calls_in_one_response_get_two_outputs_and_one_response_create() {
 
 #[tokio::test]
 async fn a_transfer_refers_once_and_asks_for_no_response() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_xfer").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_xfer").await;
     ask(
         &mut m,
         "call_t1",
@@ -475,8 +401,8 @@ async fn a_transfer_refers_once_and_asks_for_no_response() {
 
 #[tokio::test]
 async fn a_failed_transfer_tells_the_model_and_the_call_goes_on() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_xfer_fail").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_xfer_fail").await;
     phone.sim.fail_next("refer", 500, 1);
     ask(
         &mut m,
@@ -506,8 +432,8 @@ async fn a_failed_transfer_tells_the_model_and_the_call_goes_on() {
 
 #[tokio::test]
 async fn a_handoff_updates_the_session_before_the_output() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_handoff").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_handoff").await;
     ask(&mut m, "call_h", "to_billing", json!({})).await;
     let update = m
         .recv_type("session.update", WAIT)
@@ -542,8 +468,8 @@ async fn a_handoff_updates_the_session_before_the_output() {
 
 #[tokio::test]
 async fn end_call_says_goodbye_then_hangs_up() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_bye").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_bye").await;
     ask(&mut m, "call_bye", "hang_up", json!({})).await;
     let goodbye = m.recv_type("response.create", WAIT).await.expect("goodbye");
     assert!(
@@ -577,8 +503,8 @@ async fn end_call_says_goodbye_then_hangs_up() {
 
 #[tokio::test]
 async fn a_dropped_socket_is_reattached_and_the_output_delivered() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_drop").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_drop").await;
     ask(&mut m, "call_slow", "place_order", json!({"item": "pizza"})).await;
     m.drop_connection().await;
     let mut m = phone
@@ -596,8 +522,8 @@ async fn a_dropped_socket_is_reattached_and_the_output_delivered() {
 
 #[tokio::test]
 async fn a_slow_tool_gets_its_delayed_message_said_once() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_slow").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_slow").await;
     ask(&mut m, "call_s", "track_order", json!({"order": "A-1"})).await;
     let filler = m.recv_type("response.create", WAIT).await.expect("filler");
     assert!(
@@ -625,8 +551,8 @@ async fn a_slow_tool_gets_its_delayed_message_said_once() {
 
 #[tokio::test]
 async fn an_async_tool_answers_at_once_and_reports_later() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_async").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_async").await;
     ask(&mut m, "call_rep", "report", json!({})).await;
     let first = output(&mut m, "call_rep").await;
     assert_eq!(first["message"], "started", "{first}");
@@ -662,7 +588,7 @@ async fn an_async_tool_answers_at_once_and_reports_later() {
 
 #[tokio::test]
 async fn fifty_concurrent_calls_each_get_their_answers() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     let mut tasks = Vec::new();
     for i in 0..50 {
         let sim = phone.sim.clone();
@@ -755,7 +681,7 @@ async fn mcp(
 
 #[tokio::test]
 async fn an_mcp_agent_hands_openai_its_calls_own_mcp_endpoint() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     let mut features = refer();
     features["realtime"] = json!({"phone_numbers": {NUMBER: "assistant"}, "mcp_agents": ["assistant"],
         "public_url": phone.app.base});
@@ -764,7 +690,7 @@ async fn an_mcp_agent_hands_openai_its_calls_own_mcp_endpoint() {
         .put("/v1/features", &phone.key, features.clone())
         .await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    let mut m = phone.ring("rtc_mcp").await;
+    let mut m = phone.ring_realtime("rtc_mcp").await;
     let accept = phone
         .sim
         .wait_request("accept", "rtc_mcp", WAIT)
@@ -858,7 +784,7 @@ async fn an_mcp_agent_hands_openai_its_calls_own_mcp_endpoint() {
     // The credential opens nothing else: not the REST API, not another call's endpoint.
     let (s, _) = phone.app.get("/v1/calls/rtc_mcp", &credential).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
-    let _other = phone.ring("rtc_mcp_other").await;
+    let _other = phone.ring_realtime("rtc_mcp_other").await;
     let other_url = format!("{}/v1/calls/rtc_mcp_other/mcp", phone.app.base);
     let (s, _) = mcp(&phone, &other_url, &credential, "tools/list", json!({})).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
@@ -884,8 +810,8 @@ async fn an_mcp_agent_hands_openai_its_calls_own_mcp_endpoint() {
 
 #[tokio::test]
 async fn after_a_transfer_every_function_call_still_gets_its_output() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let mut m = phone.ring("rtc_xfer_out").await;
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_xfer_out").await;
     ask(
         &mut m,
         "call_t",
@@ -918,8 +844,8 @@ async fn after_a_transfer_every_function_call_still_gets_its_output() {
 
 #[tokio::test]
 async fn a_normal_close_ends_the_line_without_a_reattach() {
-    let phone = Phone::new(Backend::Sqlite).await;
-    let m = phone.ring("rtc_close").await;
+    let phone = phone(Backend::Sqlite).await;
+    let m = phone.ring_realtime("rtc_close").await;
     m.close().await;
     let app = &phone.app;
     wait_until("the call to end", || {
@@ -969,7 +895,7 @@ fn unix_now() -> i64 {
 
 #[tokio::test]
 async fn unknown_tenants_and_tenants_without_a_secret_are_answered_alike() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     phone.app.tenant("quiet-tenant").await;
     let body = Simulator::incoming_call_event("rtc_probe", CALLER, NUMBER).to_string();
     let now = unix_now();
@@ -1005,7 +931,7 @@ async fn unknown_tenants_and_tenants_without_a_secret_are_answered_alike() {
 
 #[tokio::test]
 async fn signed_webhooks_with_timestamps_out_of_range_are_refused() {
-    let phone = Phone::new(Backend::Sqlite).await;
+    let phone = phone(Backend::Sqlite).await;
     let body = Simulator::incoming_call_event("rtc_overflow", CALLER, NUMBER).to_string();
     phone.sim.add_call("rtc_overflow");
     let now = unix_now();

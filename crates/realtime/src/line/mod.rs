@@ -1,0 +1,370 @@
+//! What a phone call's loop is, whichever API answers it: the socket attached and re-attached
+//! with backoff, the messages from the call session and the executor (answers, REFER done,
+//! hang-up with a goodbye, handoff), the end of the call, and the order in which events leave.
+//!
+//! Each API's driver ([`crate::driver`] for Realtime, [`crate::live_driver`] for GPT-Live)
+//! implements [`LineDriver`]: how its server events are read and what each message means for
+//! its protocol. [`run`] is the loop they share. A dropped socket is re-attached (answers wait
+//! in the outbox meanwhile) unless the call has been transferred, when a drop is its end.
+
+mod socket;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use secrecy::SecretString;
+use switchboard_runtime::{Delivery, InvocationRecord, SessionSnapshot};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+
+use crate::api::{Api, CallsApi};
+
+pub(crate) use socket::{Outbox, Socket, log_by_api};
+
+/// What reaches a call's driver besides socket traffic.
+#[derive(Debug)]
+pub(crate) enum DriverMsg {
+    Delivery(Box<Delivery>),
+    /// Say `goodbye` (if any) once the model is idle, wait for it to be said, then hang up.
+    Hangup {
+        goodbye: Option<String>,
+        done: oneshot::Sender<Result<(), String>>,
+    },
+    /// A REFER succeeded: the call is leaving; function calls are still answered, but no more
+    /// responses are asked for.
+    Transferred,
+    /// A slow tool's `messages.delayed` is due.
+    Delayed {
+        function_call_id: String,
+    },
+    /// Hang up and stop (the call was ended through the API, or the server shuts down: with
+    /// no session behind it, a call would only be dead air).
+    End,
+    /// The call's session stopped because another node took the call over: stop without
+    /// hanging up.
+    Released,
+    /// The active agent changed through a function call answered elsewhere (a call's MCP
+    /// endpoint): the model gets the new agent's instructions and tools.
+    HandedOff(String),
+}
+
+/// How a call ended, for the caller to record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallEnd {
+    /// The call could not be accepted.
+    NotAccepted,
+    /// Switchboard hung up (end_call).
+    HungUp,
+    /// Transferred by REFER.
+    Transferred,
+    /// The call is gone at OpenAI's end (the caller hung up).
+    Gone,
+    /// Ended from this side (API or shutdown).
+    Stopped,
+    /// Another node owns the call now (this node was cut off past its lease): it has
+    /// re-attached the socket; this node lets go without hanging up.
+    Released,
+}
+
+/// Tunables of the loop.
+#[derive(Debug, Clone)]
+pub struct DriverOptions {
+    /// How long a dropped socket is re-attached before the call is given up.
+    pub reattach_for: Duration,
+    /// The longest wait for the goodbye to be said before hanging up anyway.
+    pub goodbye_timeout: Duration,
+    /// GPT-Live: the most bytes of function call outputs sent for one backend turn (OpenAI
+    /// refuses an overflowing one with `response_input_buffer_full`); a longer output is cut
+    /// with a marker saying so.
+    pub live_turn_budget: usize,
+}
+
+impl Default for DriverOptions {
+    fn default() -> Self {
+        DriverOptions {
+            reattach_for: Duration::from_secs(30),
+            goodbye_timeout: Duration::from_secs(15),
+            live_turn_budget: 30 * 1024,
+        }
+    }
+}
+
+/// What one turn of the loop leads to.
+pub(crate) enum Step {
+    Go,
+    /// The socket is gone without the call ending: attach again.
+    Dropped,
+    End(CallEnd),
+}
+
+/// The part of a call's loop that does not depend on the API: which call, how to reach it,
+/// its messages, the events waiting to be written, and whether it is leaving by transfer.
+pub(crate) struct Line {
+    /// The call's id (`rtc_…`) or GPT-Live session id (`live_…`).
+    pub call_id: String,
+    pub api: Api,
+    pub key: SecretString,
+    pub calls: CallsApi,
+    pub options: DriverOptions,
+    pub rx: mpsc::UnboundedReceiver<DriverMsg>,
+    /// For timers (a slow tool's delayed message) to reach the loop.
+    pub tx: mpsc::UnboundedSender<DriverMsg>,
+    pub outbox: Outbox,
+    /// A REFER succeeded: outputs still go, continuations do not, and a lost socket is the
+    /// end of the call rather than a reason to re-attach.
+    pub transferred: bool,
+}
+
+impl Line {
+    pub(crate) fn new(
+        call_id: String,
+        api: Api,
+        key: SecretString,
+        calls: CallsApi,
+        options: DriverOptions,
+        rx: mpsc::UnboundedReceiver<DriverMsg>,
+        tx: mpsc::UnboundedSender<DriverMsg>,
+    ) -> Line {
+        Line {
+            call_id,
+            api,
+            key,
+            calls,
+            options,
+            rx,
+            tx,
+            outbox: Outbox::default(),
+            transferred: false,
+        }
+    }
+
+    pub(crate) fn send(&mut self, text: String) {
+        self.outbox.push(text);
+    }
+
+    /// Connects (again), with backoff; `None` when the call is gone or unreachable.
+    async fn attach(&self) -> Option<Socket> {
+        let url = match self.api {
+            Api::Realtime => self.calls.endpoints().call_socket(&self.call_id),
+            Api::Live => self.calls.endpoints().live_sideband(&self.call_id),
+        };
+        socket::attach(self.api, &url, &self.key, self.options.reattach_for).await
+    }
+
+    /// Hangs the call up through the control API.
+    pub(crate) async fn hang_up(&self) -> Result<(), String> {
+        let result = self
+            .calls
+            .hangup(self.api, &self.key, &self.call_id)
+            .await
+            .map_err(|e| e.to_string());
+        if let Err(e) = &result {
+            log_by_api!(self.api, error, "realtime_hangup_failed", "live_hangup_failed", error = %e);
+        }
+        result
+    }
+
+    /// How the call ended when OpenAI ended it: by the transfer, if there was one.
+    pub(crate) fn ended_by_peer(&self) -> CallEnd {
+        if self.transferred {
+            CallEnd::Transferred
+        } else {
+            CallEnd::Gone
+        }
+    }
+}
+
+/// What one API's driver adds to the shared loop.
+pub(crate) trait LineDriver: Send {
+    fn line(&self) -> &Line;
+    fn line_mut(&mut self) -> &mut Line;
+
+    /// Called once the socket is attached for the first time, before any event is read and
+    /// before the outbox is first written.
+    fn on_attached(&mut self) {}
+
+    /// A server event arrived.
+    fn on_text(&mut self, text: &str) -> Step;
+
+    /// The socket was closed by OpenAI.
+    fn on_close(&mut self, _frame: Option<CloseFrame>) -> Step {
+        Step::Dropped
+    }
+
+    /// An answer (or an async tool's news) from the call session.
+    fn on_delivery(&mut self, delivery: Delivery);
+
+    /// A slow tool's `messages.delayed` is due.
+    fn on_delayed(&mut self, function_call_id: String);
+
+    /// The call is leaving by REFER ([`Line::transferred`] is set already).
+    fn on_transferred(&mut self);
+
+    /// Another agent is active now.
+    fn on_handed_off(&mut self, agent: String);
+
+    /// A hang-up is under way (a goodbye waits to be said).
+    fn hanging_up(&self) -> bool;
+
+    /// Starts a hang-up: say `goodbye` first, if any.
+    fn on_hangup(
+        &mut self,
+        goodbye: Option<String>,
+        done: oneshot::Sender<Result<(), String>>,
+    ) -> impl Future<Output = Step> + Send;
+
+    /// When the hang-up is due even if the goodbye has not been heard to end.
+    fn hangup_at(&self) -> Option<Instant>;
+
+    /// [`LineDriver::hangup_at`] has come.
+    fn on_hangup_due(&mut self) -> impl Future<Output = Step> + Send;
+
+    /// Hangs up now and tells whoever asked for the hang-up.
+    fn hang_up(&mut self) -> impl Future<Output = Step> + Send;
+
+    /// After each step: may turn it into another (a goodbye said is a hang-up).
+    fn after_step(&mut self, step: Step) -> impl Future<Output = Step> + Send {
+        async move { step }
+    }
+
+    /// Before the outbox is written: queue what waits for an idle model.
+    fn before_flush(&mut self) {}
+}
+
+/// Attaches to the call's socket and runs `driver` until the call ends.
+pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
+    let Some(mut socket) = driver.line().attach().await else {
+        return CallEnd::Gone;
+    };
+    driver.on_attached();
+    // What a taken-over call owes goes at once: the model may be waiting for nothing else.
+    let _ = driver.line_mut().outbox.flush(&mut socket).await;
+    loop {
+        let hangup_at = driver.hangup_at();
+        let step = tokio::select! {
+            frame = socket.next() => match frame {
+                Some(Ok(Message::Text(text))) => driver.on_text(text.as_str()),
+                Some(Ok(Message::Close(frame))) => driver.on_close(frame),
+                None | Some(Err(_)) => Step::Dropped,
+                Some(Ok(_)) => Step::Go,
+            },
+            msg = driver.line_mut().rx.recv() => match msg {
+                Some(m) => on_msg(&mut driver, m).await,
+                None => Step::End(CallEnd::Stopped),
+            },
+            _ = deadline(hangup_at) => driver.on_hangup_due().await,
+        };
+        match driver.after_step(step).await {
+            Step::Go => {}
+            Step::End(end) => {
+                let _ = driver.line_mut().outbox.flush(&mut socket).await;
+                let _ = futures_util::SinkExt::close(&mut socket).await;
+                return end;
+            }
+            Step::Dropped => {
+                if driver.line().transferred {
+                    return CallEnd::Transferred;
+                }
+                let api = driver.line().api;
+                log_by_api!(
+                    api,
+                    warn,
+                    "realtime_socket_dropped",
+                    "live_sideband_dropped"
+                );
+                match api {
+                    Api::Realtime => {
+                        metrics::counter!("switchboard_realtime_reattach_total").increment(1)
+                    }
+                    Api::Live => metrics::counter!("switchboard_live_reattach_total").increment(1),
+                }
+                match driver.line().attach().await {
+                    Some(s) => socket = s,
+                    None => return CallEnd::Gone,
+                }
+            }
+        }
+        driver.before_flush();
+        if driver.line_mut().outbox.flush(&mut socket).await.is_err() {
+            if driver.line().transferred {
+                return CallEnd::Transferred;
+            }
+            match driver.line().attach().await {
+                Some(s) => socket = s,
+                None => return CallEnd::Gone,
+            }
+            let _ = driver.line_mut().outbox.flush(&mut socket).await;
+        }
+    }
+}
+
+/// One message from the session or the executor.
+async fn on_msg<D: LineDriver>(driver: &mut D, msg: DriverMsg) -> Step {
+    match msg {
+        DriverMsg::Delivery(d) => {
+            driver.on_delivery(*d);
+            Step::Go
+        }
+        DriverMsg::Transferred => {
+            driver.line_mut().transferred = true;
+            driver.on_transferred();
+            Step::Go
+        }
+        DriverMsg::Delayed { function_call_id } => {
+            driver.on_delayed(function_call_id);
+            Step::Go
+        }
+        // A hang-up is under way already; this one rides along.
+        DriverMsg::Hangup { done, .. } if driver.hanging_up() => {
+            let _ = done.send(Ok(()));
+            Step::Go
+        }
+        DriverMsg::Hangup { goodbye, done } => driver.on_hangup(goodbye, done).await,
+        DriverMsg::End => {
+            let _ = driver.hang_up().await;
+            Step::End(CallEnd::Stopped)
+        }
+        DriverMsg::Released => {
+            log_by_api!(
+                driver.line().api,
+                warn,
+                "realtime_call_released",
+                "live_call_released"
+            );
+            Step::End(CallEnd::Released)
+        }
+        DriverMsg::HandedOff(agent) => {
+            driver.on_handed_off(agent);
+            Step::Go
+        }
+    }
+}
+
+/// The function calls of the last model response (Realtime) or backend turn (GPT-Live) whose
+/// answers a taken-over call's journal holds. The node that died may have sent their outputs
+/// but not the `response.create` that must follow them, and nothing in the journal tells
+/// which: the new owner sends one for them. Had the old owner sent it, GPT-Live finds no turn
+/// waiting (the simulator takes it as a no-op); a Realtime model speaks once more, which beats
+/// a silent line. Runs restored from the journal are left out: their answers come from this
+/// node.
+pub(crate) fn last_answered(snapshot: &SessionSnapshot) -> Vec<&InvocationRecord> {
+    let records = &snapshot.records;
+    let Some(last) = records.iter().rev().find_map(|r| r.response_id.as_deref()) else {
+        return Vec::new();
+    };
+    records
+        .iter()
+        .filter(|r| r.response_id.as_deref() == Some(last))
+        .filter(|r| !snapshot.restored.contains(&r.function_call_id))
+        .collect()
+}
+
+/// Sleeps until `at`, or forever when there is nothing to wait for.
+async fn deadline(at: Option<Instant>) {
+    match at {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,57 @@
+//! The backend's input budget on one GPT-Live call: outputs of a turn cut to share a byte
+//! budget, and an output OpenAI refused as too big (`response_input_buffer_full`) found by
+//! its event id so it can be sent again as a marker only, once.
+
+use std::collections::{HashSet, VecDeque};
+
+use crate::live_events;
+
+/// The marker ending an output cut to fit the backend's input budget.
+pub const CUT_MARKER: &str =
+    "\n[Switchboard: the rest of this result was cut; it was longer than the model can take in]";
+
+/// How many sent outputs are remembered for an error to name.
+const MAX_SENT: usize = 256;
+
+/// `output` cut to the room a turn that has used `used` of `budget` bytes has left (never less
+/// than the marker itself).
+pub(super) fn fit(output: &str, budget: usize, used: usize) -> String {
+    let room = budget.saturating_sub(used).max(CUT_MARKER.len());
+    live_events::cut(output, room, CUT_MARKER)
+}
+
+/// The latest outputs sent, to resend one OpenAI refused.
+#[derive(Debug, Default)]
+pub(super) struct Refusals {
+    /// (`event_id`, function call) of the latest outputs; at most [`MAX_SENT`].
+    sent: VecDeque<(String, String)>,
+    /// Calls whose output was refused once already and sent again as a marker only.
+    shrunk: HashSet<String>,
+}
+
+impl Refusals {
+    /// The output of `call` went as event `event_id`.
+    pub(super) fn remember(&mut self, event_id: String, call: String) {
+        if self.sent.len() >= MAX_SENT {
+            self.sent.pop_front();
+        }
+        self.sent.push_back((event_id, call));
+    }
+
+    /// The call whose output went as `event_id`, if it is remembered and was not refused
+    /// before (a second refusal is not answered again).
+    pub(super) fn first_refusal(&mut self, event_id: Option<&str>) -> Option<String> {
+        let id = event_id?;
+        let call = self
+            .sent
+            .iter()
+            .find(|(e, _)| e == id)
+            .map(|(_, call)| call.clone())?;
+        self.shrunk.insert(call.clone()).then_some(call)
+    }
+
+    /// Whether an output has been refused on this call.
+    pub(super) fn any(&self) -> bool {
+        !self.shrunk.is_empty()
+    }
+}

@@ -1,0 +1,428 @@
+//! One GPT-Live call's sideband loop: the backend model's function calls in, their outputs and
+//! one `response.create` per backend turn out.
+//!
+//! GPT-Live's voice model talks; a backend (Responses) model reasons and calls the tools, and
+//! its stream reaches the sideband nested in `response.event`. A function call is read from the
+//! nested `response.output_item.done` (lifecycle snapshots carry an empty `output`), handed to
+//! the call session once, and answered with `response.item.create`. A backend turn ends with
+//! its nested `response.completed`; once it has ended and every call of every ended turn is
+//! answered, one `response.create` continues the backend (earlier, OpenAI answers
+//! `function_call_outputs_required`). Outputs of a turn share a byte budget; one that would
+//! overflow it is cut with a marker that says so. There is no turn control: the voice model
+//! decides when to speak, and a barge-in does not cancel delegated work, so every call runs to
+//! its answer. Filler speech, the goodbye and async news go as `session.commentary.append`.
+//! A dropped sideband is re-attached ([`crate::line`] runs the loop); a `session.closed` ends
+//! the call.
+//!
+//! [`turns`] keeps the backend's turns and says when a continuation is due; [`budget`] keeps
+//! outputs within the backend's input budget.
+
+mod budget;
+mod turns;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use switchboard_runtime::{CallSession, Delivery, Invocation};
+use tokio::sync::oneshot;
+
+use crate::events::AgentProfile;
+use crate::line::{CallEnd, DriverMsg, Line, LineDriver, Step, last_answered};
+use crate::live_events::{self, LiveEvent};
+
+pub use budget::CUT_MARKER;
+use budget::Refusals;
+use turns::Turns;
+
+/// How long the voice model must be quiet after the goodbye is placed before hanging up.
+const GOODBYE_QUIET: Duration = Duration::from_millis(1_500);
+
+struct Goodbye {
+    /// When to hang up: set once the goodbye is placed, pushed back while the model talks.
+    at: Option<Instant>,
+    deadline: Instant,
+    done: oneshot::Sender<Result<(), String>>,
+}
+
+pub(crate) struct LiveDriver {
+    line: Line,
+    session: CallSession,
+    agent: String,
+    agents: Arc<HashMap<String, AgentProfile>>,
+    turns: Turns,
+    started: HashSet<String>,
+    answered: HashSet<String>,
+    refusals: Refusals,
+    timers: HashMap<String, Instant>,
+    delayed: HashMap<String, String>,
+    goodbye: Option<Goodbye>,
+    seq: u64,
+    /// Taken over from a node that died: calls this driver never saw are restored runs of
+    /// turns the backend waits on.
+    resumed: bool,
+}
+
+impl LiveDriver {
+    pub(crate) fn new(
+        line: Line,
+        session: CallSession,
+        agent: String,
+        agents: Arc<HashMap<String, AgentProfile>>,
+        resumed: bool,
+    ) -> LiveDriver {
+        LiveDriver {
+            line,
+            session,
+            agent,
+            agents,
+            turns: Turns::default(),
+            started: HashSet::new(),
+            answered: HashSet::new(),
+            refusals: Refusals::default(),
+            timers: HashMap::new(),
+            delayed: HashMap::new(),
+            goodbye: None,
+            seq: 0,
+            resumed,
+        }
+    }
+
+    /// Runs the call until it ends; a taken-over call first adopts the session's restored
+    /// runs and the backend's last turn answered before the old owner died.
+    pub(crate) async fn run(mut self) -> CallEnd {
+        if self.resumed
+            && let Some(snapshot) = self.session.snapshot().await
+        {
+            // Restored runs finished already are adopted too: their answers are on the way.
+            for call in snapshot.pending.iter().chain(&snapshot.restored) {
+                self.adopt(call.clone());
+            }
+            // The old owner may have died between the turn's outputs and its continuation:
+            // the turn gets one `response.create`, now or with the restored runs' answers.
+            for record in last_answered(&snapshot) {
+                let call = record.function_call_id.clone();
+                self.adopt(call.clone());
+                self.answered.insert(call);
+            }
+            self.settle();
+        }
+        crate::line::run(self).await
+    }
+
+    /// A restored run of a call the old owner saw (see [`Turns::adopt`]).
+    fn adopt(&mut self, call: String) {
+        if self.started.insert(call.clone()) {
+            self.turns.adopt(&call);
+        }
+    }
+
+    fn next_event_id(&mut self) -> String {
+        self.seq += 1;
+        format!("sb_{}", self.seq)
+    }
+
+    fn on_event(&mut self, text: &str) -> Step {
+        let ev = match LiveEvent::parse(text) {
+            Ok(ev) => ev,
+            Err(e) => {
+                tracing::warn!(name: "live_event_unreadable", error = %e, "live_event_unreadable");
+                return Step::Go;
+            }
+        };
+        match ev.kind.as_str() {
+            "response.event" => {
+                let key = ev.delegation_id.unwrap_or_default();
+                if let Some(inner) = ev.event {
+                    self.on_backend(key, inner);
+                }
+            }
+            "session.output_transcript.delta" => {
+                // The voice model is still talking: the goodbye is not over yet.
+                if let Some(g) = &mut self.goodbye
+                    && g.at.is_some()
+                {
+                    g.at = Some(Instant::now() + GOODBYE_QUIET);
+                }
+            }
+            "session.commentary.appended" => {
+                if let Some(g) = &mut self.goodbye
+                    && g.at.is_none()
+                    && ev
+                        .client_event_id
+                        .as_deref()
+                        .is_some_and(|id| id.starts_with("bye_"))
+                {
+                    g.at = Some(Instant::now() + GOODBYE_QUIET);
+                }
+            }
+            "session.closed" => {
+                let reason = ev.reason.unwrap_or_default();
+                tracing::info!(name: "live_session_closed", reason = %reason, "live_session_closed");
+                return Step::End(self.line.ended_by_peer());
+            }
+            "error" => self.on_error(ev.error.unwrap_or_default()),
+            _ => {}
+        }
+        Step::Go
+    }
+
+    fn on_backend(&mut self, key: String, ev: live_events::BackendEvent) {
+        match ev.kind.as_str() {
+            "response.output_item.done" => {
+                if let Some(item) = ev.item
+                    && item.kind == "function_call"
+                    && let (Some(call), Some(name)) = (item.call_id, item.name)
+                {
+                    self.start_call(key, call, name, item.arguments.unwrap_or_default(), item.id);
+                }
+            }
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                if ev.kind != "response.completed" {
+                    let status = ev.response.and_then(|r| r.status).unwrap_or_default();
+                    tracing::warn!(name: "live_backend_turn_unfinished", kind = %ev.kind, status = %status, "live_backend_turn_unfinished");
+                }
+                // Terminal effects (a transfer, a hang-up) held for the turn may go now.
+                if !key.is_empty() {
+                    self.session.response_done(&key);
+                }
+                self.turns.end(&key);
+                self.settle();
+            }
+            _ => {}
+        }
+    }
+
+    fn on_error(&mut self, e: live_events::LiveError) {
+        let code = e.code.clone().unwrap_or_default();
+        match code.as_str() {
+            "response_input_buffer_full" => {
+                metrics::counter!("switchboard_live_outputs_refused_total").increment(1);
+                // The refused output's call stays pending at OpenAI: send it again as a marker
+                // only, once; the backend learns the result was too long instead of waiting.
+                match self.refusals.first_refusal(e.client_event_id.as_deref()) {
+                    Some(call) => {
+                        tracing::warn!(name: "live_output_refused", call_id = %call, "live_output_refused");
+                        let id = self.next_event_id();
+                        self.refusals.remember(id.clone(), call.clone());
+                        let text = CUT_MARKER.trim_start().to_owned();
+                        self.line
+                            .send(live_events::function_call_output(&id, &call, &text));
+                        // The turn's `response.create`, if sent, was refused for the missing
+                        // output: ask again after it.
+                        if !self.turns.waits_on(&call) && self.may_continue() {
+                            self.line.send(live_events::response_create());
+                        }
+                    }
+                    None => {
+                        tracing::error!(name: "live_output_refused", message = e.message.as_deref().unwrap_or(""), "live_output_refused");
+                    }
+                }
+            }
+            "function_call_outputs_required" if self.refusals.any() => {
+                // Follows a refused output, which has been sent again with a new continuation.
+                tracing::info!(name: "live_continuation_refused", "live_continuation_refused");
+            }
+            _ => {
+                tracing::warn!(name: "live_error_event", code = %code, kind = e.kind.as_deref().unwrap_or(""), param = e.param.as_deref().unwrap_or(""), message = e.message.as_deref().unwrap_or(""), "live_error_event");
+                metrics::counter!("switchboard_live_error_events_total").increment(1);
+            }
+        }
+    }
+
+    fn start_call(
+        &mut self,
+        key: String,
+        call: String,
+        name: String,
+        arguments: String,
+        item_id: Option<String>,
+    ) {
+        if !self.started.insert(call.clone()) {
+            return;
+        }
+        self.timers.insert(call.clone(), Instant::now());
+        let response_id = self.turns.add_call(key, &call);
+        let config = self.session.config();
+        if let Ok(entry) = config.resolve(&self.agent, &name) {
+            let m = entry.tool.messages();
+            if let Some(start) = &m.start {
+                let id = self.next_event_id();
+                self.line.send(live_events::commentary(&id, start));
+            }
+            if let Some(text) = &m.delayed {
+                self.delayed.insert(call.clone(), text.clone());
+                let tx = self.line.tx.clone();
+                let after = Duration::from_millis(m.delayed_after_ms);
+                let id = call.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    let _ = tx.send(DriverMsg::Delayed {
+                        function_call_id: id,
+                    });
+                });
+            }
+        }
+        self.session.submit(Invocation {
+            call_id: self.line.call_id.clone(),
+            function_call_id: call,
+            name,
+            arguments_json: arguments,
+            response_id,
+            item_id,
+        });
+    }
+
+    /// Whether the backend may be continued: not once the call is leaving.
+    fn may_continue(&self) -> bool {
+        !self.line.transferred && self.goodbye.is_none()
+    }
+
+    /// Sends one `response.create` once every ended turn with calls has all its outputs.
+    fn settle(&mut self) {
+        if self.turns.settle(&self.answered) && self.may_continue() {
+            self.line.send(live_events::response_create());
+        }
+    }
+
+    fn deliver(&mut self, d: Delivery) {
+        if d.async_completion {
+            let text = format!(
+                "The background task `{}` has finished. Tell the caller its result: {}",
+                d.tool, d.result.output
+            );
+            if self.may_continue() {
+                let id = self.next_event_id();
+                self.line.send(live_events::commentary(&id, &text));
+            }
+            return;
+        }
+        let call = d.result.function_call_id.clone();
+        if self.resumed && !self.started.contains(&call) {
+            self.adopt(call.clone());
+        }
+        if !self.answered.insert(call.clone()) {
+            return;
+        }
+        if let Some(t0) = self.timers.remove(&call) {
+            metrics::histogram!("switchboard_live_tool_seconds").record(t0.elapsed().as_secs_f64());
+        }
+        if let Some(h) = &d.handoff
+            && let Some(profile) = self.agents.get(&h.agent)
+        {
+            // The next delegations reason as the new agent, with its tools.
+            self.agent = h.agent.clone();
+            self.line.send(live_events::session_update(profile));
+        }
+        let output = budget::fit(
+            &d.result.output,
+            self.line.options.live_turn_budget,
+            self.turns.bytes_of(&call),
+        );
+        if output.len() < d.result.output.len() {
+            tracing::warn!(name: "live_output_cut", call_id = %call, bytes = d.result.output.len(), kept = output.len(), "live_output_cut");
+            metrics::counter!("switchboard_live_outputs_cut_total").increment(1);
+        }
+        self.turns.add_bytes(&call, output.len());
+        // Every call gets its output, also once the call is leaving: the backend conversation
+        // stays whole. Only the continuation stops.
+        let id = self.next_event_id();
+        self.refusals.remember(id.clone(), call.clone());
+        self.line
+            .send(live_events::function_call_output(&id, &call, &output));
+        self.settle();
+    }
+}
+
+impl LineDriver for LiveDriver {
+    fn line(&self) -> &Line {
+        &self.line
+    }
+
+    fn line_mut(&mut self) -> &mut Line {
+        &mut self.line
+    }
+
+    fn on_text(&mut self, text: &str) -> Step {
+        self.on_event(text)
+    }
+
+    fn on_delivery(&mut self, delivery: Delivery) {
+        self.deliver(delivery);
+    }
+
+    fn on_delayed(&mut self, function_call_id: String) {
+        if let Some(text) = self.delayed.remove(&function_call_id)
+            && !self.answered.contains(&function_call_id)
+            && self.may_continue()
+        {
+            let id = self.next_event_id();
+            self.line.send(live_events::commentary(&id, &text));
+        }
+    }
+
+    fn on_transferred(&mut self) {
+        self.delayed.clear();
+    }
+
+    // A function call answered over the call's MCP endpoint made another agent active (Live
+    // calls are given function tools, but a client may still use that endpoint).
+    fn on_handed_off(&mut self, agent: String) {
+        if let Some(profile) = self.agents.get(&agent) {
+            self.line.send(live_events::session_update(profile));
+            self.agent = agent;
+        }
+    }
+
+    fn hanging_up(&self) -> bool {
+        self.goodbye.is_some()
+    }
+
+    async fn on_hangup(
+        &mut self,
+        goodbye: Option<String>,
+        done: oneshot::Sender<Result<(), String>>,
+    ) -> Step {
+        self.delayed.clear();
+        let now = Instant::now();
+        match goodbye {
+            None => {
+                self.goodbye = Some(Goodbye {
+                    at: Some(now),
+                    deadline: now,
+                    done,
+                });
+                self.hang_up().await
+            }
+            Some(text) => {
+                self.seq += 1;
+                let id = format!("bye_{}", self.seq);
+                self.line.send(live_events::commentary(&id, &text));
+                self.goodbye = Some(Goodbye {
+                    at: None,
+                    deadline: now + self.line.options.goodbye_timeout,
+                    done,
+                });
+                Step::Go
+            }
+        }
+    }
+
+    fn hangup_at(&self) -> Option<Instant> {
+        self.goodbye
+            .as_ref()
+            .map(|g| g.at.map_or(g.deadline, |at| at.min(g.deadline)))
+    }
+
+    async fn on_hangup_due(&mut self) -> Step {
+        self.hang_up().await
+    }
+
+    async fn hang_up(&mut self) -> Step {
+        let result = self.line.hang_up().await;
+        if let Some(g) = self.goodbye.take() {
+            let _ = g.done.send(result);
+        }
+        Step::End(CallEnd::HungUp)
+    }
+}

@@ -1,0 +1,131 @@
+//! The backend's turns on one GPT-Live call: which function calls each turn made, whether it
+//! has ended, and when every ended turn is answered so one `response.create` may continue the
+//! backend.
+
+use std::collections::{HashMap, HashSet};
+
+/// Most function calls tracked per backend turn (a backend that sends more is answered, but
+/// they count to one turn).
+const MAX_TURN_CALLS: usize = 128;
+
+/// The turn that gathers a taken-over call's restored runs.
+const RESUMED_TURN: &str = "resumed";
+
+/// One backend turn: the calls it made, whether it has ended, and its output bytes so far.
+#[derive(Debug, Default)]
+struct Turn {
+    calls: Vec<String>,
+    ended: bool,
+    bytes: usize,
+}
+
+/// Open turns by delegation id (`""` when the backend event names none); a delegation's later
+/// turn, begun while an earlier one still waits, carries `+` suffixes.
+#[derive(Debug, Default)]
+pub(super) struct Turns {
+    turns: HashMap<String, Turn>,
+    /// Function call → its turn's key.
+    call_turn: HashMap<String, String>,
+}
+
+impl Turns {
+    /// Adds `call` to the open turn of delegation `key`; returns the delegation it belongs to
+    /// (`None` when the backend named none). A call after its turn ended belongs to the
+    /// backend's next turn.
+    pub(super) fn add_call(&mut self, key: String, call: &str) -> Option<String> {
+        let mut key = key;
+        while self
+            .turns
+            .get(&key)
+            .is_some_and(|t| t.ended && !t.calls.is_empty())
+        {
+            key.push('+');
+        }
+        let turn = self.turns.entry(key.clone()).or_default();
+        if turn.ended {
+            *turn = Turn::default();
+        }
+        if turn.calls.len() < MAX_TURN_CALLS {
+            turn.calls.push(call.to_owned());
+            self.call_turn.insert(call.to_owned(), key.clone());
+        }
+        Some(key.trim_end_matches('+').to_owned()).filter(|k| !k.is_empty())
+    }
+
+    /// A restored run of a call the old owner saw: the backend's turn ended there, so it
+    /// waits on this call's output and one continuation.
+    pub(super) fn adopt(&mut self, call: &str) {
+        let turn = self.turns.entry(RESUMED_TURN.to_owned()).or_default();
+        turn.ended = true;
+        turn.calls.push(call.to_owned());
+        self.call_turn
+            .insert(call.to_owned(), RESUMED_TURN.to_owned());
+    }
+
+    /// Delegation `key`'s open turn has ended (its nested `response.completed`, or an
+    /// unfinished end). A turn without calls (the backend's final words) needs nothing.
+    pub(super) fn end(&mut self, key: &str) {
+        let mut open = key.to_owned();
+        while self.turns.get(&open).is_some_and(|t| t.ended) {
+            open.push('+');
+        }
+        match self.turns.get_mut(&open) {
+            Some(turn) if !turn.calls.is_empty() => turn.ended = true,
+            _ => {
+                self.turns.remove(&open);
+            }
+        }
+    }
+
+    /// Whether `call` still counts to a turn waiting for its continuation.
+    pub(super) fn waits_on(&self, call: &str) -> bool {
+        self.call_turn.contains_key(call)
+    }
+
+    /// Output bytes sent so far for the turn of `call`.
+    pub(super) fn bytes_of(&self, call: &str) -> usize {
+        self.turn_of(call).map_or(0, |t| t.bytes)
+    }
+
+    /// Counts `bytes` more output to the turn of `call`.
+    pub(super) fn add_bytes(&mut self, call: &str, bytes: usize) {
+        if let Some(t) = self.call_turn.get(call).and_then(|k| self.turns.get_mut(k)) {
+            t.bytes += bytes;
+        }
+    }
+
+    fn turn_of(&self, call: &str) -> Option<&Turn> {
+        self.call_turn.get(call).and_then(|k| self.turns.get(k))
+    }
+
+    /// `true` when every ended turn with calls has all its outputs (`answered`) and there is at
+    /// least one: those turns are forgotten, and one `response.create` is due for them all.
+    pub(super) fn settle(&mut self, answered: &HashSet<String>) -> bool {
+        let waiting: Vec<String> = self
+            .turns
+            .iter()
+            .filter(|(_, t)| t.ended && !t.calls.is_empty())
+            .map(|(k, _)| k.clone())
+            .collect();
+        if waiting.is_empty() {
+            return false;
+        }
+        let all_answered = self
+            .turns
+            .values()
+            .filter(|t| t.ended)
+            .all(|t| t.calls.iter().all(|c| answered.contains(c)));
+        if !all_answered {
+            return false;
+        }
+        for k in waiting {
+            if let Some(t) = self.turns.remove(&k) {
+                for c in t.calls {
+                    self.call_turn.remove(&c);
+                }
+            }
+        }
+        self.turns.retain(|_, t| !t.ended);
+        true
+    }
+}
