@@ -8,6 +8,7 @@
 //! engine and are looked up directly: most templates are such paths, and this keeps them cheap.
 //! Undefined names are errors, never empty strings.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};
 use std::sync::{Arc, LazyLock};
@@ -418,9 +419,13 @@ impl Simple {
     pub fn eval(&self, vars: &Vars<'_>) -> Option<Value> {
         match self {
             Simple::Operand(o) => o.eval(vars),
-            Simple::Not(o) => Some(Value::Bool(!truthy(&o.eval(vars)?))),
+            Simple::Not(o) => {
+                let v = o.value(vars)?;
+                Some(Value::Bool(!truthy(&v)))
+            }
             Simple::Compare(a, op, b) => {
-                compare(&a.eval(vars)?, *op, &b.eval(vars)?).map(Value::Bool)
+                let (a, b) = (a.value(vars)?, b.value(vars)?);
+                compare(&a, *op, &b).map(Value::Bool)
             }
         }
     }
@@ -428,13 +433,18 @@ impl Simple {
 
 impl Operand {
     pub(crate) fn eval(&self, vars: &Vars<'_>) -> Option<Value> {
+        self.value(vars).map(Cow::into_owned)
+    }
+
+    /// The operand's value, borrowed where it is one already (a path), for comparing.
+    pub(crate) fn value<'x>(&'x self, vars: &Vars<'x>) -> Option<Cow<'x, Value>> {
         match self {
-            Operand::Literal(v) => Some(v.clone()),
-            Operand::Path(p) => p.lookup(vars).ok().cloned(),
+            Operand::Literal(v) => Some(Cow::Borrowed(v)),
+            Operand::Path(p) => p.lookup(vars).ok().map(Cow::Borrowed),
             Operand::Length(p) => match p.lookup(vars).ok()? {
-                Value::Array(a) => Some(Value::from(a.len())),
-                Value::Object(o) => Some(Value::from(o.len())),
-                Value::String(s) => Some(Value::from(s.chars().count())),
+                Value::Array(a) => Some(Cow::Owned(Value::from(a.len()))),
+                Value::Object(o) => Some(Cow::Owned(Value::from(o.len()))),
+                Value::String(s) => Some(Cow::Owned(Value::from(s.chars().count()))),
                 _ => None,
             },
         }

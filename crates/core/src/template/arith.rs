@@ -51,9 +51,9 @@ impl Arith {
 
     /// Evaluates, or declines with `None` (the engine then evaluates).
     pub fn eval(&self, vars: &Vars<'_>) -> Option<Value> {
-        let a = self.lhs.eval(vars)?;
-        let b = self.rhs.eval(vars)?;
-        let (Value::Number(a), Value::Number(b)) = (&a, &b) else {
+        let a = self.lhs.value(vars)?;
+        let b = self.rhs.value(vars)?;
+        let (Value::Number(a), Value::Number(b)) = (&*a, &*b) else {
             return None;
         };
         if a.is_f64() || b.is_f64() {
