@@ -190,7 +190,7 @@ pub enum Expr {
         /// The same expression for the direct evaluator, when it is a simple comparison.
         simple: Option<Simple>,
         /// The same expression for the direct evaluator, when it is one arithmetic operation.
-        arith: Option<Arith>,
+        arith: Option<Box<Arith>>,
     },
 }
 
@@ -223,7 +223,7 @@ impl Expr {
         let roots = compiled.undeclared_variables(false).into_iter().collect();
         let simple = Simple::parse(source);
         let arith = if simple.is_none() {
-            Arith::parse(source)
+            Arith::parse(source).map(Box::new)
         } else {
             None
         };
@@ -475,7 +475,7 @@ fn compare(a: &Value, op: CmpOp, b: &Value) -> Option<bool> {
 }
 
 /// The direct evaluators' answer, or `None` when the engine must evaluate.
-fn direct(simple: &Option<Simple>, arith: &Option<Arith>, vars: &Vars<'_>) -> Option<Value> {
+fn direct(simple: &Option<Simple>, arith: &Option<Box<Arith>>, vars: &Vars<'_>) -> Option<Value> {
     match (simple, arith) {
         (Some(s), _) => s.eval(vars),
         (None, Some(a)) => a.eval(vars),
