@@ -127,20 +127,12 @@ impl Context {
     /// Applies one write.
     pub fn apply(&mut self, write: &Write) -> Result<(), WriteError> {
         match write {
-            Write::Set { scope, keys, value } => set_in(
-                self.scope_mut(scope),
-                &scope.to_string(),
-                keys,
-                value.clone(),
-                false,
-            ),
-            Write::Append { scope, keys, value } => set_in(
-                self.scope_mut(scope),
-                &scope.to_string(),
-                keys,
-                value.clone(),
-                true,
-            ),
+            Write::Set { scope, keys, value } => {
+                set_at(self.scope_mut(scope), scope, keys, value.clone(), false)
+            }
+            Write::Append { scope, keys, value } => {
+                set_at(self.scope_mut(scope), scope, keys, value.clone(), true)
+            }
             Write::Delete { scope, keys } => {
                 delete_in(self.scope_mut(scope), keys);
                 Ok(())
@@ -301,8 +293,19 @@ pub fn set_in(
     value: Value,
     append: bool,
 ) -> Result<(), WriteError> {
+    set_at(root, &label, keys, value, append)
+}
+
+/// [`set_in`], with the scope's name written out only if an error needs it.
+fn set_at(
+    root: &mut Value,
+    label: &dyn fmt::Display,
+    keys: &[String],
+    value: Value,
+    append: bool,
+) -> Result<(), WriteError> {
     let path = || {
-        let mut s = label.to_owned();
+        let mut s = label.to_string();
         for k in keys {
             s.push('.');
             s.push_str(k);

@@ -12,7 +12,7 @@
 //! run's writes are dropped and `on_failure` runs on the context as it was; `on_failure`'s own
 //! writes are kept.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -48,8 +48,11 @@ pub struct RunInput {
     pub now: Arc<Value>,
 }
 
+/// One empty object shared by every run's empty scopes; a run that writes one copies it first.
+static EMPTY_OBJECT: LazyLock<Arc<Value>> = LazyLock::new(|| Arc::new(Value::Object(Map::new())));
+
 fn empty_object() -> Arc<Value> {
-    Arc::new(Value::Object(Map::new()))
+    Arc::clone(&EMPTY_OBJECT)
 }
 
 impl RunInput {

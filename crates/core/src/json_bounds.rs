@@ -53,6 +53,10 @@ pub fn check_depth(v: &Value, max: usize) -> Result<(), Exceeded> {
     if !is_container(v) {
         return Ok(());
     }
+    // Most values a run makes are a list or an object of plain values: no walk needed.
+    if max >= 1 && !has_container_child(v) {
+        return Ok(());
+    }
     // Each entry is a node and the number of containers above it.
     let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
     while let Some((node, above)) = stack.pop() {
@@ -77,6 +81,9 @@ pub fn measure(v: &Value, max_bytes: usize, max_depth: usize) -> Result<usize, E
             Ok(size)
         };
     }
+    if let Some(flat) = measure_flat(v, max_bytes, max_depth) {
+        return flat;
+    }
     let mut size = 0usize;
     let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
     while let Some((node, depth)) = stack.pop() {
@@ -92,6 +99,44 @@ pub fn measure(v: &Value, max_bytes: usize, max_depth: usize) -> Result<usize, E
         }
     }
     Ok(size)
+}
+
+/// `measure` of a container whose children are all plain values, in the same order of checks,
+/// without a stack; `None` for any other container.
+fn measure_flat(v: &Value, max_bytes: usize, max_depth: usize) -> Option<Result<usize, Exceeded>> {
+    if !is_container(v) || has_container_child(v) {
+        return None;
+    }
+    let mut size = node_size(v);
+    if size > max_bytes {
+        return Some(Err(Exceeded::Size(max_bytes)));
+    }
+    if max_depth < 1 {
+        return Some(Err(Exceeded::Depth(max_depth)));
+    }
+    let mut add = |child: &Value| {
+        size = size.saturating_add(node_size(child));
+        size <= max_bytes
+    };
+    let fits = match v {
+        Value::Array(a) => a.iter().all(&mut add),
+        Value::Object(o) => o.values().all(&mut add),
+        _ => true,
+    };
+    Some(if fits {
+        Ok(size)
+    } else {
+        Err(Exceeded::Size(max_bytes))
+    })
+}
+
+/// Whether a container holds another container.
+fn has_container_child(v: &Value) -> bool {
+    match v {
+        Value::Array(a) => a.iter().any(is_container),
+        Value::Object(o) => o.values().any(is_container),
+        _ => false,
+    }
 }
 
 fn is_container(v: &Value) -> bool {
@@ -177,6 +222,30 @@ mod tests {
         let deep = nested(5000);
         assert_eq!(measure(&deep, usize::MAX, 64), Err(Exceeded::Depth(64)));
         drop_flat(deep);
+    }
+
+    /// A container of plain values is measured without a walk, with the walk's answers.
+    #[test]
+    fn flat_containers_measure_as_the_walk_does() {
+        for v in [
+            json!([]),
+            json!({}),
+            json!([1, "ab", null, true, 2.5]),
+            json!({"title": "Checkup", "minutes": 30}),
+        ] {
+            let size = json_size(&v);
+            assert_eq!(measure(&v, usize::MAX, 64), Ok(size), "{v}");
+            assert_eq!(measure(&v, size, 1), Ok(size), "{v}");
+            assert_eq!(
+                measure(&v, size - 1, 64),
+                Err(Exceeded::Size(size - 1)),
+                "{v}"
+            );
+            assert_eq!(measure(&v, 1, 0), Err(Exceeded::Size(1)), "{v}");
+            assert_eq!(measure(&v, size, 0), Err(Exceeded::Depth(0)), "{v}");
+            assert_eq!(check_depth(&v, 1), Ok(()), "{v}");
+            assert_eq!(check_depth(&v, 0), Err(Exceeded::Depth(0)), "{v}");
+        }
     }
 
     /// Drops a deep value without recursion (serde_json's own drop recurses).

@@ -76,6 +76,35 @@ impl Outcome {
         self.error.as_ref().map(|e| e.code)
     }
 
+    /// The envelope the model receives, as the JSON text it is sent as: the same as
+    /// `output().to_string()`, written straight from the outcome without building the value.
+    pub fn output_json(&self) -> String {
+        let envelope = match &self.error {
+            None => Envelope::Ok {
+                ok: true,
+                message: self.message.as_deref(),
+                data: &self.data,
+            },
+            Some(e) => Envelope::Failed {
+                ok: false,
+                error: e.code,
+                tool: &self.tool,
+                message: self.failure_message(e),
+                details: e.details.as_ref(),
+            },
+        };
+        // Every part is a string, a code, a map with string keys or a JSON value: it serialises.
+        serde_json::to_string(&envelope).unwrap_or_else(|_| self.output().to_string())
+    }
+
+    /// The message of a failed run's envelope (see [`Outcome::output`]).
+    fn failure_message<'a>(&'a self, e: &'a ToolError) -> &'a str {
+        match (&self.message, e.code) {
+            (Some(m), code) if code != ErrorCode::ValidationFailed => m,
+            _ => &e.message,
+        }
+    }
+
     /// The envelope the model receives.
     ///
     /// On failure the message is `on_failure`'s `respond` when it has one, since the tool's
@@ -92,10 +121,7 @@ impl Outcome {
                 out
             }
             Some(e) => {
-                let message = match (&self.message, e.code) {
-                    (Some(m), code) if code != ErrorCode::ValidationFailed => m.clone(),
-                    _ => e.message.clone(),
-                };
+                let message = self.failure_message(e);
                 let mut out =
                     json!({"ok": false, "error": e.code, "tool": self.tool, "message": message});
                 if let Some(d) = &e.details {
@@ -105,6 +131,26 @@ impl Outcome {
             }
         }
     }
+}
+
+/// The envelope's fields, in the order the model reads them, borrowed from the outcome.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Envelope<'a> {
+    Ok {
+        ok: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<&'a str>,
+        data: &'a Map<String, Value>,
+    },
+    Failed {
+        ok: bool,
+        error: ErrorCode,
+        tool: &'a str,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        details: Option<&'a Value>,
+    },
 }
 
 /// One function call's answer, as it is delivered to the model (seed 001's `ToolResult`).
@@ -125,12 +171,72 @@ impl ToolResult {
             function_call_id: function_call_id.to_owned(),
             ok: outcome.ok(),
             error: outcome.code(),
-            output: outcome.output().to_string(),
+            output: outcome.output_json(),
         }
     }
 
     /// A failure that never reached the interpreter.
     pub fn failure(function_call_id: &str, tool: &str, error: ToolError) -> Self {
         Self::from_outcome(function_call_id, &Outcome::failed(tool, error))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The text written straight from an outcome is the envelope's own JSON, field for field
+    /// and in order, whatever the outcome holds.
+    #[test]
+    fn output_text_is_the_envelope() {
+        let mut data = Map::new();
+        data.insert("total".into(), json!(30));
+        data.insert("quote\"d".into(), json!(["a\nb", {"x": null}]));
+        let ok = Outcome {
+            tool: "t".into(),
+            error: None,
+            message: Some("Booked \"it\" ✓".into()),
+            data,
+            writes: Vec::new(),
+            handoff: None,
+            logs: Vec::new(),
+        };
+        let silent = Outcome {
+            message: None,
+            data: Map::new(),
+            ..ok.clone()
+        };
+        let failed = Outcome {
+            message: Some("Sorry.".into()),
+            ..Outcome::failed(
+                "t",
+                ToolError::new(ErrorCode::ToolExecutionFailed, "it broke")
+                    .with_details(json!({"path": "workflow.x"})),
+            )
+        };
+        let invalid = Outcome {
+            message: Some("Sorry.".into()),
+            ..Outcome::failed(
+                "t",
+                ToolError::new(ErrorCode::ValidationFailed, "Ask which dishes."),
+            )
+        };
+        for o in [&ok, &silent, &failed, &invalid] {
+            assert_eq!(o.output_json(), o.output().to_string());
+        }
+        assert_eq!(
+            silent.output_json(),
+            r#"{"ok":true,"data":{}}"#,
+            "no message, no field"
+        );
+        assert_eq!(
+            invalid.output_json(),
+            r#"{"ok":false,"error":"validation_failed","tool":"t","message":"Ask which dishes."}"#
+        );
+        assert_eq!(
+            ToolResult::from_outcome("fc", &failed).output,
+            failed.output().to_string()
+        );
     }
 }

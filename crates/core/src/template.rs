@@ -8,13 +8,17 @@
 //! engine and are looked up directly: most templates are such paths, and this keeps them cheap.
 //! Undefined names are errors, never empty strings.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::sync::{Arc, LazyLock};
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value as MjValue, ValueKind};
 use minijinja::{Environment, Expression, UndefinedBehavior};
 use serde_json::{Map, Value};
+
+mod arith;
+pub use arith::{Arith, ArithOp};
 
 /// Instructions one evaluation may execute before it is stopped; templates are expressions,
 /// so this is only reached by pathological input (huge ranges, deep recursion through filters).
@@ -185,6 +189,8 @@ pub enum Expr {
         roots: Box<[String]>,
         /// The same expression for the direct evaluator, when it is a simple comparison.
         simple: Option<Simple>,
+        /// The same expression for the direct evaluator, when it is one arithmetic operation.
+        arith: Option<Box<Arith>>,
     },
 }
 
@@ -216,11 +222,17 @@ impl Expr {
         })?;
         let roots = compiled.undeclared_variables(false).into_iter().collect();
         let simple = Simple::parse(source);
+        let arith = if simple.is_none() {
+            Arith::parse(source).map(Box::new)
+        } else {
+            None
+        };
         Ok(Expr::Jinja {
             source: source.to_owned(),
             compiled: Box::new(compiled),
             roots,
             simple,
+            arith,
         })
     }
 
@@ -270,8 +282,13 @@ impl Expr {
                     expr: self.source(),
                     name,
                 }),
-            Expr::Jinja { simple, source, .. } => {
-                if let Some(v) = simple.as_ref().and_then(|s| s.eval(vars)) {
+            Expr::Jinja {
+                simple,
+                arith,
+                source,
+                ..
+            } => {
+                if let Some(v) = direct(simple, arith, vars) {
                     return Ok(v);
                 }
                 let out = self.engine_eval(vars)?;
@@ -293,7 +310,7 @@ impl Expr {
                     expr: self.source(),
                     name,
                 }),
-            Expr::Jinja { simple, .. } => match simple.as_ref().and_then(|s| s.eval(vars)) {
+            Expr::Jinja { simple, arith, .. } => match direct(simple, arith, vars) {
                 Some(v) => Ok(truthy(&v)),
                 None => Ok(self.engine_eval(vars)?.is_true()),
             },
@@ -402,23 +419,32 @@ impl Simple {
     pub fn eval(&self, vars: &Vars<'_>) -> Option<Value> {
         match self {
             Simple::Operand(o) => o.eval(vars),
-            Simple::Not(o) => Some(Value::Bool(!truthy(&o.eval(vars)?))),
+            Simple::Not(o) => {
+                let v = o.value(vars)?;
+                Some(Value::Bool(!truthy(&v)))
+            }
             Simple::Compare(a, op, b) => {
-                compare(&a.eval(vars)?, *op, &b.eval(vars)?).map(Value::Bool)
+                let (a, b) = (a.value(vars)?, b.value(vars)?);
+                compare(&a, *op, &b).map(Value::Bool)
             }
         }
     }
 }
 
 impl Operand {
-    fn eval(&self, vars: &Vars<'_>) -> Option<Value> {
+    pub(crate) fn eval(&self, vars: &Vars<'_>) -> Option<Value> {
+        self.value(vars).map(Cow::into_owned)
+    }
+
+    /// The operand's value, borrowed where it is one already (a path), for comparing.
+    pub(crate) fn value<'x>(&'x self, vars: &Vars<'x>) -> Option<Cow<'x, Value>> {
         match self {
-            Operand::Literal(v) => Some(v.clone()),
-            Operand::Path(p) => p.lookup(vars).ok().cloned(),
+            Operand::Literal(v) => Some(Cow::Borrowed(v)),
+            Operand::Path(p) => p.lookup(vars).ok().map(Cow::Borrowed),
             Operand::Length(p) => match p.lookup(vars).ok()? {
-                Value::Array(a) => Some(Value::from(a.len())),
-                Value::Object(o) => Some(Value::from(o.len())),
-                Value::String(s) => Some(Value::from(s.chars().count())),
+                Value::Array(a) => Some(Cow::Owned(Value::from(a.len()))),
+                Value::Object(o) => Some(Cow::Owned(Value::from(o.len()))),
+                Value::String(s) => Some(Cow::Owned(Value::from(s.chars().count()))),
                 _ => None,
             },
         }
@@ -448,17 +474,27 @@ fn compare(a: &Value, op: CmpOp, b: &Value) -> Option<bool> {
     })
 }
 
+/// The direct evaluators' answer, or `None` when the engine must evaluate.
+fn direct(simple: &Option<Simple>, arith: &Option<Box<Arith>>, vars: &Vars<'_>) -> Option<Value> {
+    match (simple, arith) {
+        (Some(s), _) => s.eval(vars),
+        (None, Some(a)) => a.eval(vars),
+        (None, None) => None,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
-enum Tok {
+pub(crate) enum Tok {
     Word(String),
     Str(String),
     Num(Value),
     Op(CmpOp),
+    Arith(ArithOp),
     Pipe,
 }
 
 /// Splits a simple expression into tokens; `None` at anything outside the simple grammar.
-fn tokenize(src: &str) -> Option<Vec<Tok>> {
+pub(crate) fn tokenize(src: &str) -> Option<Vec<Tok>> {
     let mut out = Vec::new();
     let chars: Vec<char> = src.chars().collect();
     let mut i = 0;
@@ -509,6 +545,17 @@ fn tokenize(src: &str) -> Option<Vec<Tok>> {
         } else if c == '|' {
             out.push(Tok::Pipe);
             i += 1;
+        } else if matches!(c, '+' | '-' | '*') {
+            // `**` (power) and anything else the engine reads differently stay with the engine.
+            if chars.get(i + 1) == Some(&'*') {
+                return None;
+            }
+            out.push(Tok::Arith(match c {
+                '+' => ArithOp::Add,
+                '-' => ArithOp::Sub,
+                _ => ArithOp::Mul,
+            }));
+            i += 1;
         } else {
             let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
             let (op, n) = match (two.as_str(), c) {
@@ -527,7 +574,7 @@ fn tokenize(src: &str) -> Option<Vec<Tok>> {
     Some(out)
 }
 
-fn operand(tokens: &[Tok]) -> Option<Operand> {
+pub(crate) fn operand(tokens: &[Tok]) -> Option<Operand> {
     match tokens {
         [Tok::Str(s)] => Some(Operand::Literal(Value::String(s.clone()))),
         [Tok::Num(n)] => Some(Operand::Literal(n.clone())),
@@ -585,7 +632,10 @@ fn push_display(v: &Value, out: &mut String) {
         Value::String(s) => out.push_str(s),
         Value::Null => {}
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::Number(n) => {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "{n}");
+        }
         other => out.push_str(&other.to_string()),
     }
 }
@@ -922,11 +972,13 @@ impl ValueTemplate {
                 .map(|x| x.eval_within(vars, limit, left))
                 .collect::<Result<_, _>>()
                 .map(Value::Array),
-            ValueTemplate::Object(o) => o
-                .iter()
-                .map(|(k, x)| x.eval_within(vars, limit, left).map(|v| (k.clone(), v)))
-                .collect::<Result<Map<_, _>, _>>()
-                .map(Value::Object),
+            ValueTemplate::Object(o) => {
+                let mut out = Map::with_capacity(o.len());
+                for (k, x) in o {
+                    out.insert(k.clone(), x.eval_within(vars, limit, left)?);
+                }
+                Ok(Value::Object(out))
+            }
         }
     }
 }

@@ -532,12 +532,24 @@ impl Exec<'_> {
             ("result", VarRef::whole(&st.result)),
             ("now", VarRef::whole(&st.input.now)),
         ];
-        if extra.is_empty() {
-            f(&Vars::new(&base))
-        } else {
-            let mut all = base.to_vec();
-            all.extend_from_slice(extra);
-            f(&Vars::new(&all))
+        match extra {
+            [] => f(&Vars::new(&base)),
+            // A transform binds one or two more scopes for each item: on the stack, not the heap.
+            [one] => {
+                let [a, b, c, d, e, g, h, i, j, k, l, m] = base;
+                f(&Vars::new(&[a, b, c, d, e, g, h, i, j, k, l, m, *one]))
+            }
+            [one, two] => {
+                let [a, b, c, d, e, g, h, i, j, k, l, m] = base;
+                f(&Vars::new(&[
+                    a, b, c, d, e, g, h, i, j, k, l, m, *one, *two,
+                ]))
+            }
+            _ => {
+                let mut all = base.to_vec();
+                all.extend_from_slice(extra);
+                f(&Vars::new(&all))
+            }
         }
     }
 

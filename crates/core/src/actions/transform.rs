@@ -131,21 +131,22 @@ impl Transform {
             items: items.len(),
             spent: 0,
         };
-        let eval = |item: &Value, acc: Option<&Value>| -> Result<Value, ToolError> {
-            let item = Arc::new(item.clone());
-            let acc = acc.map(|a| Arc::new(a.clone()));
-            let mut extra = vec![("item", VarRef::whole(&item))];
-            if let Some(a) = &acc {
-                extra.push(("acc", VarRef::whole(a)));
-            }
-            x.with_vars(&extra, |v| self.expr.eval(v))
-                .map_err(|e| x.eval_error(e))
+        // The input is the run's own copy: each item moves into the scope `item` (and the
+        // accumulator into `acc`) without being copied.
+        let eval = |item: &Arc<Value>, acc: Option<&Arc<Value>>| -> Result<Value, ToolError> {
+            let item = ("item", VarRef::whole(item));
+            let result = match acc {
+                None => x.with_vars(&[item], |v| self.expr.eval(v)),
+                Some(a) => x.with_vars(&[item, ("acc", VarRef::whole(a))], |v| self.expr.eval(v)),
+            };
+            result.map_err(|e| x.eval_error(e))
         };
+        let items = items.into_iter().map(Arc::new);
         match self.op {
             Op::Map => {
-                let mut out = Vec::with_capacity(items.len());
-                for (i, item) in items.iter().enumerate() {
-                    let v = eval(item, None)?;
+                let mut out = Vec::with_capacity(budget.items);
+                for (i, item) in items.enumerate() {
+                    let v = eval(&item, None)?;
                     budget.spend(i, &v)?;
                     out.push(v);
                 }
@@ -153,25 +154,25 @@ impl Transform {
             }
             Op::Filter => {
                 let mut kept = Vec::new();
-                for (i, item) in items.into_iter().enumerate() {
+                for (i, item) in items.enumerate() {
                     let v = eval(&item, None)?;
                     budget.spend(i, &v)?;
                     if truthy(&v) {
-                        kept.push(item);
+                        kept.push(Arc::unwrap_or_clone(item));
                     }
                 }
                 Ok(Value::Array(kept))
             }
             Op::Reduce => {
-                let mut acc = match &self.initial {
+                let mut acc = Arc::new(match &self.initial {
                     Some(t) => x.eval(t)?,
                     None => Value::Null,
-                };
-                for (i, item) in items.iter().enumerate() {
-                    acc = eval(item, Some(&acc))?;
+                });
+                for (i, item) in items.enumerate() {
+                    acc = Arc::new(eval(&item, Some(&acc))?);
                     budget.spend(i, &acc)?;
                 }
-                Ok(acc)
+                Ok(Arc::unwrap_or_clone(acc))
             }
         }
     }
