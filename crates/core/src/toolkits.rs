@@ -7,6 +7,7 @@
 //! `config` and `sensitive_config`, which are checked here against the toolkit's schemas when
 //! the agent is saved.
 
+pub mod email;
 pub mod memory;
 
 use std::sync::OnceLock;
@@ -62,7 +63,14 @@ pub struct ToolkitAction {
 /// Every built-in toolkit, in a stable order.
 pub fn catalogue() -> &'static [Toolkit] {
     static CATALOGUE: OnceLock<Vec<Toolkit>> = OnceLock::new();
-    CATALOGUE.get_or_init(|| vec![caldav(), google_calendar(), email(), memory::toolkit()])
+    CATALOGUE.get_or_init(|| {
+        vec![
+            caldav(),
+            google_calendar(),
+            email::toolkit(),
+            memory::toolkit(),
+        ]
+    })
 }
 
 /// The toolkit called `name`.
@@ -184,39 +192,6 @@ fn google_calendar() -> Toolkit {
     }
 }
 
-fn email() -> Toolkit {
-    Toolkit {
-        name: "email",
-        description: "Send email over SMTP.",
-        config_schema: json!({"type": "object", "properties": {
-            "smtp_host": {"type": "string", "title": "SMTP server", "minLength": 1, "maxLength": 253},
-            "smtp_port": {"type": "integer", "title": "SMTP port", "default": 587, "minimum": 1, "maximum": 65535},
-            "security": {"type": "string", "enum": ["starttls", "tls", "plain"], "default": "starttls",
-                         "description": "plain is for servers on a private network or loopback only"},
-            "from_email": {"type": "string", "title": "From address", "format": "email", "maxLength": 254},
-            "from_name": {"type": "string", "maxLength": 128}
-        }, "required": ["smtp_host", "from_email"], "additionalProperties": false}),
-        sensitive_config_schema: json!({"type": "object", "properties": {
-            "username": {"type": "string", "minLength": 1, "maxLength": 256},
-            "password": {"type": "string", "maxLength": 1024}
-        }, "additionalProperties": false}),
-        requires_auth: true,
-        auth_type: Some("basic"),
-        auth_config: Some(json!({"fields": ["username", "password"], "in": "sensitive_config"})),
-        actions: vec![ToolkitAction {
-            name: "send_email",
-            description: "Send an email to a recipient.",
-            parameters: json!([
-                {"name": "to", "type": "string", "required": true, "description": "Recipient email address"},
-                {"name": "subject", "type": "string", "required": true, "description": "Email subject"},
-                {"name": "body", "type": "string", "required": true, "description": "Email body content"}
-            ]),
-            returns: "{message_id, accepted: [..]}",
-            effect: "email.send",
-        }],
-    }
-}
-
 impl Toolkit {
     /// The action called `name`.
     pub fn action(&self, name: &str) -> Option<&ToolkitAction> {
@@ -281,6 +256,9 @@ impl Toolkit {
             true,
             &mut out,
         );
+        if self.name == "email" {
+            email::check_templates(&format!("{ptr}/config"), config, &mut out);
+        }
         if let Some(s) = sensitive_config.filter(|s| !s.is_null()) {
             schema_problems(
                 &self.sensitive_config_schema,

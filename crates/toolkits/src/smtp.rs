@@ -20,15 +20,13 @@ use lettre::transport::smtp::extension::ClientId;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use switchboard_core::toolkits::email::{MAX_BODY, MAX_SUBJECT, render};
 use switchboard_runtime::effects::{EmailMessage, ToolkitScope};
 
 /// Longest SMTP exchange for one message.
 const SEND_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most recipients (to + cc) of one message.
 const MAX_RECIPIENTS: usize = 20;
-/// Largest subject and body accepted from a model.
-const MAX_SUBJECT: usize = 998;
-const MAX_BODY: usize = 64 * 1024;
 
 /// The email handler of a deployment.
 #[derive(Debug)]
@@ -89,7 +87,8 @@ impl Smtp {
                 "too many recipients; send to at most {MAX_RECIPIENTS}"
             ));
         }
-        if msg.subject.len() > MAX_SUBJECT || msg.body.len() > MAX_BODY {
+        let (subject, body) = content(scope, msg)?;
+        if subject.len() > MAX_SUBJECT || body.len() > MAX_BODY {
             return Err(format!(
                 "the message is too long (subject at most {MAX_SUBJECT} bytes, body at most {} KiB); shorten it",
                 MAX_BODY / 1024
@@ -102,7 +101,7 @@ impl Smtp {
         let message_id = message_id(scope.tenant_id, scope.idempotency_key);
         let mut b = Message::builder()
             .from(from)
-            .subject(msg.subject.clone())
+            .subject(subject)
             .message_id(Some(message_id.clone()));
         for m in &to {
             b = b.to(m.clone());
@@ -115,7 +114,7 @@ impl Smtp {
         }
         let email = b
             .header(ContentType::TEXT_PLAIN)
-            .body(msg.body.clone())
+            .body(body)
             .map_err(|e| format!("the message could not be built: {e}"))?;
 
         let addr = self.resolve(&host, port).await?;
@@ -176,6 +175,31 @@ impl Smtp {
             .into_iter()
             .next()
             .ok_or_else(|| format!("the mail server {host}:{port} has no address"))
+    }
+}
+
+/// The subject and body: the model's own, or rendered from the agent's template.
+fn content(scope: &ToolkitScope<'_>, msg: &EmailMessage) -> Result<(String, String), String> {
+    let given = |f: &Option<String>| f.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
+    let template = msg.template.as_deref().filter(|t| !t.is_empty());
+    match (template, given(&msg.subject), given(&msg.body)) {
+        (Some(name), None, None) => {
+            let r = render(
+                scope.config,
+                name,
+                msg.variables.as_ref(),
+                scope.call_id,
+                scope.caller,
+            )?;
+            Ok((r.subject, r.body))
+        }
+        (Some(_), _, _) => Err(
+            "give either a template (with its variables) or a subject and body, not both".into(),
+        ),
+        (None, Some(subject), Some(body)) => Ok((subject, body)),
+        (None, _, _) => Err(
+            "the email has no subject or no body: write both, or name one of the agent's templates in `template`".into(),
+        ),
     }
 }
 
