@@ -5,13 +5,13 @@
 //! between the check and the connection. `security` is `starttls` (default), `tls` (implicit
 //! TLS) or `plain`, which only a deployment that allows private networks accepts (loopback
 //! tests and local relays). The `Message-ID` comes from the idempotency key, so a retried send
-//! carries the same id and receivers can drop the copy. Each tenant has a send rate.
+//! carries the same id and receivers can drop the copy. Each tenant has a send rate, counted in
+//! the database so that all nodes share it; a retried send (same idempotency key) is not counted
+//! twice.
 
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
 use std::time::Duration;
 
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use lettre::message::Mailbox;
 use lettre::message::header::ContentType;
 use lettre::transport::smtp::authentication::Credentials;
@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_core::toolkits::email::{MAX_BODY, MAX_SUBJECT, render};
 use switchboard_runtime::effects::{EmailMessage, ToolkitScope};
+use switchboard_store::{EmailAdmission, Store};
 
 /// Longest SMTP exchange for one message.
 const SEND_TIMEOUT: Duration = Duration::from_secs(20);
@@ -32,17 +33,20 @@ const MAX_RECIPIENTS: usize = 20;
 #[derive(Debug)]
 pub struct Smtp {
     allow_private: bool,
-    rate: DefaultKeyedRateLimiter<String>,
+    /// Where the per-tenant rate is counted (shared by every node on the database).
+    store: Store,
+    per_minute: u32,
 }
 
 impl Smtp {
-    /// `per_minute`: messages each tenant may send per minute (a burst of as many).
-    /// `allow_private`: whether loopback and private SMTP servers, and `plain`, are allowed.
-    pub fn new(allow_private: bool, per_minute: u32) -> Self {
-        let n = NonZeroU32::new(per_minute.max(1)).unwrap_or(NonZeroU32::MIN);
+    /// `per_minute`: messages each tenant may send per minute across every node on `store`'s
+    /// database (a burst of as many). `allow_private`: whether loopback and private SMTP
+    /// servers, and `plain`, are allowed.
+    pub fn new(store: Store, allow_private: bool, per_minute: u32) -> Self {
         Smtp {
             allow_private,
-            rate: RateLimiter::keyed(Quota::per_minute(n)),
+            store,
+            per_minute: per_minute.max(1),
         }
     }
 
@@ -94,9 +98,7 @@ impl Smtp {
                 MAX_BODY / 1024
             ));
         }
-        if self.rate.check_key(&scope.tenant_id.to_owned()).is_err() {
-            return Err("too many emails were sent in the last minute; tell the caller the email will not be sent now".into());
-        }
+        self.admit(scope).await?;
 
         let message_id = message_id(scope.tenant_id, scope.idempotency_key);
         let mut b = Message::builder()
@@ -154,6 +156,25 @@ impl Smtp {
                 "accepted": to.iter().chain(&cc).map(|m| m.email.to_string()).collect::<Vec<_>>(),
             })),
             Err(e) => Err(smtp_error(&host, port, &e)),
+        }
+    }
+
+    /// Counts the send against the tenant's rate; a retry of a counted send is free.
+    async fn admit(&self, scope: &ToolkitScope<'_>) -> Result<(), String> {
+        match self
+            .store
+            .admit_email(scope.tenant_id, scope.idempotency_key, self.per_minute)
+            .await
+        {
+            Ok(EmailAdmission::Admitted | EmailAdmission::Repeated) => Ok(()),
+            Ok(EmailAdmission::Refused { retry_after_s }) => Err(format!(
+                "too many emails were sent in the last minute (at most {} a minute); the email was not sent. Try again in {retry_after_s} s, or tell the caller it will come later",
+                self.per_minute
+            )),
+            Err(e) => {
+                tracing::warn!(name: "email_rate_unavailable", error = %e, "email_rate_unavailable");
+                Err("the email could not be sent now (the send rate could not be checked); try again in a few seconds".into())
+            }
         }
     }
 

@@ -10,6 +10,7 @@ mod conformance;
 mod console;
 mod console_browser;
 mod demo;
+mod email_rate;
 mod error_statuses;
 mod google;
 mod limits;

@@ -458,12 +458,14 @@ both_backends!(a_caller_gets_an_email, |app| {
     let msg = r["result"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("could not be reached"), "{r}");
 
-    // The per-tenant rate: past it, sends are refused before any connection.
-    let limited = switchboard_toolkits::smtp::Smtp::new(true, 1);
+    // The per-tenant rate: past it, sends are refused before any connection; a retry of a
+    // counted send (the same idempotency key) is not counted again.
+    let limited = switchboard_toolkits::smtp::Smtp::new(app.state.store.clone(), true, 1);
     let config = json!({"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "security": "plain", "from_email": "desk@example.com"});
     let secrets = json!({});
+    // (A tenant of its own: the sends above counted against acme's rate.)
     let scope = switchboard_runtime::effects::ToolkitScope {
-        tenant_id: "acme",
+        tenant_id: "acme-rate",
         call_id: "c1",
         caller: None,
         config: &config,
@@ -480,10 +482,18 @@ both_backends!(a_caller_gets_an_email, |app| {
         variables: None,
     };
     assert!(limited.send(&scope, &message).await.is_ok());
-    let e = limited.send(&scope, &message).await.unwrap_err();
-    assert!(e.contains("too many emails"), "{e}");
+    assert!(limited.send(&scope, &message).await.is_ok(), "a retry");
+    let next = switchboard_runtime::effects::ToolkitScope {
+        idempotency_key: "m3-fc2-0",
+        ..scope
+    };
+    let e = limited.send(&next, &message).await.unwrap_err();
+    assert!(
+        e.contains("too many emails") && e.contains("Try again in"),
+        "{e}"
+    );
     // Plain SMTP is refused where private networks are.
-    let guarded = switchboard_toolkits::smtp::Smtp::new(false, 10);
+    let guarded = switchboard_toolkits::smtp::Smtp::new(app.state.store.clone(), false, 10);
     let e = guarded.send(&scope, &message).await.unwrap_err();
     assert!(e.contains("loopback, private or metadata"), "{e}");
 });
