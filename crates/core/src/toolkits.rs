@@ -133,14 +133,41 @@ fn calendar_common_properties() -> Map<String, Value> {
     );
     m.insert(
         "working_hours".into(),
-        json!({"type": "object", "title": "Hours in which free slots are offered (UTC)",
+        json!({"type": "object", "title": "Hours in which free slots are offered, in the calendar's time zone",
                "properties": {
                    "start": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$", "default": "09:00"},
                    "end": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$", "default": "17:00"}
                },
                "additionalProperties": false}),
     );
+    m.insert(
+        "time_zone".into(),
+        json!({"type": "string", "title": "Time zone (IANA name)", "minLength": 1, "maxLength": 64,
+               "description": "The zone working hours and free slots are read in, daylight saving included (e.g. Europe/Berlin, America/New_York); also the zone of event times a CalDAV server sends without one. Default: Google Calendar's own zone for the calendar; for CalDAV, the offset of the time asked about"}),
+    );
     m
+}
+
+/// A problem with a calendar config's `time_zone`: it must name a zone of the IANA database.
+fn check_time_zone(ptr: &str, config: &Value, out: &mut Vec<Diagnostic>) {
+    let Some(name) = config.get("time_zone").and_then(Value::as_str) else {
+        return;
+    };
+    if name.parse::<chrono_tz::Tz>().is_ok() {
+        return;
+    }
+    let nearest = chrono_tz::TZ_VARIANTS
+        .iter()
+        .map(|z| z.name())
+        .max_by(|a, b| strsim::jaro_winkler(name, a).total_cmp(&strsim::jaro_winkler(name, b)))
+        .unwrap_or("Europe/Berlin");
+    out.push(Diagnostic {
+        pointer: format!("{ptr}/config/time_zone"),
+        message: format!("`{}` is not a time zone of the IANA database", clip(name)),
+        fix: Some(format!(
+            "write an IANA zone name such as `{nearest}` (Area/City, case as written)"
+        )),
+    });
 }
 
 fn caldav() -> Toolkit {
@@ -256,8 +283,10 @@ impl Toolkit {
             true,
             &mut out,
         );
-        if self.name == "email" {
-            email::check_templates(&format!("{ptr}/config"), config, &mut out);
+        match self.name {
+            "email" => email::check_templates(&format!("{ptr}/config"), config, &mut out),
+            "caldav" | "google_calendar" => check_time_zone(ptr, config, &mut out),
+            _ => {}
         }
         if let Some(s) = sensitive_config.filter(|s| !s.is_null()) {
             schema_problems(
@@ -394,5 +423,31 @@ mod tests {
         );
         let text = format!("{got:?}");
         assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[test]
+    fn a_calendar_time_zone_must_be_an_iana_name() {
+        for kit in ["caldav", "google_calendar"] {
+            let kit = find(kit).unwrap();
+            let config = |zone: &str| json!({"url": "https://cal.example.com/a/", "calendar_id": "primary", "time_zone": zone});
+            let check = |zone: &str| {
+                kit.check("/tools/0", None, &config(zone), None)
+                    .into_iter()
+                    .filter(|d| d.pointer.ends_with("/time_zone"))
+                    .collect::<Vec<_>>()
+            };
+            assert!(check("America/New_York").is_empty());
+            let bad = check("Europe/Berln");
+            assert_eq!(bad.len(), 1, "{bad:?}");
+            assert_eq!(bad[0].pointer, "/tools/0/config/time_zone");
+            assert!(
+                bad[0]
+                    .fix
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("`Europe/Berlin`"),
+                "{bad:?}"
+            );
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! CalDAV (RFC 4791) calendars: Nextcloud, Radicale, iCloud-style servers.
 //!
 //! `list_events` and `check_availability` are a `REPORT` calendar-query with a time range that
-//! asks the server to expand recurrences into UTC instances; `create_event` is a `PUT` of one
+//! asks the server to expand recurrences into UTC instances (a server that ignores `expand`
+//! and answers local times is read right too: `TZID=` times in their IANA zone, floating times
+//! in the configured `time_zone`, else UTC); `create_event` is a `PUT` of one
 //! VEVENT whose UID comes from the idempotency key, named after the slot's start, with
 //! `If-None-Match: *`, so a retried booking finds its own event instead of making a second one,
 //! and of two bookings of one slot made at once the server lets exactly one. Basic auth comes
@@ -9,7 +11,8 @@
 
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, FixedOffset, NaiveTime, SecondsFormat, Utc};
+use chrono::{DateTime, Duration, FixedOffset, NaiveDateTime, NaiveTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
 use icalendar::{
     Calendar, CalendarComponent, CalendarDateTime, Component, DatePerhapsTime, EventLike,
 };
@@ -19,7 +22,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
-use crate::slots::{self, Interval, WorkingHours};
+use crate::slots::{self, Interval, WorkingHours, Zone};
 
 /// Largest response body read from a calendar server.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -75,6 +78,16 @@ struct Settings {
     password: Option<String>,
     default_duration: i64,
     hours: WorkingHours,
+    /// The configured `time_zone`: working hours are read in it, and times the server sends
+    /// without a zone are in it.
+    zone: Option<Tz>,
+}
+
+impl Settings {
+    /// The zone working hours are read in: the configured one, else the offset asked.
+    fn zone(&self, asked: FixedOffset) -> Zone {
+        self.zone.map_or(Zone::Fixed(asked), Zone::Iana)
+    }
 }
 
 impl CalDav {
@@ -203,6 +216,15 @@ impl CalDav {
                 start: hour("start", d.start),
                 end: hour("end", d.end),
             },
+            zone: match cfg.get("time_zone").and_then(Value::as_str) {
+                None => None,
+                Some(name) => Some(name.parse::<Tz>().map_err(|_| {
+                    format!(
+                        "the calendar's config.time_zone `{}` is not an IANA time zone; the operator must fix it (e.g. Europe/Berlin)",
+                        clip(name)
+                    )
+                })?),
+            },
         })
     }
 
@@ -216,18 +238,27 @@ impl CalDav {
         let events = self.events(s, start.to_utc(), horizon).await?;
         let slot = (start.to_utc(), (start + len).to_utc());
         let tz = *start.offset();
+        let zone = s.zone(tz);
         let conflicts: Vec<Value> = events
             .iter()
             .filter(|e| slots::overlaps(slot, e.interval()))
             .map(|e| e.json(&tz))
             .collect();
-        let in_hours = slots::within_hours(start, len, s.hours);
+        let in_hours = slots::within_hours(start.to_utc(), len, s.hours, zone);
         let available = conflicts.is_empty() && in_hours;
         let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
         let next = if available {
             Vec::new()
         } else {
-            slots::next_free(start, len, &busy, s.hours, horizon, ALTERNATIVES)
+            slots::next_free(
+                start.to_utc(),
+                len,
+                &busy,
+                s.hours,
+                zone,
+                horizon,
+                ALTERNATIVES,
+            )
         };
         let mut out = json!({
             "available": available,
@@ -236,16 +267,17 @@ impl CalDav {
             "conflicts": conflicts,
             "next_free_slots": next
                 .iter()
-                .map(|(a, b)| json!({"start": rfc3339(*a), "end": rfc3339(*b)}))
+                .map(|(a, b)| json!({"start": rfc3339(zone.show(*a)), "end": rfc3339(zone.show(*b))}))
                 .collect::<Vec<_>>(),
         });
         if !in_hours && let Value::Object(m) = &mut out {
             m.insert(
                 "reason".into(),
                 json!(format!(
-                    "outside working hours ({}-{})",
+                    "outside working hours ({}-{} {})",
                     s.hours.start.format("%H:%M"),
-                    s.hours.end.format("%H:%M")
+                    s.hours.end.format("%H:%M"),
+                    zone.name()
                 )),
             );
         }
@@ -281,8 +313,17 @@ impl CalDav {
             .collect();
         if !conflicts.is_empty() {
             let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-            let next = slots::next_free(new.start, new.len, &busy, s.hours, horizon, ALTERNATIVES);
-            let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
+            let zone = s.zone(tz);
+            let next = slots::next_free(
+                new.start.to_utc(),
+                new.len,
+                &busy,
+                s.hours,
+                zone,
+                horizon,
+                ALTERNATIVES,
+            );
+            let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(zone.show(*a))).collect();
             return Err(format!(
                 "the slot {} to {} is already taken; nothing was booked. Offer the caller one of these free times instead: {}",
                 rfc3339(new.start),
@@ -325,9 +366,18 @@ impl CalDav {
                     false
                 } else if now.iter().any(|e| slots::overlaps(slot, e.interval())) {
                     let busy: Vec<Interval> = now.iter().map(Event::interval).collect();
-                    let next =
-                        slots::next_free(new.start, new.len, &busy, s.hours, horizon, ALTERNATIVES);
-                    let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
+                    let zone = s.zone(tz);
+                    let next = slots::next_free(
+                        new.start.to_utc(),
+                        new.len,
+                        &busy,
+                        s.hours,
+                        zone,
+                        horizon,
+                        ALTERNATIVES,
+                    );
+                    let offer: Vec<String> =
+                        next.iter().map(|(a, _)| rfc3339(zone.show(*a))).collect();
                     return Err(format!(
                         "the slot {} to {} was just taken by another booking; nothing was booked. Offer the caller one of these free times instead: {}",
                         rfc3339(new.start),
@@ -419,7 +469,7 @@ impl CalDav {
                 )
             })?
             .iter()
-            .flat_map(|ics| parse_events(ics))
+            .flat_map(|ics| parse_events(ics, s.zone))
             .filter(|e| slots::overlaps((from, to), e.interval()))
             .take(MAX_EVENTS)
             .collect();
@@ -516,8 +566,10 @@ fn calendar_data(xml: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// The VEVENTs of one iCalendar object; times the server did not give in UTC are read as UTC.
-fn parse_events(ics: &str) -> Vec<Event> {
+/// The VEVENTs of one iCalendar object. Times with a `TZID=` are read in that zone (an IANA
+/// name, also as the tail of a longer id such as `/example.com/20200101/Europe/Berlin`);
+/// floating times, dates and unknown zones in `floating` (the configured zone), else as UTC.
+fn parse_events(ics: &str, floating: Option<Tz>) -> Vec<Event> {
     let Ok(cal) = ics.parse::<Calendar>() else {
         return Vec::new();
     };
@@ -532,8 +584,8 @@ fn parse_events(ics: &str) -> Vec<Event> {
                 .is_none_or(|s| !s.eq_ignore_ascii_case("CANCELLED"))
         })
         .filter_map(|e| {
-            let (start, all_day) = to_utc(e.get_start()?)?;
-            let end = match e.get_end().and_then(to_utc) {
+            let (start, all_day) = to_utc(e.get_start()?, floating)?;
+            let end = match e.get_end().and_then(|t| to_utc(t, floating)) {
                 Some((end, _)) => end,
                 None if all_day => start + Duration::days(1),
                 None => start,
@@ -549,15 +601,32 @@ fn parse_events(ics: &str) -> Vec<Event> {
         .collect()
 }
 
-fn to_utc(t: DatePerhapsTime) -> Option<(DateTime<Utc>, bool)> {
+fn to_utc(t: DatePerhapsTime, floating: Option<Tz>) -> Option<(DateTime<Utc>, bool)> {
+    let in_zone = |local: NaiveDateTime, zone: Option<Tz>| match zone {
+        Some(z) => Zone::Iana(z).instant(local),
+        None => Some(local.and_utc()),
+    };
     match t {
         DatePerhapsTime::DateTime(CalendarDateTime::Utc(t)) => Some((t, false)),
-        DatePerhapsTime::DateTime(CalendarDateTime::Floating(t)) => Some((t.and_utc(), false)),
-        DatePerhapsTime::DateTime(CalendarDateTime::WithTimezone { date_time, .. }) => {
-            Some((date_time.and_utc(), false))
+        DatePerhapsTime::DateTime(CalendarDateTime::Floating(t)) => {
+            Some((in_zone(t, floating)?, false))
         }
-        DatePerhapsTime::Date(d) => Some((d.and_time(NaiveTime::MIN).and_utc(), true)),
+        DatePerhapsTime::DateTime(CalendarDateTime::WithTimezone { date_time, tzid }) => {
+            Some((in_zone(date_time, zone_named(&tzid).or(floating))?, false))
+        }
+        DatePerhapsTime::Date(d) => Some((in_zone(d.and_time(NaiveTime::MIN), floating)?, true)),
     }
+}
+
+/// The IANA zone a `TZID` names: the whole id, or its longest tail that is a zone name.
+fn zone_named(tzid: &str) -> Option<Tz> {
+    let id = tzid.trim().trim_matches('"');
+    if id.len() > 128 {
+        return None;
+    }
+    std::iter::once(id)
+        .chain(id.match_indices('/').map(|(i, _)| &id[i + 1..]))
+        .find_map(|tail| tail.parse::<Tz>().ok())
 }
 
 pub(crate) fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
@@ -678,12 +747,52 @@ END:VEVENT&#13;
 END:VCALENDAR&#13;
 </C:calendar-data></prop></propstat></response></multistatus>"#;
         let data = calendar_data(xml).unwrap();
-        let events = parse_events(&data[0]);
+        let events = parse_events(&data[0], None);
         assert_eq!(events.len(), 1, "{data:?}");
         assert_eq!(events[0].title, "Dentist & co");
         assert_eq!(
             rfc3339(events[0].start.fixed_offset()),
             "2030-01-07T10:00:00Z"
         );
+    }
+
+    /// A server that ignores `expand` answers local times: each is read in its own zone.
+    /// (DTSTART as sent, the configured zone, the instant it is.)
+    #[test]
+    fn local_times_are_read_in_their_zone() {
+        let berlin: Option<Tz> = "Europe/Berlin".parse().ok();
+        let cases: &[(&str, Option<Tz>, &str)] = &[
+            (
+                "DTSTART;TZID=America/New_York:20300310T090000",
+                None,
+                "2030-03-10T13:00:00Z",
+            ),
+            (
+                "DTSTART;TZID=America/New_York:20300309T090000",
+                None,
+                "2030-03-09T14:00:00Z",
+            ),
+            (
+                "DTSTART;TZID=\"/example.org/2020/Europe/Berlin\":20300707T090000",
+                None,
+                "2030-07-07T07:00:00Z",
+            ),
+            (
+                "DTSTART;TZID=Nowhere/Special:20300707T090000",
+                berlin,
+                "2030-07-07T07:00:00Z",
+            ),
+            ("DTSTART:20300107T090000", berlin, "2030-01-07T08:00:00Z"),
+            ("DTSTART:20300107T090000", None, "2030-01-07T09:00:00Z"),
+            ("DTSTART:20300107T090000Z", berlin, "2030-01-07T09:00:00Z"),
+        ];
+        for (start, zone, want) in cases {
+            let ics = format!(
+                "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nSUMMARY:s\r\n{start}\r\nDURATION:PT1H\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+            );
+            let events = parse_events(&ics, *zone);
+            assert_eq!(events.len(), 1, "{start}");
+            assert_eq!(rfc3339(events[0].start.fixed_offset()), *want, "{start}");
+        }
     }
 }
