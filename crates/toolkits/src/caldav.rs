@@ -6,8 +6,9 @@
 //! in the configured `time_zone`, else UTC); `create_event` is a `PUT` of one
 //! VEVENT whose UID comes from the idempotency key, named after the slot's start, with
 //! `If-None-Match: *`, so a retried booking finds its own event instead of making a second one,
-//! and of two bookings of one slot made at once the server lets exactly one. Basic auth comes
-//! from the agent tool's `sensitive_config` (`username`, `password`).
+//! and of two bookings of one slot made at once the server lets exactly one; bookings that
+//! overlap with different starts are settled after the `PUT` (see `CalDav::settle`). Basic auth
+//! comes from the agent tool's `sensitive_config` (`username`, `password`).
 
 use std::time::Duration as StdDuration;
 
@@ -34,6 +35,9 @@ const SEARCH_DAYS: i64 = 7;
 const ALTERNATIVES: usize = 3;
 /// Each request's deadline.
 const REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
+/// How often, and how far apart, a booking looks again for an overlapping racer to give way.
+const SETTLE_ROUNDS: u32 = 5;
+const SETTLE_PAUSE: StdDuration = StdDuration::from_millis(150);
 
 /// The CalDAV handler: one HTTP client with the outbound guard.
 #[derive(Debug)]
@@ -354,10 +358,8 @@ impl CalDav {
         let ics = cal.done().to_string();
         // The resource is named after the slot's start: two callers booking one free slot at
         // once write the same name with `If-None-Match: *`, and the server lets one of them.
-        let created = match self
-            .put_new(s, &slot_name(new.start.to_utc()), &ics)
-            .await?
-        {
+        let mut name = slot_name(new.start.to_utc());
+        let created = match self.put_new(s, &name, &ics).await? {
             true => true,
             false => {
                 let now = self.events(s, new.start.to_utc(), end.to_utc()).await?;
@@ -365,36 +367,22 @@ impl CalDav {
                     // This booking, made by an earlier try.
                     false
                 } else if now.iter().any(|e| slots::overlaps(slot, e.interval())) {
-                    let busy: Vec<Interval> = now.iter().map(Event::interval).collect();
-                    let zone = s.zone(tz);
-                    let next = slots::next_free(
-                        new.start.to_utc(),
-                        new.len,
-                        &busy,
-                        s.hours,
-                        zone,
-                        horizon,
-                        ALTERNATIVES,
-                    );
-                    let offer: Vec<String> =
-                        next.iter().map(|(a, _)| rfc3339(zone.show(*a))).collect();
-                    return Err(format!(
-                        "the slot {} to {} was just taken by another booking; nothing was booked. Offer the caller one of these free times instead: {}",
-                        rfc3339(new.start),
-                        rfc3339(end),
-                        if offer.is_empty() {
-                            "none in the next week".to_owned()
-                        } else {
-                            offer.join(", ")
-                        }
-                    ));
+                    return Err(self.just_taken(s, &new, tz).await);
                 } else {
                     // The name is held by an event since moved elsewhere: book under the
                     // booking's own name.
-                    self.put_new(s, &resource_name(new.uid), &ics).await?
+                    name = resource_name(new.uid);
+                    self.put_new(s, &name, &ics).await?
                 }
             }
         };
+        // Bookings of overlapping slots with different starts do not share a name: each
+        // looks again, and of two that overlap, one gives way (see `settle`).
+        if created && !self.settle(s, &new, slot).await? {
+            self.delete(s, &name).await?;
+            tracing::info!(name: "calendar_booking_yielded", "calendar_booking_yielded");
+            return Err(self.just_taken(s, &new, tz).await);
+        }
         Ok(json!({
             "id": new.uid,
             "title": new.title,
@@ -402,6 +390,87 @@ impl CalDav {
             "end": rfc3339(end),
             "created": created,
         }))
+    }
+
+    /// Whether a booking just stored keeps its slot. Other events overlapping it are racers
+    /// (or events stored meanwhile): one whose UID sorts before ours wins at once. One that
+    /// sorts after ours wins too unless it gives way soon: it gives way when its own look saw
+    /// ours, and if it looked before ours was stored, it stays and ours must go. So of two
+    /// overlapping bookings at most one is kept, whatever the timing.
+    async fn settle(
+        &self,
+        s: &Settings,
+        new: &NewEvent<'_>,
+        slot: Interval,
+    ) -> Result<bool, String> {
+        for round in 0..=SETTLE_ROUNDS {
+            let others: Vec<Event> = self
+                .events(s, slot.0, slot.1)
+                .await?
+                .into_iter()
+                .filter(|e| e.uid != new.uid && slots::overlaps(slot, e.interval()))
+                .collect();
+            if others.is_empty() {
+                return Ok(true);
+            }
+            if others.iter().any(|e| e.uid.as_str() < new.uid) || round == SETTLE_ROUNDS {
+                return Ok(false);
+            }
+            tokio::time::sleep(SETTLE_PAUSE).await;
+        }
+        Ok(false)
+    }
+
+    /// The refusal of a slot another booking took while this one was made, with free times.
+    async fn just_taken(&self, s: &Settings, new: &NewEvent<'_>, tz: FixedOffset) -> String {
+        let end = new.start + new.len;
+        let horizon = new.start.to_utc() + Duration::days(SEARCH_DAYS);
+        let zone = s.zone(tz);
+        let offer = match self.events(s, new.start.to_utc(), horizon).await {
+            Ok(events) => {
+                let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+                slots::next_free(
+                    new.start.to_utc(),
+                    new.len,
+                    &busy,
+                    s.hours,
+                    zone,
+                    horizon,
+                    ALTERNATIVES,
+                )
+                .iter()
+                .map(|(a, _)| rfc3339(zone.show(*a)))
+                .collect::<Vec<_>>()
+            }
+            Err(_) => Vec::new(),
+        };
+        format!(
+            "the slot {} to {} was just taken by another booking; nothing was booked. Offer the caller one of these free times instead: {}",
+            rfc3339(new.start),
+            rfc3339(end),
+            if offer.is_empty() {
+                "none found; ask the caller for another time".to_owned()
+            } else {
+                offer.join(", ")
+            }
+        )
+    }
+
+    /// Deletes a resource this handler stored (a booking that gave way).
+    async fn delete(&self, s: &Settings, name: &str) -> Result<(), String> {
+        let url = s
+            .url
+            .join(&format!("{name}.ics"))
+            .map_err(|_| "the calendar's config.url cannot take an event name".to_owned())?;
+        let resp = self
+            .request(s, Method::DELETE, url)?
+            .send()
+            .await
+            .map_err(|e| unreachable(&s.url, &e))?;
+        match resp.status() {
+            st if st.is_success() || st == StatusCode::NOT_FOUND => Ok(()),
+            st => Err(refused(&s.url, st, "remove a booking that lost its slot")),
+        }
     }
 
     /// `PUT`s a new resource with `If-None-Match: *`: `false` when one of that name exists.
