@@ -23,16 +23,13 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
+use crate::events::{Asked, Event, SEARCH_DAYS};
 use crate::slots::{self, Interval, WorkingHours, Zone};
 
 /// Largest response body read from a calendar server.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Most events read from one response (past it the rest are ignored).
 const MAX_EVENTS: usize = 2_000;
-/// How far ahead `check_availability` looks for alternatives.
-const SEARCH_DAYS: i64 = 7;
-/// Alternatives offered when a slot is taken.
-const ALTERNATIVES: usize = 3;
 /// Each request's deadline.
 const REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
 /// How often, and how far apart, a booking looks again for an overlapping racer to give way.
@@ -44,35 +41,6 @@ const SETTLE_PAUSE: StdDuration = StdDuration::from_millis(150);
 pub struct CalDav {
     client: Option<reqwest::Client>,
     allow_private: bool,
-}
-
-/// One event as the model reads it.
-#[derive(Debug, Clone, PartialEq)]
-struct Event {
-    uid: String,
-    title: String,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-    description: Option<String>,
-}
-
-impl Event {
-    fn json(&self, tz: &FixedOffset) -> Value {
-        let mut v = json!({
-            "id": self.uid,
-            "title": self.title,
-            "start": rfc3339(self.start.with_timezone(tz)),
-            "end": rfc3339(self.end.with_timezone(tz)),
-        });
-        if let (Some(d), Value::Object(m)) = (&self.description, &mut v) {
-            m.insert("description".into(), json!(d));
-        }
-        v
-    }
-
-    fn interval(&self) -> Interval {
-        (self.start, self.end)
-    }
 }
 
 /// The agent tool's settings, read once per operation.
@@ -91,6 +59,16 @@ impl Settings {
     /// The zone working hours are read in: the configured one, else the offset asked.
     fn zone(&self, asked: FixedOffset) -> Zone {
         self.zone.map_or(Zone::Fixed(asked), Zone::Iana)
+    }
+
+    /// A slot asked about, with this calendar's working hours and zone.
+    fn asked(&self, start: DateTime<FixedOffset>, len: Duration) -> Asked {
+        Asked {
+            start,
+            len,
+            hours: self.hours,
+            zone: self.zone(*start.offset()),
+        }
     }
 }
 
@@ -242,50 +220,13 @@ impl CalDav {
         let events = self.events(s, start.to_utc(), horizon).await?;
         let slot = (start.to_utc(), (start + len).to_utc());
         let tz = *start.offset();
-        let zone = s.zone(tz);
         let conflicts: Vec<Value> = events
             .iter()
             .filter(|e| slots::overlaps(slot, e.interval()))
             .map(|e| e.json(&tz))
             .collect();
-        let in_hours = slots::within_hours(start.to_utc(), len, s.hours, zone);
-        let available = conflicts.is_empty() && in_hours;
         let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-        let next = if available {
-            Vec::new()
-        } else {
-            slots::next_free(
-                start.to_utc(),
-                len,
-                &busy,
-                s.hours,
-                zone,
-                horizon,
-                ALTERNATIVES,
-            )
-        };
-        let mut out = json!({
-            "available": available,
-            "start": rfc3339(start),
-            "end": rfc3339(start + len),
-            "conflicts": conflicts,
-            "next_free_slots": next
-                .iter()
-                .map(|(a, b)| json!({"start": rfc3339(zone.show(*a)), "end": rfc3339(zone.show(*b))}))
-                .collect::<Vec<_>>(),
-        });
-        if !in_hours && let Value::Object(m) = &mut out {
-            m.insert(
-                "reason".into(),
-                json!(format!(
-                    "outside working hours ({}-{} {})",
-                    s.hours.start.format("%H:%M"),
-                    s.hours.end.format("%H:%M"),
-                    zone.name()
-                )),
-            );
-        }
-        Ok(out)
+        Ok(s.asked(start, len).availability(conflicts, &busy))
     }
 
     async fn create(&self, s: &Settings, new: NewEvent<'_>) -> Result<Value, String> {
@@ -304,7 +245,7 @@ impl CalDav {
         let horizon = new.start.to_utc() + Duration::days(SEARCH_DAYS);
         let events = self.events(s, new.start.to_utc(), horizon).await?;
         let slot = (new.start.to_utc(), end.to_utc());
-        if let Some(own) = events.iter().find(|e| e.uid == new.uid) {
+        if let Some(own) = events.iter().find(|e| e.id == new.uid) {
             let mut v = own.json(&tz);
             if let Value::Object(m) = &mut v {
                 m.insert("created".into(), json!(false));
@@ -317,27 +258,7 @@ impl CalDav {
             .collect();
         if !conflicts.is_empty() {
             let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-            let zone = s.zone(tz);
-            let next = slots::next_free(
-                new.start.to_utc(),
-                new.len,
-                &busy,
-                s.hours,
-                zone,
-                horizon,
-                ALTERNATIVES,
-            );
-            let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(zone.show(*a))).collect();
-            return Err(format!(
-                "the slot {} to {} is already taken; nothing was booked. Offer the caller one of these free times instead: {}",
-                rfc3339(new.start),
-                rfc3339(end),
-                if offer.is_empty() {
-                    "none in the next week".to_owned()
-                } else {
-                    offer.join(", ")
-                }
-            ));
+            return Err(s.asked(new.start, new.len).taken("is already taken", &busy));
         }
         let mut event = icalendar::Event::new();
         event
@@ -363,11 +284,11 @@ impl CalDav {
             true => true,
             false => {
                 let now = self.events(s, new.start.to_utc(), end.to_utc()).await?;
-                if now.iter().any(|e| e.uid == new.uid) {
+                if now.iter().any(|e| e.id == new.uid) {
                     // This booking, made by an earlier try.
                     false
                 } else if now.iter().any(|e| slots::overlaps(slot, e.interval())) {
-                    return Err(self.just_taken(s, &new, tz).await);
+                    return Err(self.just_taken(s, &new).await);
                 } else {
                     // The name is held by an event since moved elsewhere: book under the
                     // booking's own name.
@@ -381,7 +302,7 @@ impl CalDav {
         if created && !self.settle(s, &new, slot).await? {
             self.delete(s, &name).await?;
             tracing::info!(name: "calendar_booking_yielded", "calendar_booking_yielded");
-            return Err(self.just_taken(s, &new, tz).await);
+            return Err(self.just_taken(s, &new).await);
         }
         Ok(json!({
             "id": new.uid,
@@ -408,12 +329,12 @@ impl CalDav {
                 .events(s, slot.0, slot.1)
                 .await?
                 .into_iter()
-                .filter(|e| e.uid != new.uid && slots::overlaps(slot, e.interval()))
+                .filter(|e| e.id != new.uid && slots::overlaps(slot, e.interval()))
                 .collect();
             if others.is_empty() {
                 return Ok(true);
             }
-            if others.iter().any(|e| e.uid.as_str() < new.uid) || round == SETTLE_ROUNDS {
+            if others.iter().any(|e| e.id.as_str() < new.uid) || round == SETTLE_ROUNDS {
                 return Ok(false);
             }
             tokio::time::sleep(SETTLE_PAUSE).await;
@@ -422,38 +343,21 @@ impl CalDav {
     }
 
     /// The refusal of a slot another booking took while this one was made, with free times.
-    async fn just_taken(&self, s: &Settings, new: &NewEvent<'_>, tz: FixedOffset) -> String {
-        let end = new.start + new.len;
+    async fn just_taken(&self, s: &Settings, new: &NewEvent<'_>) -> String {
         let horizon = new.start.to_utc() + Duration::days(SEARCH_DAYS);
-        let zone = s.zone(tz);
-        let offer = match self.events(s, new.start.to_utc(), horizon).await {
+        let asked = s.asked(new.start, new.len);
+        let how = "was just taken by another booking";
+        match self.events(s, new.start.to_utc(), horizon).await {
             Ok(events) => {
                 let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-                slots::next_free(
-                    new.start.to_utc(),
-                    new.len,
-                    &busy,
-                    s.hours,
-                    zone,
-                    horizon,
-                    ALTERNATIVES,
-                )
-                .iter()
-                .map(|(a, _)| rfc3339(zone.show(*a)))
-                .collect::<Vec<_>>()
+                asked.taken(how, &busy)
             }
-            Err(_) => Vec::new(),
-        };
-        format!(
-            "the slot {} to {} was just taken by another booking; nothing was booked. Offer the caller one of these free times instead: {}",
-            rfc3339(new.start),
-            rfc3339(end),
-            if offer.is_empty() {
-                "none found; ask the caller for another time".to_owned()
-            } else {
-                offer.join(", ")
-            }
-        )
+            Err(_) => format!(
+                "the slot {} to {} {how}; nothing was booked. Ask the caller for another time",
+                rfc3339(new.start),
+                rfc3339(new.start + new.len)
+            ),
+        }
     }
 
     /// Deletes a resource this handler stored (a booking that gave way).
@@ -542,7 +446,7 @@ impl CalDav {
             .filter(|e| slots::overlaps((from, to), e.interval()))
             .take(MAX_EVENTS)
             .collect();
-        events.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.uid.cmp(&b.uid)));
+        events.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.id.cmp(&b.id)));
         Ok(events)
     }
 
@@ -660,7 +564,8 @@ fn parse_events(ics: &str, floating: Option<Tz>) -> Vec<Event> {
                 None => start,
             };
             Some(Event {
-                uid: e.get_uid().unwrap_or_default().to_owned(),
+                id: e.get_uid().unwrap_or_default().to_owned(),
+                created: None,
                 title: e.get_summary().unwrap_or_default().to_owned(),
                 start,
                 end: end.max(start),

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
 use crate::caldav::{clip, host_label, parse_time, plausible_email, read_capped, rfc3339};
+use crate::events::{Asked, Event, SEARCH_DAYS};
 use crate::oauth::{TokenError, Tokens};
 use crate::slots::{self, Interval, WorkingHours, Zone};
 
@@ -31,8 +32,6 @@ pub const API_BASE: &str = "https://www.googleapis.com/calendar/v3/";
 
 /// Largest response body read (the same cap as CalDAV's).
 const MAX_EVENTS: usize = 2_000;
-const SEARCH_DAYS: i64 = 7;
-const ALTERNATIVES: usize = 3;
 const REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
 
 /// The handler: an HTTP client with the outbound guard, the API base, and the token source.
@@ -51,32 +50,6 @@ pub fn client(allow_private: bool) -> Result<reqwest::Client, String> {
         .connect_timeout(StdDuration::from_secs(5))
         .build()
         .map_err(|e| format!("cannot build the Google HTTP client: {e}"))
-}
-
-/// One event as the model reads it.
-struct Event {
-    id: String,
-    /// When Google stored it (its `created`): which of two bookings made at once came first.
-    created: Option<DateTime<Utc>>,
-    title: String,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-    description: Option<String>,
-}
-
-impl Event {
-    fn json(&self, tz: &FixedOffset) -> Value {
-        let mut v = json!({
-            "id": self.id,
-            "title": self.title,
-            "start": rfc3339(self.start.with_timezone(tz)),
-            "end": rfc3339(self.end.with_timezone(tz)),
-        });
-        if let (Some(d), Value::Object(m)) = (&self.description, &mut v) {
-            m.insert("description".into(), json!(d));
-        }
-        v
-    }
 }
 
 /// Which connection and calendar an operation uses, read once.
@@ -396,43 +369,13 @@ impl GoogleCalendar {
             .filter(|b| slots::overlaps(slot, **b))
             .map(|(a, b)| json!({"start": rfc3339(a.with_timezone(&tz)), "end": rfc3339(b.with_timezone(&tz))}))
             .collect();
-        let in_hours = slots::within_hours(start.to_utc(), len, t.hours, zone);
-        let available = conflicts.is_empty() && in_hours;
-        let next = if available {
-            Vec::new()
-        } else {
-            slots::next_free(
-                start.to_utc(),
-                len,
-                &busy,
-                t.hours,
-                zone,
-                horizon,
-                ALTERNATIVES,
-            )
+        let asked = Asked {
+            start,
+            len,
+            hours: t.hours,
+            zone,
         };
-        let mut out = json!({
-            "available": available,
-            "start": rfc3339(start),
-            "end": rfc3339(start + len),
-            "conflicts": conflicts,
-            "next_free_slots": next
-                .iter()
-                .map(|(a, b)| json!({"start": rfc3339(zone.show(*a)), "end": rfc3339(zone.show(*b))}))
-                .collect::<Vec<_>>(),
-        });
-        if !in_hours && let Value::Object(m) = &mut out {
-            m.insert(
-                "reason".into(),
-                json!(format!(
-                    "outside working hours ({}-{} {})",
-                    t.hours.start.format("%H:%M"),
-                    t.hours.end.format("%H:%M"),
-                    zone.name()
-                )),
-            );
-        }
-        Ok(out)
+        Ok(asked.availability(conflicts, &busy))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -544,28 +487,14 @@ fn taken(
     hours: WorkingHours,
     zone: Zone,
 ) -> String {
-    let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
-    let busy: Vec<Interval> = events.iter().map(|e| (e.start, e.end)).collect();
-    let next = slots::next_free(
-        start.to_utc(),
+    let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+    let asked = Asked {
+        start,
         len,
-        &busy,
         hours,
         zone,
-        horizon,
-        ALTERNATIVES,
-    );
-    let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(zone.show(*a))).collect();
-    format!(
-        "the slot {} to {} is already taken; nothing was booked. Offer the caller one of these free times instead: {}",
-        rfc3339(start),
-        rfc3339(start + len),
-        if offer.is_empty() {
-            "none in the next week".to_owned()
-        } else {
-            offer.join(", ")
-        }
-    )
+    };
+    asked.taken("is already taken", &busy)
 }
 
 fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, String> {
