@@ -43,6 +43,8 @@ const KEYWORDS: &[&str] = &[
 pub struct TemplateError {
     pub message: String,
     pub fix: Option<String>,
+    /// Byte offset in the template's text of the `{{` (or `{%`) at fault, when one is.
+    pub at: Option<usize>,
 }
 
 impl TemplateError {
@@ -50,7 +52,23 @@ impl TemplateError {
         Self {
             message: message.into(),
             fix: fix.into(),
+            at: None,
         }
+    }
+
+    fn at(mut self, offset: usize) -> Self {
+        self.at = Some(offset);
+        self
+    }
+
+    /// The 1-based line and column (in characters) of the fault in `src`, the template's
+    /// text, when the error has a place.
+    pub fn line_column(&self, src: &str) -> Option<(usize, usize)> {
+        let at = self.at?;
+        let before = src.get(..at)?;
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Some((line, before[line_start..].chars().count() + 1))
     }
 }
 
@@ -753,6 +771,7 @@ fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
             break;
         };
         let after = &rest[open + 1..];
+        let offset = src.len() - rest.len() + open;
         if after.starts_with('%') || after.starts_with('#') {
             return Err(TemplateError::new(
                 format!(
@@ -763,7 +782,8 @@ fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
                     "use an expression inside `{{ }}`, e.g. `{{ 'yes' if flags.vip else 'no' }}`"
                         .to_owned(),
                 ),
-            ));
+            )
+            .at(offset));
         }
         if !after.starts_with('{') {
             lit.push_str(&rest[..=open]);
@@ -774,12 +794,10 @@ fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
         let body_start = open + 2;
         let close = find_close(&rest[body_start..]).ok_or_else(|| {
             TemplateError::new(
-                format!(
-                    "`{{{{` at byte {} is never closed",
-                    src.len() - rest.len() + open
-                ),
+                format!("`{{{{` at byte {offset} is never closed"),
                 Some("close the expression with `}}`".to_owned()),
             )
+            .at(offset)
         })?;
         let mut body = &rest[body_start..body_start + close];
         let trim_before = body.starts_with('-');
@@ -795,10 +813,7 @@ fn split(src: &str) -> Result<Vec<Piece>, TemplateError> {
         if trim_before {
             trim_end_lit(&mut pieces);
         }
-        let expr = Expr::compile(body).map_err(|e| TemplateError {
-            message: e.message,
-            fix: e.fix,
-        })?;
+        let expr = Expr::compile(body).map_err(|e| e.at(offset))?;
         pieces.push(Piece::Hole(expr));
         trim_next = trim_after;
         rest = &rest[body_start + close + 2..];

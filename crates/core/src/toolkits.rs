@@ -7,6 +7,7 @@
 //! `config` and `sensitive_config`, which are checked here against the toolkit's schemas when
 //! the agent is saved.
 
+pub mod email;
 pub mod memory;
 
 use std::sync::OnceLock;
@@ -62,7 +63,14 @@ pub struct ToolkitAction {
 /// Every built-in toolkit, in a stable order.
 pub fn catalogue() -> &'static [Toolkit] {
     static CATALOGUE: OnceLock<Vec<Toolkit>> = OnceLock::new();
-    CATALOGUE.get_or_init(|| vec![caldav(), google_calendar(), email(), memory::toolkit()])
+    CATALOGUE.get_or_init(|| {
+        vec![
+            caldav(),
+            google_calendar(),
+            email::toolkit(),
+            memory::toolkit(),
+        ]
+    })
 }
 
 /// The toolkit called `name`.
@@ -125,14 +133,41 @@ fn calendar_common_properties() -> Map<String, Value> {
     );
     m.insert(
         "working_hours".into(),
-        json!({"type": "object", "title": "Hours in which free slots are offered (UTC)",
+        json!({"type": "object", "title": "Hours in which free slots are offered, in the calendar's time zone",
                "properties": {
                    "start": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$", "default": "09:00"},
                    "end": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$", "default": "17:00"}
                },
                "additionalProperties": false}),
     );
+    m.insert(
+        "time_zone".into(),
+        json!({"type": "string", "title": "Time zone (IANA name)", "minLength": 1, "maxLength": 64,
+               "description": "The zone working hours and free slots are read in, daylight saving included (e.g. Europe/Berlin, America/New_York); also the zone of event times a CalDAV server sends without one. Default: Google Calendar's own zone for the calendar; for CalDAV, the offset of the time asked about"}),
+    );
     m
+}
+
+/// A problem with a calendar config's `time_zone`: it must name a zone of the IANA database.
+fn check_time_zone(ptr: &str, config: &Value, out: &mut Vec<Diagnostic>) {
+    let Some(name) = config.get("time_zone").and_then(Value::as_str) else {
+        return;
+    };
+    if name.parse::<chrono_tz::Tz>().is_ok() {
+        return;
+    }
+    let nearest = chrono_tz::TZ_VARIANTS
+        .iter()
+        .map(|z| z.name())
+        .max_by(|a, b| strsim::jaro_winkler(name, a).total_cmp(&strsim::jaro_winkler(name, b)))
+        .unwrap_or("Europe/Berlin");
+    out.push(Diagnostic {
+        pointer: format!("{ptr}/config/time_zone"),
+        message: format!("`{}` is not a time zone of the IANA database", clip(name)),
+        fix: Some(format!(
+            "write an IANA zone name such as `{nearest}` (Area/City, case as written)"
+        )),
+    });
 }
 
 fn caldav() -> Toolkit {
@@ -181,39 +216,6 @@ fn google_calendar() -> Toolkit {
             "token_url": "https://oauth2.googleapis.com/token"
         })),
         actions: calendar_actions(),
-    }
-}
-
-fn email() -> Toolkit {
-    Toolkit {
-        name: "email",
-        description: "Send email over SMTP.",
-        config_schema: json!({"type": "object", "properties": {
-            "smtp_host": {"type": "string", "title": "SMTP server", "minLength": 1, "maxLength": 253},
-            "smtp_port": {"type": "integer", "title": "SMTP port", "default": 587, "minimum": 1, "maximum": 65535},
-            "security": {"type": "string", "enum": ["starttls", "tls", "plain"], "default": "starttls",
-                         "description": "plain is for servers on a private network or loopback only"},
-            "from_email": {"type": "string", "title": "From address", "format": "email", "maxLength": 254},
-            "from_name": {"type": "string", "maxLength": 128}
-        }, "required": ["smtp_host", "from_email"], "additionalProperties": false}),
-        sensitive_config_schema: json!({"type": "object", "properties": {
-            "username": {"type": "string", "minLength": 1, "maxLength": 256},
-            "password": {"type": "string", "maxLength": 1024}
-        }, "additionalProperties": false}),
-        requires_auth: true,
-        auth_type: Some("basic"),
-        auth_config: Some(json!({"fields": ["username", "password"], "in": "sensitive_config"})),
-        actions: vec![ToolkitAction {
-            name: "send_email",
-            description: "Send an email to a recipient.",
-            parameters: json!([
-                {"name": "to", "type": "string", "required": true, "description": "Recipient email address"},
-                {"name": "subject", "type": "string", "required": true, "description": "Email subject"},
-                {"name": "body", "type": "string", "required": true, "description": "Email body content"}
-            ]),
-            returns: "{message_id, accepted: [..]}",
-            effect: "email.send",
-        }],
     }
 }
 
@@ -281,6 +283,11 @@ impl Toolkit {
             true,
             &mut out,
         );
+        match self.name {
+            "email" => email::check_templates(&format!("{ptr}/config"), config, &mut out),
+            "caldav" | "google_calendar" => check_time_zone(ptr, config, &mut out),
+            _ => {}
+        }
         if let Some(s) = sensitive_config.filter(|s| !s.is_null()) {
             schema_problems(
                 &self.sensitive_config_schema,
@@ -416,5 +423,31 @@ mod tests {
         );
         let text = format!("{got:?}");
         assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[test]
+    fn a_calendar_time_zone_must_be_an_iana_name() {
+        for kit in ["caldav", "google_calendar"] {
+            let kit = find(kit).unwrap();
+            let config = |zone: &str| json!({"url": "https://cal.example.com/a/", "calendar_id": "primary", "time_zone": zone});
+            let check = |zone: &str| {
+                kit.check("/tools/0", None, &config(zone), None)
+                    .into_iter()
+                    .filter(|d| d.pointer.ends_with("/time_zone"))
+                    .collect::<Vec<_>>()
+            };
+            assert!(check("America/New_York").is_empty());
+            let bad = check("Europe/Berln");
+            assert_eq!(bad.len(), 1, "{bad:?}");
+            assert_eq!(bad[0].pointer, "/tools/0/config/time_zone");
+            assert!(
+                bad[0]
+                    .fix
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("`Europe/Berlin`"),
+                "{bad:?}"
+            );
+        }
     }
 }

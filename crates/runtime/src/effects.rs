@@ -100,17 +100,26 @@ impl Addresses {
     }
 }
 
-/// `email.send`'s fields.
+/// `email.send`'s fields: a `subject` and `body`, or a `template` of the agent's email
+/// toolkit and its `variables`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmailMessage {
     pub to: Addresses,
     #[serde(default)]
     pub cc: Option<Addresses>,
-    pub subject: String,
-    pub body: String,
+    #[serde(default)]
+    pub subject: Option<String>,
+    #[serde(default)]
+    pub body: Option<String>,
     #[serde(default)]
     pub reply_to: Option<String>,
+    /// The name of a template in the email toolkit's `config.templates`.
+    #[serde(default)]
+    pub template: Option<String>,
+    /// What the template's `variables` scope holds.
+    #[serde(default)]
+    pub variables: Option<Value>,
 }
 
 /// `calendar.*`'s operations (seed 003's three actions).

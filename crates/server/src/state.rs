@@ -48,6 +48,8 @@ pub struct ServerConfig {
     pub google: Option<GoogleSettings>,
     /// Bounds on what the `memory` toolkit keeps per caller and per tenant.
     pub memory: switchboard_store::MemoryLimits,
+    /// Emails each tenant may send per minute, counted in the database across all nodes.
+    pub emails_per_tenant_per_minute: u32,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -75,11 +77,12 @@ impl Default for ServerConfig {
             advertise_url: None,
             google: None,
             memory: switchboard_store::MemoryLimits::default(),
+            emails_per_tenant_per_minute: EMAILS_PER_TENANT_PER_MINUTE,
         }
     }
 }
 
-/// Emails each tenant may send per minute, on each node (in-process).
+/// Emails each tenant may send per minute, across every node sharing the database.
 pub const EMAILS_PER_TENANT_PER_MINUTE: u32 = 30;
 
 /// Per-tenant request rate (in-process: each node limits its own share).
@@ -192,8 +195,9 @@ impl AppState {
         } else {
             let mut with_email = (*effects).clone();
             with_email.email = Some(Arc::new(switchboard_toolkits::smtp::Smtp::new(
+                store.clone(),
                 effects.http.allows_private_networks(),
-                EMAILS_PER_TENANT_PER_MINUTE,
+                config.emails_per_tenant_per_minute,
             ))
                 as Arc<dyn switchboard_runtime::effects::EmailSender>);
             Arc::new(with_email)

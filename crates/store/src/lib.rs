@@ -10,7 +10,8 @@
 //!   [`switchboard_runtime::CallJournal`] for one tenant's calls), [`replays`] (a tool's
 //!   recorded invocations read back for replay), [`connections`] (toolkits' OAuth2 connections:
 //!   connect flows, sealed tokens, the refresh lease), [`memory`] (what agents remember about
-//!   each caller, with ranked full-text search; its [`MemoryHandler`] performs `memory.*` effects).
+//!   each caller, with ranked full-text search; its [`MemoryHandler`] performs `memory.*` effects),
+//!   [`email_rate`] (the per-tenant email send rate, shared by every node on the database).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -21,6 +22,7 @@ pub mod agents;
 pub mod calls;
 pub mod connections;
 pub mod crypto;
+pub mod email_rate;
 mod error;
 mod journal;
 pub mod keys;
@@ -51,6 +53,7 @@ pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret, Live
 pub use calls::{CallRow, CallStatus};
 pub use connections::{Connection, ConnectionInfo, OAuthTokens, PendingConnect};
 pub use crypto::{MasterKey, open, open_with, seal, seal_with};
+pub use email_rate::EmailAdmission;
 pub use error::StoreError;
 pub use journal::TenantJournal;
 pub use keys::{ApiKey, Principal};

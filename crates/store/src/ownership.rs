@@ -84,7 +84,7 @@ impl CallOwner {
 }
 
 /// The database's clock in milliseconds since the Unix epoch, as SQL.
-fn now_ms(kind: Backend) -> &'static str {
+pub(crate) fn now_ms(kind: Backend) -> &'static str {
     match kind {
         Backend::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
         Backend::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",

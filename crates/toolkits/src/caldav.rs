@@ -1,15 +1,19 @@
 //! CalDAV (RFC 4791) calendars: Nextcloud, Radicale, iCloud-style servers.
 //!
 //! `list_events` and `check_availability` are a `REPORT` calendar-query with a time range that
-//! asks the server to expand recurrences into UTC instances; `create_event` is a `PUT` of one
+//! asks the server to expand recurrences into UTC instances (a server that ignores `expand`
+//! and answers local times is read right too: `TZID=` times in their IANA zone, floating times
+//! in the configured `time_zone`, else UTC); `create_event` is a `PUT` of one
 //! VEVENT whose UID comes from the idempotency key, named after the slot's start, with
 //! `If-None-Match: *`, so a retried booking finds its own event instead of making a second one,
-//! and of two bookings of one slot made at once the server lets exactly one. Basic auth comes
-//! from the agent tool's `sensitive_config` (`username`, `password`).
+//! and of two bookings of one slot made at once the server lets exactly one; bookings that
+//! overlap with different starts are settled after the `PUT` (see `CalDav::settle`). Basic auth
+//! comes from the agent tool's `sensitive_config` (`username`, `password`).
 
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, FixedOffset, NaiveTime, SecondsFormat, Utc};
+use chrono::{DateTime, Duration, FixedOffset, NaiveDateTime, NaiveTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
 use icalendar::{
     Calendar, CalendarComponent, CalendarDateTime, Component, DatePerhapsTime, EventLike,
 };
@@ -19,53 +23,24 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
-use crate::slots::{self, Interval, WorkingHours};
+use crate::events::{Asked, Event, SEARCH_DAYS};
+use crate::slots::{self, Interval, WorkingHours, Zone};
 
 /// Largest response body read from a calendar server.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Most events read from one response (past it the rest are ignored).
 const MAX_EVENTS: usize = 2_000;
-/// How far ahead `check_availability` looks for alternatives.
-const SEARCH_DAYS: i64 = 7;
-/// Alternatives offered when a slot is taken.
-const ALTERNATIVES: usize = 3;
 /// Each request's deadline.
 const REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
+/// How often, and how far apart, a booking looks again for an overlapping racer to give way.
+const SETTLE_ROUNDS: u32 = 5;
+const SETTLE_PAUSE: StdDuration = StdDuration::from_millis(150);
 
 /// The CalDAV handler: one HTTP client with the outbound guard.
 #[derive(Debug)]
 pub struct CalDav {
     client: Option<reqwest::Client>,
     allow_private: bool,
-}
-
-/// One event as the model reads it.
-#[derive(Debug, Clone, PartialEq)]
-struct Event {
-    uid: String,
-    title: String,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-    description: Option<String>,
-}
-
-impl Event {
-    fn json(&self, tz: &FixedOffset) -> Value {
-        let mut v = json!({
-            "id": self.uid,
-            "title": self.title,
-            "start": rfc3339(self.start.with_timezone(tz)),
-            "end": rfc3339(self.end.with_timezone(tz)),
-        });
-        if let (Some(d), Value::Object(m)) = (&self.description, &mut v) {
-            m.insert("description".into(), json!(d));
-        }
-        v
-    }
-
-    fn interval(&self) -> Interval {
-        (self.start, self.end)
-    }
 }
 
 /// The agent tool's settings, read once per operation.
@@ -75,6 +50,26 @@ struct Settings {
     password: Option<String>,
     default_duration: i64,
     hours: WorkingHours,
+    /// The configured `time_zone`: working hours are read in it, and times the server sends
+    /// without a zone are in it.
+    zone: Option<Tz>,
+}
+
+impl Settings {
+    /// The zone working hours are read in: the configured one, else the offset asked.
+    fn zone(&self, asked: FixedOffset) -> Zone {
+        self.zone.map_or(Zone::Fixed(asked), Zone::Iana)
+    }
+
+    /// A slot asked about, with this calendar's working hours and zone.
+    fn asked(&self, start: DateTime<FixedOffset>, len: Duration) -> Asked {
+        Asked {
+            start,
+            len,
+            hours: self.hours,
+            zone: self.zone(*start.offset()),
+        }
+    }
 }
 
 impl CalDav {
@@ -203,6 +198,15 @@ impl CalDav {
                 start: hour("start", d.start),
                 end: hour("end", d.end),
             },
+            zone: match cfg.get("time_zone").and_then(Value::as_str) {
+                None => None,
+                Some(name) => Some(name.parse::<Tz>().map_err(|_| {
+                    format!(
+                        "the calendar's config.time_zone `{}` is not an IANA time zone; the operator must fix it (e.g. Europe/Berlin)",
+                        clip(name)
+                    )
+                })?),
+            },
         })
     }
 
@@ -221,35 +225,8 @@ impl CalDav {
             .filter(|e| slots::overlaps(slot, e.interval()))
             .map(|e| e.json(&tz))
             .collect();
-        let in_hours = slots::within_hours(start, len, s.hours);
-        let available = conflicts.is_empty() && in_hours;
         let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-        let next = if available {
-            Vec::new()
-        } else {
-            slots::next_free(start, len, &busy, s.hours, horizon, ALTERNATIVES)
-        };
-        let mut out = json!({
-            "available": available,
-            "start": rfc3339(start),
-            "end": rfc3339(start + len),
-            "conflicts": conflicts,
-            "next_free_slots": next
-                .iter()
-                .map(|(a, b)| json!({"start": rfc3339(*a), "end": rfc3339(*b)}))
-                .collect::<Vec<_>>(),
-        });
-        if !in_hours && let Value::Object(m) = &mut out {
-            m.insert(
-                "reason".into(),
-                json!(format!(
-                    "outside working hours ({}-{})",
-                    s.hours.start.format("%H:%M"),
-                    s.hours.end.format("%H:%M")
-                )),
-            );
-        }
-        Ok(out)
+        Ok(s.asked(start, len).availability(conflicts, &busy))
     }
 
     async fn create(&self, s: &Settings, new: NewEvent<'_>) -> Result<Value, String> {
@@ -268,7 +245,7 @@ impl CalDav {
         let horizon = new.start.to_utc() + Duration::days(SEARCH_DAYS);
         let events = self.events(s, new.start.to_utc(), horizon).await?;
         let slot = (new.start.to_utc(), end.to_utc());
-        if let Some(own) = events.iter().find(|e| e.uid == new.uid) {
+        if let Some(own) = events.iter().find(|e| e.id == new.uid) {
             let mut v = own.json(&tz);
             if let Value::Object(m) = &mut v {
                 m.insert("created".into(), json!(false));
@@ -281,18 +258,7 @@ impl CalDav {
             .collect();
         if !conflicts.is_empty() {
             let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-            let next = slots::next_free(new.start, new.len, &busy, s.hours, horizon, ALTERNATIVES);
-            let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
-            return Err(format!(
-                "the slot {} to {} is already taken; nothing was booked. Offer the caller one of these free times instead: {}",
-                rfc3339(new.start),
-                rfc3339(end),
-                if offer.is_empty() {
-                    "none in the next week".to_owned()
-                } else {
-                    offer.join(", ")
-                }
-            ));
+            return Err(s.asked(new.start, new.len).taken("is already taken", &busy));
         }
         let mut event = icalendar::Event::new();
         event
@@ -313,38 +279,31 @@ impl CalDav {
         let ics = cal.done().to_string();
         // The resource is named after the slot's start: two callers booking one free slot at
         // once write the same name with `If-None-Match: *`, and the server lets one of them.
-        let created = match self
-            .put_new(s, &slot_name(new.start.to_utc()), &ics)
-            .await?
-        {
+        let mut name = slot_name(new.start.to_utc());
+        let created = match self.put_new(s, &name, &ics).await? {
             true => true,
             false => {
                 let now = self.events(s, new.start.to_utc(), end.to_utc()).await?;
-                if now.iter().any(|e| e.uid == new.uid) {
+                if now.iter().any(|e| e.id == new.uid) {
                     // This booking, made by an earlier try.
                     false
                 } else if now.iter().any(|e| slots::overlaps(slot, e.interval())) {
-                    let busy: Vec<Interval> = now.iter().map(Event::interval).collect();
-                    let next =
-                        slots::next_free(new.start, new.len, &busy, s.hours, horizon, ALTERNATIVES);
-                    let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
-                    return Err(format!(
-                        "the slot {} to {} was just taken by another booking; nothing was booked. Offer the caller one of these free times instead: {}",
-                        rfc3339(new.start),
-                        rfc3339(end),
-                        if offer.is_empty() {
-                            "none in the next week".to_owned()
-                        } else {
-                            offer.join(", ")
-                        }
-                    ));
+                    return Err(self.just_taken(s, &new).await);
                 } else {
                     // The name is held by an event since moved elsewhere: book under the
                     // booking's own name.
-                    self.put_new(s, &resource_name(new.uid), &ics).await?
+                    name = resource_name(new.uid);
+                    self.put_new(s, &name, &ics).await?
                 }
             }
         };
+        // Bookings of overlapping slots with different starts do not share a name: each
+        // looks again, and of two that overlap, one gives way (see `settle`).
+        if created && !self.settle(s, &new, slot).await? {
+            self.delete(s, &name).await?;
+            tracing::info!(name: "calendar_booking_yielded", "calendar_booking_yielded");
+            return Err(self.just_taken(s, &new).await);
+        }
         Ok(json!({
             "id": new.uid,
             "title": new.title,
@@ -352,6 +311,70 @@ impl CalDav {
             "end": rfc3339(end),
             "created": created,
         }))
+    }
+
+    /// Whether a booking just stored keeps its slot. Other events overlapping it are racers
+    /// (or events stored meanwhile): one whose UID sorts before ours wins at once. One that
+    /// sorts after ours wins too unless it gives way soon: it gives way when its own look saw
+    /// ours, and if it looked before ours was stored, it stays and ours must go. So of two
+    /// overlapping bookings at most one is kept, whatever the timing.
+    async fn settle(
+        &self,
+        s: &Settings,
+        new: &NewEvent<'_>,
+        slot: Interval,
+    ) -> Result<bool, String> {
+        for round in 0..=SETTLE_ROUNDS {
+            let others: Vec<Event> = self
+                .events(s, slot.0, slot.1)
+                .await?
+                .into_iter()
+                .filter(|e| e.id != new.uid && slots::overlaps(slot, e.interval()))
+                .collect();
+            if others.is_empty() {
+                return Ok(true);
+            }
+            if others.iter().any(|e| e.id.as_str() < new.uid) || round == SETTLE_ROUNDS {
+                return Ok(false);
+            }
+            tokio::time::sleep(SETTLE_PAUSE).await;
+        }
+        Ok(false)
+    }
+
+    /// The refusal of a slot another booking took while this one was made, with free times.
+    async fn just_taken(&self, s: &Settings, new: &NewEvent<'_>) -> String {
+        let horizon = new.start.to_utc() + Duration::days(SEARCH_DAYS);
+        let asked = s.asked(new.start, new.len);
+        let how = "was just taken by another booking";
+        match self.events(s, new.start.to_utc(), horizon).await {
+            Ok(events) => {
+                let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+                asked.taken(how, &busy)
+            }
+            Err(_) => format!(
+                "the slot {} to {} {how}; nothing was booked. Ask the caller for another time",
+                rfc3339(new.start),
+                rfc3339(new.start + new.len)
+            ),
+        }
+    }
+
+    /// Deletes a resource this handler stored (a booking that gave way).
+    async fn delete(&self, s: &Settings, name: &str) -> Result<(), String> {
+        let url = s
+            .url
+            .join(&format!("{name}.ics"))
+            .map_err(|_| "the calendar's config.url cannot take an event name".to_owned())?;
+        let resp = self
+            .request(s, Method::DELETE, url)?
+            .send()
+            .await
+            .map_err(|e| unreachable(&s.url, &e))?;
+        match resp.status() {
+            st if st.is_success() || st == StatusCode::NOT_FOUND => Ok(()),
+            st => Err(refused(&s.url, st, "remove a booking that lost its slot")),
+        }
     }
 
     /// `PUT`s a new resource with `If-None-Match: *`: `false` when one of that name exists.
@@ -419,11 +442,11 @@ impl CalDav {
                 )
             })?
             .iter()
-            .flat_map(|ics| parse_events(ics))
+            .flat_map(|ics| parse_events(ics, s.zone))
             .filter(|e| slots::overlaps((from, to), e.interval()))
             .take(MAX_EVENTS)
             .collect();
-        events.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.uid.cmp(&b.uid)));
+        events.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.id.cmp(&b.id)));
         Ok(events)
     }
 
@@ -516,8 +539,10 @@ fn calendar_data(xml: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// The VEVENTs of one iCalendar object; times the server did not give in UTC are read as UTC.
-fn parse_events(ics: &str) -> Vec<Event> {
+/// The VEVENTs of one iCalendar object. Times with a `TZID=` are read in that zone (an IANA
+/// name, also as the tail of a longer id such as `/example.com/20200101/Europe/Berlin`);
+/// floating times, dates and unknown zones in `floating` (the configured zone), else as UTC.
+fn parse_events(ics: &str, floating: Option<Tz>) -> Vec<Event> {
     let Ok(cal) = ics.parse::<Calendar>() else {
         return Vec::new();
     };
@@ -532,14 +557,15 @@ fn parse_events(ics: &str) -> Vec<Event> {
                 .is_none_or(|s| !s.eq_ignore_ascii_case("CANCELLED"))
         })
         .filter_map(|e| {
-            let (start, all_day) = to_utc(e.get_start()?)?;
-            let end = match e.get_end().and_then(to_utc) {
+            let (start, all_day) = to_utc(e.get_start()?, floating)?;
+            let end = match e.get_end().and_then(|t| to_utc(t, floating)) {
                 Some((end, _)) => end,
                 None if all_day => start + Duration::days(1),
                 None => start,
             };
             Some(Event {
-                uid: e.get_uid().unwrap_or_default().to_owned(),
+                id: e.get_uid().unwrap_or_default().to_owned(),
+                created: None,
                 title: e.get_summary().unwrap_or_default().to_owned(),
                 start,
                 end: end.max(start),
@@ -549,15 +575,32 @@ fn parse_events(ics: &str) -> Vec<Event> {
         .collect()
 }
 
-fn to_utc(t: DatePerhapsTime) -> Option<(DateTime<Utc>, bool)> {
+fn to_utc(t: DatePerhapsTime, floating: Option<Tz>) -> Option<(DateTime<Utc>, bool)> {
+    let in_zone = |local: NaiveDateTime, zone: Option<Tz>| match zone {
+        Some(z) => Zone::Iana(z).instant(local),
+        None => Some(local.and_utc()),
+    };
     match t {
         DatePerhapsTime::DateTime(CalendarDateTime::Utc(t)) => Some((t, false)),
-        DatePerhapsTime::DateTime(CalendarDateTime::Floating(t)) => Some((t.and_utc(), false)),
-        DatePerhapsTime::DateTime(CalendarDateTime::WithTimezone { date_time, .. }) => {
-            Some((date_time.and_utc(), false))
+        DatePerhapsTime::DateTime(CalendarDateTime::Floating(t)) => {
+            Some((in_zone(t, floating)?, false))
         }
-        DatePerhapsTime::Date(d) => Some((d.and_time(NaiveTime::MIN).and_utc(), true)),
+        DatePerhapsTime::DateTime(CalendarDateTime::WithTimezone { date_time, tzid }) => {
+            Some((in_zone(date_time, zone_named(&tzid).or(floating))?, false))
+        }
+        DatePerhapsTime::Date(d) => Some((in_zone(d.and_time(NaiveTime::MIN), floating)?, true)),
     }
+}
+
+/// The IANA zone a `TZID` names: the whole id, or its longest tail that is a zone name.
+fn zone_named(tzid: &str) -> Option<Tz> {
+    let id = tzid.trim().trim_matches('"');
+    if id.len() > 128 {
+        return None;
+    }
+    std::iter::once(id)
+        .chain(id.match_indices('/').map(|(i, _)| &id[i + 1..]))
+        .find_map(|tail| tail.parse::<Tz>().ok())
 }
 
 pub(crate) fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
@@ -678,12 +721,52 @@ END:VEVENT&#13;
 END:VCALENDAR&#13;
 </C:calendar-data></prop></propstat></response></multistatus>"#;
         let data = calendar_data(xml).unwrap();
-        let events = parse_events(&data[0]);
+        let events = parse_events(&data[0], None);
         assert_eq!(events.len(), 1, "{data:?}");
         assert_eq!(events[0].title, "Dentist & co");
         assert_eq!(
             rfc3339(events[0].start.fixed_offset()),
             "2030-01-07T10:00:00Z"
         );
+    }
+
+    /// A server that ignores `expand` answers local times: each is read in its own zone.
+    /// (DTSTART as sent, the configured zone, the instant it is.)
+    #[test]
+    fn local_times_are_read_in_their_zone() {
+        let berlin: Option<Tz> = "Europe/Berlin".parse().ok();
+        let cases: &[(&str, Option<Tz>, &str)] = &[
+            (
+                "DTSTART;TZID=America/New_York:20300310T090000",
+                None,
+                "2030-03-10T13:00:00Z",
+            ),
+            (
+                "DTSTART;TZID=America/New_York:20300309T090000",
+                None,
+                "2030-03-09T14:00:00Z",
+            ),
+            (
+                "DTSTART;TZID=\"/example.org/2020/Europe/Berlin\":20300707T090000",
+                None,
+                "2030-07-07T07:00:00Z",
+            ),
+            (
+                "DTSTART;TZID=Nowhere/Special:20300707T090000",
+                berlin,
+                "2030-07-07T07:00:00Z",
+            ),
+            ("DTSTART:20300107T090000", berlin, "2030-01-07T08:00:00Z"),
+            ("DTSTART:20300107T090000", None, "2030-01-07T09:00:00Z"),
+            ("DTSTART:20300107T090000Z", berlin, "2030-01-07T09:00:00Z"),
+        ];
+        for (start, zone, want) in cases {
+            let ics = format!(
+                "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nSUMMARY:s\r\n{start}\r\nDURATION:PT1H\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+            );
+            let events = parse_events(&ics, *zone);
+            assert_eq!(events.len(), 1, "{start}");
+            assert_eq!(rfc3339(events[0].start.fixed_offset()), *want, "{start}");
+        }
     }
 }

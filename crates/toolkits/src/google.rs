@@ -1,7 +1,8 @@
 //! Google Calendar (API v3) behind the same `Calendar` handler as CalDAV.
 //!
 //! `list_events` is `events.list` (single events ordered by start), `check_availability` is
-//! `freeBusy` (the conflicts, and the next free slots of the asked length from `slots`), and
+//! `freeBusy` (the conflicts, and the next free slots of the asked length from `slots`, inside
+//! working hours on the clock of the configured `time_zone`, else the calendar's own zone), and
 //! `create_event` is `events.insert` with an event id chosen from the idempotency key: a
 //! retried booking finds its own event, and a 409 on that id means it exists already, so no
 //! booking is made twice. Each request carries the agent's access token from [`Tokens`]; a 401
@@ -9,7 +10,7 @@
 
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, FixedOffset, NaiveTime, Utc};
+use chrono::{DateTime, Duration, FixedOffset, NaiveTime, Offset, Utc};
 use reqwest::{Method, StatusCode, Url};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
@@ -17,8 +18,9 @@ use sha2::{Digest, Sha256};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
 use crate::caldav::{clip, host_label, parse_time, plausible_email, read_capped, rfc3339};
+use crate::events::{Asked, Event, SEARCH_DAYS};
 use crate::oauth::{TokenError, Tokens};
-use crate::slots::{self, Interval, WorkingHours};
+use crate::slots::{self, Interval, WorkingHours, Zone};
 
 /// The toolkit whose connection this handler uses.
 pub const TOOLKIT: &str = "google_calendar";
@@ -30,8 +32,6 @@ pub const API_BASE: &str = "https://www.googleapis.com/calendar/v3/";
 
 /// Largest response body read (the same cap as CalDAV's).
 const MAX_EVENTS: usize = 2_000;
-const SEARCH_DAYS: i64 = 7;
-const ALTERNATIVES: usize = 3;
 const REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
 
 /// The handler: an HTTP client with the outbound guard, the API base, and the token source.
@@ -52,32 +52,6 @@ pub fn client(allow_private: bool) -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build the Google HTTP client: {e}"))
 }
 
-/// One event as the model reads it.
-struct Event {
-    id: String,
-    /// When Google stored it (its `created`): which of two bookings made at once came first.
-    created: Option<DateTime<Utc>>,
-    title: String,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-    description: Option<String>,
-}
-
-impl Event {
-    fn json(&self, tz: &FixedOffset) -> Value {
-        let mut v = json!({
-            "id": self.id,
-            "title": self.title,
-            "start": rfc3339(self.start.with_timezone(tz)),
-            "end": rfc3339(self.end.with_timezone(tz)),
-        });
-        if let (Some(d), Value::Object(m)) = (&self.description, &mut v) {
-            m.insert("description".into(), json!(d));
-        }
-        v
-    }
-}
-
 /// Which connection and calendar an operation uses, read once.
 struct Target<'a> {
     tenant: &'a str,
@@ -85,6 +59,8 @@ struct Target<'a> {
     calendar_id: String,
     default_duration: i64,
     hours: WorkingHours,
+    /// The configured `time_zone` (an IANA name, checked at save), over the calendar's own.
+    time_zone: Option<String>,
 }
 
 /// Why one API request failed.
@@ -302,18 +278,20 @@ impl GoogleCalendar {
             .append_pair("orderBy", "startTime");
         let (_, body) = self.send(t, Method::GET, url, None).await?;
         let items = body.get("items").and_then(Value::as_array);
-        let events = items
-            .into_iter()
-            .flatten()
-            .take(MAX_EVENTS)
-            .filter(|e| e.get("status").and_then(Value::as_str) != Some("cancelled"))
-            .filter_map(parse_event)
-            .collect();
         let zone = body
             .get("timeZone")
             .and_then(Value::as_str)
             .filter(|z| z.len() <= 64)
             .map(str::to_owned);
+        // All-day events begin at midnight on the calendar's clock.
+        let days = Zone::pick(t.time_zone.as_deref(), zone.as_deref(), Utc.fix());
+        let events = items
+            .into_iter()
+            .flatten()
+            .take(MAX_EVENTS)
+            .filter(|e| e.get("status").and_then(Value::as_str) != Some("cancelled"))
+            .filter_map(|e| parse_event(e, days))
+            .collect();
         Ok((events, zone))
     }
 
@@ -375,39 +353,29 @@ impl GoogleCalendar {
         let busy = self.busy(t, start.to_utc(), horizon).await?;
         let slot = (start.to_utc(), (start + len).to_utc());
         let tz = *start.offset();
+        let zone = match &t.time_zone {
+            Some(z) => Zone::pick(Some(z.as_str()), None, tz),
+            // `freeBusy` does not say the calendar's zone; the smallest list does.
+            None => {
+                let probe = start.to_utc();
+                let (_, calendar) = self
+                    .events_in(t, probe, probe + Duration::minutes(1), 1)
+                    .await?;
+                Zone::pick(None, calendar.as_deref(), tz)
+            }
+        };
         let conflicts: Vec<Value> = busy
             .iter()
             .filter(|b| slots::overlaps(slot, **b))
             .map(|(a, b)| json!({"start": rfc3339(a.with_timezone(&tz)), "end": rfc3339(b.with_timezone(&tz))}))
             .collect();
-        let in_hours = slots::within_hours(start, len, t.hours);
-        let available = conflicts.is_empty() && in_hours;
-        let next = if available {
-            Vec::new()
-        } else {
-            slots::next_free(start, len, &busy, t.hours, horizon, ALTERNATIVES)
+        let asked = Asked {
+            start,
+            len,
+            hours: t.hours,
+            zone,
         };
-        let mut out = json!({
-            "available": available,
-            "start": rfc3339(start),
-            "end": rfc3339(start + len),
-            "conflicts": conflicts,
-            "next_free_slots": next
-                .iter()
-                .map(|(a, b)| json!({"start": rfc3339(*a), "end": rfc3339(*b)}))
-                .collect::<Vec<_>>(),
-        });
-        if !in_hours && let Value::Object(m) = &mut out {
-            m.insert(
-                "reason".into(),
-                json!(format!(
-                    "outside working hours ({}-{})",
-                    t.hours.start.format("%H:%M"),
-                    t.hours.end.format("%H:%M")
-                )),
-            );
-        }
-        Ok(out)
+        Ok(asked.availability(conflicts, &busy))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -443,7 +411,8 @@ impl GoogleCalendar {
         // This booking made before (an answer lost, a retry): it is the booking. Someone
         // else's event in the slot: a refusal with alternatives.
         let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
-        let (events, zone) = self.events_in(t, start.to_utc(), horizon, 250).await?;
+        let (events, calendar_zone) = self.events_in(t, start.to_utc(), horizon, 250).await?;
+        let zone = Zone::pick(t.time_zone.as_deref(), calendar_zone.as_deref(), tz);
         if let Some(own) = events.iter().find(|e| e.id == id) {
             let mut v = own.json(&tz);
             if let Value::Object(m) = &mut v {
@@ -456,7 +425,7 @@ impl GoogleCalendar {
             .iter()
             .any(|e| slots::overlaps(slot, (e.start, e.end)))
         {
-            return Err(taken(start, len, &events, t.hours));
+            return Err(taken(start, len, &events, t.hours, zone));
         }
         let mut body = json!({
             "id": id,
@@ -466,7 +435,7 @@ impl GoogleCalendar {
         });
         // The instant is fixed by the offset; the calendar's zone makes the event read (and
         // repeat) in that zone's local time.
-        if let Some(z) = &zone {
+        if let Some(z) = &calendar_zone {
             body["start"]["timeZone"] = json!(z);
             body["end"]["timeZone"] = json!(z);
         }
@@ -504,7 +473,7 @@ impl GoogleCalendar {
             tracing::info!(name: "calendar_booking_yielded", "calendar_booking_yielded");
             let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
             let events = self.events(t, start.to_utc(), horizon, 250).await?;
-            return Err(taken(start, len, &events, t.hours));
+            return Err(taken(start, len, &events, t.hours, zone));
         }
         Ok(booked(true))
     }
@@ -516,21 +485,16 @@ fn taken(
     len: Duration,
     events: &[Event],
     hours: WorkingHours,
+    zone: Zone,
 ) -> String {
-    let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
-    let busy: Vec<Interval> = events.iter().map(|e| (e.start, e.end)).collect();
-    let next = slots::next_free(start, len, &busy, hours, horizon, ALTERNATIVES);
-    let offer: Vec<String> = next.iter().map(|(a, _)| rfc3339(*a)).collect();
-    format!(
-        "the slot {} to {} is already taken; nothing was booked. Offer the caller one of these free times instead: {}",
-        rfc3339(start),
-        rfc3339(start + len),
-        if offer.is_empty() {
-            "none in the next week".to_owned()
-        } else {
-            offer.join(", ")
-        }
-    )
+    let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+    let asked = Asked {
+        start,
+        len,
+        hours,
+        zone,
+    };
+    asked.taken("is already taken", &busy)
 }
 
 fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, String> {
@@ -564,11 +528,21 @@ fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, String> {
             start: hour("start", d.start),
             end: hour("end", d.end),
         },
+        time_zone: match cfg.get("time_zone").and_then(Value::as_str) {
+            None => None,
+            Some(name) if name.parse::<chrono_tz::Tz>().is_ok() => Some(name.to_owned()),
+            Some(name) => {
+                return Err(format!(
+                    "the calendar's config.time_zone `{}` is not an IANA time zone; the operator must fix it (e.g. Europe/Berlin)",
+                    clip(name)
+                ));
+            }
+        },
     })
 }
 
 /// An `events` item with a `dateTime` (or all-day `date`) start and end.
-fn parse_event(e: &Value) -> Option<Event> {
+fn parse_event(e: &Value, days: Zone) -> Option<Event> {
     let time = |k: &str| -> Option<DateTime<Utc>> {
         let t = e.get(k)?;
         if let Some(dt) = t.get("dateTime").and_then(Value::as_str) {
@@ -576,7 +550,7 @@ fn parse_event(e: &Value) -> Option<Event> {
         }
         let date = t.get("date").and_then(Value::as_str)?;
         let day = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
-        Some(day.and_time(NaiveTime::MIN).and_utc())
+        days.instant(day.and_time(NaiveTime::MIN))
     };
     Some(Event {
         id: e.get("id").and_then(Value::as_str)?.to_owned(),

@@ -3,6 +3,8 @@
 //!
 //! # Layout
 //! - [`caldav`]: CalDAV calendars (`REPORT` calendar-query, idempotent `PUT` of a VEVENT).
+//! - `events`: what both calendar providers answer (events as JSON, availability, the refusal
+//!   of a taken slot with free times).
 //! - [`google`]: Google Calendar API v3 (`events`, `freeBusy`; client-chosen event ids).
 //! - [`oauth`]: OAuth2 with PKCE for toolkits: authorize URLs, code exchange, access tokens
 //!   refreshed once across nodes.
@@ -15,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod caldav;
+mod events;
 pub mod google;
 pub mod oauth;
 pub mod slots;

@@ -5,13 +5,13 @@
 //! between the check and the connection. `security` is `starttls` (default), `tls` (implicit
 //! TLS) or `plain`, which only a deployment that allows private networks accepts (loopback
 //! tests and local relays). The `Message-ID` comes from the idempotency key, so a retried send
-//! carries the same id and receivers can drop the copy. Each tenant has a send rate.
+//! carries the same id and receivers can drop the copy. Each tenant has a send rate, counted in
+//! the database so that all nodes share it; a retried send (same idempotency key) is not counted
+//! twice.
 
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
 use std::time::Duration;
 
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use lettre::message::Mailbox;
 use lettre::message::header::ContentType;
 use lettre::transport::smtp::authentication::Credentials;
@@ -20,31 +20,33 @@ use lettre::transport::smtp::extension::ClientId;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use switchboard_core::toolkits::email::{MAX_BODY, MAX_SUBJECT, render};
 use switchboard_runtime::effects::{EmailMessage, ToolkitScope};
+use switchboard_store::{EmailAdmission, Store};
 
 /// Longest SMTP exchange for one message.
 const SEND_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most recipients (to + cc) of one message.
 const MAX_RECIPIENTS: usize = 20;
-/// Largest subject and body accepted from a model.
-const MAX_SUBJECT: usize = 998;
-const MAX_BODY: usize = 64 * 1024;
 
 /// The email handler of a deployment.
 #[derive(Debug)]
 pub struct Smtp {
     allow_private: bool,
-    rate: DefaultKeyedRateLimiter<String>,
+    /// Where the per-tenant rate is counted (shared by every node on the database).
+    store: Store,
+    per_minute: u32,
 }
 
 impl Smtp {
-    /// `per_minute`: messages each tenant may send per minute (a burst of as many).
-    /// `allow_private`: whether loopback and private SMTP servers, and `plain`, are allowed.
-    pub fn new(allow_private: bool, per_minute: u32) -> Self {
-        let n = NonZeroU32::new(per_minute.max(1)).unwrap_or(NonZeroU32::MIN);
+    /// `per_minute`: messages each tenant may send per minute across every node on `store`'s
+    /// database (a burst of as many). `allow_private`: whether loopback and private SMTP
+    /// servers, and `plain`, are allowed.
+    pub fn new(store: Store, allow_private: bool, per_minute: u32) -> Self {
         Smtp {
             allow_private,
-            rate: RateLimiter::keyed(Quota::per_minute(n)),
+            store,
+            per_minute: per_minute.max(1),
         }
     }
 
@@ -89,20 +91,19 @@ impl Smtp {
                 "too many recipients; send to at most {MAX_RECIPIENTS}"
             ));
         }
-        if msg.subject.len() > MAX_SUBJECT || msg.body.len() > MAX_BODY {
+        let (subject, body) = content(scope, msg)?;
+        if subject.len() > MAX_SUBJECT || body.len() > MAX_BODY {
             return Err(format!(
                 "the message is too long (subject at most {MAX_SUBJECT} bytes, body at most {} KiB); shorten it",
                 MAX_BODY / 1024
             ));
         }
-        if self.rate.check_key(&scope.tenant_id.to_owned()).is_err() {
-            return Err("too many emails were sent in the last minute; tell the caller the email will not be sent now".into());
-        }
+        self.admit(scope).await?;
 
         let message_id = message_id(scope.tenant_id, scope.idempotency_key);
         let mut b = Message::builder()
             .from(from)
-            .subject(msg.subject.clone())
+            .subject(subject)
             .message_id(Some(message_id.clone()));
         for m in &to {
             b = b.to(m.clone());
@@ -115,7 +116,7 @@ impl Smtp {
         }
         let email = b
             .header(ContentType::TEXT_PLAIN)
-            .body(msg.body.clone())
+            .body(body)
             .map_err(|e| format!("the message could not be built: {e}"))?;
 
         let addr = self.resolve(&host, port).await?;
@@ -158,6 +159,25 @@ impl Smtp {
         }
     }
 
+    /// Counts the send against the tenant's rate; a retry of a counted send is free.
+    async fn admit(&self, scope: &ToolkitScope<'_>) -> Result<(), String> {
+        match self
+            .store
+            .admit_email(scope.tenant_id, scope.idempotency_key, self.per_minute)
+            .await
+        {
+            Ok(EmailAdmission::Admitted | EmailAdmission::Repeated) => Ok(()),
+            Ok(EmailAdmission::Refused { retry_after_s }) => Err(format!(
+                "too many emails were sent in the last minute (at most {} a minute); the email was not sent. Try again in {retry_after_s} s, or tell the caller it will come later",
+                self.per_minute
+            )),
+            Err(e) => {
+                tracing::warn!(name: "email_rate_unavailable", error = %e, "email_rate_unavailable");
+                Err("the email could not be sent now (the send rate could not be checked); try again in a few seconds".into())
+            }
+        }
+    }
+
     async fn resolve(&self, host: &str, port: u16) -> Result<SocketAddr, String> {
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
             .await
@@ -176,6 +196,31 @@ impl Smtp {
             .into_iter()
             .next()
             .ok_or_else(|| format!("the mail server {host}:{port} has no address"))
+    }
+}
+
+/// The subject and body: the model's own, or rendered from the agent's template.
+fn content(scope: &ToolkitScope<'_>, msg: &EmailMessage) -> Result<(String, String), String> {
+    let given = |f: &Option<String>| f.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
+    let template = msg.template.as_deref().filter(|t| !t.is_empty());
+    match (template, given(&msg.subject), given(&msg.body)) {
+        (Some(name), None, None) => {
+            let r = render(
+                scope.config,
+                name,
+                msg.variables.as_ref(),
+                scope.call_id,
+                scope.caller,
+            )?;
+            Ok((r.subject, r.body))
+        }
+        (Some(_), _, _) => Err(
+            "give either a template (with its variables) or a subject and body, not both".into(),
+        ),
+        (None, Some(subject), Some(body)) => Ok((subject, body)),
+        (None, _, _) => Err(
+            "the email has no subject or no body: write both, or name one of the agent's templates in `template`".into(),
+        ),
     }
 }
 

@@ -24,8 +24,19 @@ pub(crate) struct Spec {
 pub(crate) const SPECS: &[Spec] = &[
     Spec {
         action: "email.send",
-        fields: &["type", "into", "to", "cc", "subject", "body", "reply_to"],
-        required: &["to", "subject", "body"],
+        fields: &[
+            "type",
+            "into",
+            "to",
+            "cc",
+            "subject",
+            "body",
+            "reply_to",
+            "template",
+            "variables",
+        ],
+        // `subject` and `body` too, unless a `template` of the agent's email toolkit writes them.
+        required: &["to"],
         write: true,
     },
     Spec {
@@ -100,6 +111,13 @@ pub(crate) fn parse(
     for key in spec.required {
         if obj.req(key, cx.sink).is_none() {
             missing = true;
+        }
+    }
+    if spec.action == "email.send" && obj.get("template").is_none() {
+        for key in ["subject", "body"] {
+            if obj.req(key, cx.sink).is_none() {
+                missing = true;
+            }
         }
     }
     let fields = spec

@@ -62,3 +62,73 @@ both_backends!(two_callers_racing_for_one_caldav_slot, |app| {
         );
     }
 });
+
+both_backends!(two_callers_booking_overlapping_caldav_slots, |app| {
+    let radicale = crate::peers::Radicale::start().await;
+    let cal = radicale.calendar("overlap").await;
+    let key = app.tenant("acme").await;
+    let (s, body) = app
+        .put(
+            "/v1/agents/desk",
+            &key,
+            json!({"default": true, "tools": [{"tool": "toolkit:caldav", "config": {"url": cal},
+                "sensitive_config": {"username": "alice", "password": radicale.password}}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    for (call, from) in [("one", "+14155550101"), ("two", "+14155550102")] {
+        app.post("/v1/calls", &key, json!({"call_id": call, "from": from}))
+            .await;
+    }
+    // Half-hour bookings whose starts differ (their resource names differ too): at most one
+    // of each pair may land.
+    for (round, (a, b, day)) in [
+        ("2030-01-07T10:00:00Z", "2030-01-07T10:15:00Z", "2030-01-07"),
+        ("2030-01-08T13:00:00Z", "2030-01-08T12:45:00Z", "2030-01-08"),
+        ("2030-01-09T09:00:00Z", "2030-01-09T09:20:00Z", "2030-01-09"),
+        ("2030-01-10T11:10:00Z", "2030-01-10T11:00:00Z", "2030-01-10"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let fc = format!("book-{round}");
+        let (x, y) = tokio::join!(
+            invoke(
+                &app,
+                &key,
+                "one",
+                &fc,
+                "create_event",
+                json!({"title": "Checkup", "start_time": a, "duration_minutes": 30})
+            ),
+            invoke(
+                &app,
+                &key,
+                "two",
+                &fc,
+                "create_event",
+                json!({"title": "Checkup", "start_time": b, "duration_minutes": 30})
+            ),
+        );
+        let answers = [x["result"].clone(), y["result"].clone()];
+        let listed = invoke(
+            &app,
+            &key,
+            "one",
+            &format!("list-{round}"),
+            "list_events",
+            json!({"time_min": format!("{day}T00:00:00Z"), "time_max": format!("{day}T23:59:00Z")}),
+        )
+        .await;
+        let events = listed["result"]["data"]["events"].as_array().unwrap();
+        assert_eq!(events.len(), 1, "{a} / {b}: {answers:?} {listed}");
+        let won: Vec<&serde_json::Value> = answers.iter().filter(|r| r["ok"] == true).collect();
+        assert_eq!(won.len(), 1, "{a} / {b}: {answers:?}");
+        assert_eq!(won[0]["data"]["id"], events[0]["id"], "{answers:?}");
+        let lost = answers.iter().find(|r| r["ok"] == false).unwrap();
+        assert!(
+            lost["message"].as_str().unwrap().contains("taken"),
+            "{lost}"
+        );
+    }
+});

@@ -156,6 +156,8 @@ async fn scenario(app: Arc<TestApp>, sim: GoogleSim) {
         json!({"call_id": "c1", "from": "+14155550100"}),
     )
     .await;
+    // The calendar's zone: working hours (09:00-17:00) are read on New York's clock.
+    sim.set_time_zone("primary", "America/New_York");
     // Free → available.
     let r = invoke(
         &app,
@@ -193,7 +195,6 @@ async fn scenario(app: Arc<TestApp>, sim: GoogleSim) {
     );
     // Book: the default duration, attendees and description reach Google; the event carries
     // the calendar's zone.
-    sim.set_time_zone("primary", "America/New_York");
     let r = invoke(
         &app,
         &key,
@@ -664,5 +665,66 @@ async fn two_callers_booking_one_free_slot_at_once_exactly_one_gets_it() {
         .collect();
     assert_eq!(live.len(), 1, "{live:?}");
     assert_eq!(live[0]["id"], won[0]["data"]["id"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn free_slots_follow_the_calendars_zone_across_daylight_saving() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    connect(&app, &key, &sim).await;
+    sim.set_time_zone("primary", "America/New_York");
+    app.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
+    // Saturday 16:30 EST for an hour: past the day's hours. New York springs forward that
+    // night, so the next slot is Sunday 09:00 EDT (13:00Z), not 09:00 in the asked offset.
+    let ask = json!({"date": "2030-03-09T16:30:00-05:00", "duration_minutes": 60});
+    let r = invoke(&app, &key, "c1", "f1", "check_availability", ask.clone()).await;
+    let data = &answer(&r)["data"];
+    assert_eq!(data["available"], false, "{r}");
+    assert_eq!(
+        data["next_free_slots"][0],
+        json!({"start": "2030-03-10T09:00:00-04:00", "end": "2030-03-10T10:00:00-04:00"}),
+        "{r}"
+    );
+    assert!(
+        data["reason"]
+            .as_str()
+            .unwrap()
+            .contains("09:00-17:00 America/New_York"),
+        "{r}"
+    );
+    // A zone in the config is not an IANA name: refused at save, with the nearest name.
+    let agent = |zone: &str| {
+        json!({"default": true, "tools": [{"tool": "toolkit:google_calendar",
+            "config": {"calendar_id": "primary", "time_zone": zone}}]})
+    };
+    let (s, body) = app
+        .put("/v1/agents/receptionist", &key, agent("Europe/Berln"))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(
+        body["error"]["details"][0]["pointer"], "/tools/0/config/time_zone",
+        "{body}"
+    );
+    assert!(
+        body["error"]["details"][0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("Europe/Berlin"),
+        "{body}"
+    );
+    // The config's zone wins over the calendar's: Berlin has not changed its clocks yet.
+    let (s, body) = app
+        .put("/v1/agents/receptionist", &key, agent("Europe/Berlin"))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    app.post("/v1/calls", &key, json!({"call_id": "c2"})).await;
+    let r = invoke(&app, &key, "c2", "f1", "check_availability", ask).await;
+    assert_eq!(
+        answer(&r)["data"]["next_free_slots"][0]["start"],
+        "2030-03-10T09:00:00+01:00",
+        "{r}"
+    );
     app.stop().await;
 }

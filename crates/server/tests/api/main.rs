@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod caldav_race;
+mod caldav_zones;
 mod call_cap;
 mod caller_memory;
 mod commits;
@@ -10,6 +11,7 @@ mod conformance;
 mod console;
 mod console_browser;
 mod demo;
+mod email_rate;
 mod error_statuses;
 mod google;
 mod limits;

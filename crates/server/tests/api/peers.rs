@@ -114,6 +114,12 @@ impl Radicale {
         let ics = format!(
             "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20300101T000000Z\r\nDTSTART:{start}\r\nDTEND:{end}\r\nSUMMARY:{title}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
         );
+        self.put_ics(calendar, uid, &ics).await;
+    }
+
+    /// Stores an iCalendar object as another client wrote it (e.g. with `TZID=` times).
+    pub async fn put_ics(&self, calendar: &str, uid: &str, ics: &str) {
+        let ics = ics.to_owned();
         let resp = reqwest::Client::new()
             .put(format!("{calendar}{uid}.ics"))
             .basic_auth(self.user, Some(self.password))

@@ -458,12 +458,14 @@ both_backends!(a_caller_gets_an_email, |app| {
     let msg = r["result"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("could not be reached"), "{r}");
 
-    // The per-tenant rate: past it, sends are refused before any connection.
-    let limited = switchboard_toolkits::smtp::Smtp::new(true, 1);
+    // The per-tenant rate: past it, sends are refused before any connection; a retry of a
+    // counted send (the same idempotency key) is not counted again.
+    let limited = switchboard_toolkits::smtp::Smtp::new(app.state.store.clone(), true, 1);
     let config = json!({"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "security": "plain", "from_email": "desk@example.com"});
     let secrets = json!({});
+    // (A tenant of its own: the sends above counted against acme's rate.)
     let scope = switchboard_runtime::effects::ToolkitScope {
-        tenant_id: "acme",
+        tenant_id: "acme-rate",
         call_id: "c1",
         caller: None,
         config: &config,
@@ -473,15 +475,143 @@ both_backends!(a_caller_gets_an_email, |app| {
     let message = switchboard_runtime::effects::EmailMessage {
         to: switchboard_runtime::effects::Addresses::One("pat@example.com".into()),
         cc: None,
-        subject: "a".into(),
-        body: "b".into(),
+        subject: Some("a".into()),
+        body: Some("b".into()),
         reply_to: None,
+        template: None,
+        variables: None,
     };
     assert!(limited.send(&scope, &message).await.is_ok());
-    let e = limited.send(&scope, &message).await.unwrap_err();
-    assert!(e.contains("too many emails"), "{e}");
+    assert!(limited.send(&scope, &message).await.is_ok(), "a retry");
+    let next = switchboard_runtime::effects::ToolkitScope {
+        idempotency_key: "m3-fc2-0",
+        ..scope
+    };
+    let e = limited.send(&next, &message).await.unwrap_err();
+    assert!(
+        e.contains("too many emails") && e.contains("Try again in"),
+        "{e}"
+    );
     // Plain SMTP is refused where private networks are.
-    let guarded = switchboard_toolkits::smtp::Smtp::new(false, 10);
+    let guarded = switchboard_toolkits::smtp::Smtp::new(app.state.store.clone(), false, 10);
     let e = guarded.send(&scope, &message).await.unwrap_err();
     assert!(e.contains("loopback, private or metadata"), "{e}");
+});
+
+both_backends!(an_email_template_is_checked_and_rendered, |app| {
+    let smtp = crate::peers::SmtpPeer::start().await;
+    let key = app.tenant("acme").await;
+    let mailer = |body: &str| {
+        json!({"tools": [{"tool": "toolkit:email",
+            "config": {
+                "smtp_host": "127.0.0.1", "smtp_port": smtp.port, "security": "plain",
+                "from_email": "desk@example.com",
+                "templates": {"confirmation": {
+                    "subject": "Your appointment on {{ variables.time }}",
+                    "body": body}}}}]})
+    };
+    // A broken template is refused at save, at its place, with the line, column and a fix.
+    let (s, body) = app
+        .put(
+            "/v1/agents/mailer",
+            &key,
+            mailer("Hello {{ variables.name }},\nsee you at {{ variables.time }"),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    let problem = &body["error"]["details"][0];
+    assert_eq!(
+        problem["pointer"], "/tools/0/config/templates/confirmation/body",
+        "{body}"
+    );
+    let message = problem["message"].as_str().unwrap_or_default();
+    assert!(message.contains("line 2, column 12"), "{body}");
+    assert!(problem["fix"].as_str().is_some(), "{body}");
+    // So is one that reads what templates may not (the caller's user scope holds tokens).
+    let (s, body) = app
+        .put(
+            "/v1/agents/mailer",
+            &key,
+            mailer("token {{ user.auth_token }}"),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body.to_string()
+            .contains("`user` is not available to templates"),
+        "{body}"
+    );
+
+    let (s, body) = app
+        .put(
+            "/v1/agents/mailer",
+            &key,
+            mailer(
+                "Hello {{ variables.name }},\nsee you at {{ variables.time }}.\nRef {{ call.id }}",
+            ),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "t1", "agent": "mailer"}),
+    )
+    .await;
+    // The model fills in the variables; the mail server receives the rendered message.
+    let r = invoke(
+        &app,
+        &key,
+        "t1",
+        "fc1",
+        "send_email",
+        json!({"to": "pat@example.com", "template": "confirmation",
+               "variables": {"name": "Pat", "time": "Tuesday 10:00"}}),
+    )
+    .await;
+    assert_eq!(r["result"]["ok"], true, "{r}");
+    let mail = smtp.received().replace("\r\n", "\n");
+    assert!(
+        mail.contains("Subject: Your appointment on Tuesday 10:00"),
+        "{mail}"
+    );
+    assert!(
+        mail.contains("Hello Pat,\nsee you at Tuesday 10:00.\nRef t1"),
+        "{mail}"
+    );
+
+    // A variable left out: an error naming it, which the model can act on; nothing is sent.
+    let r = invoke(&app, &key, "t1", "fc2", "send_email",
+        json!({"to": "pat@example.com", "template": "confirmation", "variables": {"time": "Tuesday 10:00"}})).await;
+    assert_eq!(r["result"]["ok"], false, "{r}");
+    let msg = r["result"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("needs the variable `name`") && msg.contains("variables.name"),
+        "{r}"
+    );
+    // An unknown template names the ones there are.
+    let r = invoke(
+        &app,
+        &key,
+        "t1",
+        "fc3",
+        "send_email",
+        json!({"to": "pat@example.com", "template": "reminder", "variables": {}}),
+    )
+    .await;
+    let msg = r["result"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("use one of: confirmation"), "{r}");
+    // Neither a template nor a subject and body.
+    let r = invoke(
+        &app,
+        &key,
+        "t1",
+        "fc4",
+        "send_email",
+        json!({"to": "pat@example.com", "body": "hi"}),
+    )
+    .await;
+    let msg = r["result"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("no subject or no body"), "{r}");
+    assert_eq!(smtp.received().matches("Message-ID").count(), 1);
 });
