@@ -52,6 +52,7 @@ class ScriptedLLM(LLMService):
         self.script = list(script)
         self.seen: list[Seen] = []
         self.answered = asyncio.Event()
+        self.called = asyncio.Event()
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
@@ -74,6 +75,7 @@ class ScriptedLLM(LLMService):
                 [FunctionCallFromLLM(function_name=n, tool_call_id=new_id(f"fl_{n}"), arguments=a, context=ctx)
                  for n, a in step]
             )
+            self.called.set()
         await self.push_frame(LLMFullResponseEndFrame())
 
     def tool_outputs(self) -> dict[str, str]:
@@ -177,7 +179,8 @@ async def test_an_interruption_cancels_the_read_and_lets_the_write_finish(sb: Sw
         await flow_manager.initialize(await flows.node())
 
     async def drive() -> None:
-        await asyncio.sleep(0.6)  # both calls are on their way to Switchboard; the caller barges in
+        await asyncio.wait_for(llm.called.wait(), 10)
+        await asyncio.sleep(0.4)  # both calls are on their way to Switchboard; the caller barges in
         await worker.queue_frame(InterruptionFrame())
         await asyncio.sleep(2.0)
         await worker.queue_frame(EndFrame())
