@@ -81,3 +81,28 @@ async def test_the_agents_sdk_reaches_the_call_through_mcp_params(sb: Switchboar
     assert [i["tool"] for i in record.invocations] == ["save_meal"]
     assert record.context["workflow"]["logged_meals"] == [{"meal_type": "dinner", "dishes": ["rice"]}]
     await call.end()
+
+
+async def test_pipecats_mcp_client_reaches_the_call_through_mcp_params(sb: Switchboard) -> None:
+    from mcp.client.session_group import StreamableHttpParameters
+    from pipecat.frames.frames import LLMRunFrame
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.processors.aggregators.llm_context import LLMContext
+    from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
+    from pipecat.services.mcp_service import MCPClient
+    from pipecat.tests.utils import SleepFrame, run_test
+    from test_pipecat import ScriptedLLM
+
+    call = await sb.start_call(agent="assistant", call_id=new_id("mcp"))
+    llm = ScriptedLLM([[("save_meal", {"meal_type": "breakfast", "dishes": ["eggs"]})], "Logged."])
+    async with MCPClient(server_params=StreamableHttpParameters(**call.mcp_params())) as mcp_client:
+        context = LLMContext(messages=[{"role": "user", "content": "eggs for breakfast"}],
+                             tools=await mcp_client.register_tools(llm))
+        pair = LLMContextAggregatorPair(context)
+        await run_test(Pipeline([pair.user(), llm, pair.assistant()]), frames_to_send=[LLMRunFrame(), SleepFrame(1.0)])
+    assert "save_meal" in llm.seen[0].tools
+    assert "I've logged your breakfast!" in llm.tool_outputs()["save_meal"]
+    record = await call.record()
+    assert [i["tool"] for i in record.invocations] == ["save_meal"]
+    assert record.context["workflow"]["logged_meals"] == [{"meal_type": "breakfast", "dishes": ["eggs"]}]
+    await call.end()
