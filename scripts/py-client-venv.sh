@@ -15,6 +15,7 @@ pins=(
   "livekit-agents==1.8.9"
   "pipecat-ai==1.14.0"
   "openai-agents==0.24.0"
+  "mcp==2.3.0"
   "mypy==2.4.1"
 )
 venv="${CARGO_TARGET_DIR:-target}/py-client"

@@ -114,6 +114,13 @@ def _tools(upstream: str) -> list[dict[str, Any]]:
             "on_success": [{"type": "respond", "message": "I've logged your {{params.meal_type}}!"}],
         },
         {
+            "name": "meals_so_far",
+            "description": "The meals logged in this call",
+            "side_effect": "read",
+            "parameters": [],
+            "actions": [{"type": "context.get", "paths": ["workflow.logged_meals"], "into": "result.meals"}],
+        },
+        {
             "name": "lookup_order",
             "description": "Look an order up (slow)",
             "side_effect": "read",
@@ -231,7 +238,7 @@ def server(upstream: Upstream) -> Iterator[Server]:
             "default": True,
             "handoffs": ["billing"],
             "tools": [{"tool": t} for t in
-                      ("save_meal", "lookup_order", "place_order", "check_stock", "transfer_to_sales", "hang_up",
+                      ("save_meal", "meals_so_far", "lookup_order", "place_order", "check_stock", "transfer_to_sales", "hang_up",
                        "to_billing")],
         })
         yield Server(base=base, key=key, upstream=upstream)

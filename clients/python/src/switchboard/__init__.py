@@ -7,7 +7,7 @@
 - `livekit`, `pipecat`, `openai_agents`: adapters for those frameworks (each needs its extra).
 """
 
-from .client import Call, Format, Switchboard
+from .client import Call, Format, McpParams, Switchboard
 from .errors import (
     ApiError,
     BadRequest,
@@ -42,6 +42,7 @@ __all__ = [
     "Handoff",
     "Hangup",
     "InvocationResult",
+    "McpParams",
     "Messages",
     "NotFound",
     "RateLimited",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 from urllib.parse import quote
 
 import httpx
@@ -14,6 +14,14 @@ from .errors import NotFound, SwitchboardError, TransportError, error_for_status
 from .types import CallRecord, Function, InvocationResult, Messages, functions_of
 
 Format = Literal["openai-realtime", "openai-chat", "openai-responses", "anthropic", "mcp"]
+
+
+class McpParams(TypedDict):
+    """A call's MCP endpoint and the headers to send there (`Call.mcp_params`)."""
+
+    url: str
+    headers: dict[str, str]
+
 
 # Statuses worth another try for a request that is safe to repeat.
 _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -252,6 +260,16 @@ class Call:
         `Authorization: Bearer <key>`.
         """
         return f"{self.client.base_url}/v1/calls/{_seg(self.id)}/mcp"
+
+    def mcp_params(self) -> McpParams:
+        """What an MCP client needs to reach this call's tools: `{"url": mcp_url, "headers":
+        {"Authorization": "Bearer <key>"}}`, the shape the frameworks' streamable-HTTP MCP
+        clients take (the Agents SDK's `MCPServerStreamableHttp(params=...)`, LiveKit's
+        `mcp.MCPServerHTTP(**...)`, the MCP SDK's `StreamableHttpParameters(**...)`).
+
+        It holds the API key: hand it to the MCP client only, never to a log.
+        """
+        return {"url": self.mcp_url, "headers": {"Authorization": f"Bearer {self.client._key}"}}
 
     async def invoke(
         self,

@@ -5,11 +5,17 @@
     tools = SwitchboardTools(call)
     agent = Agent(name="assistant", instructions=await call.instructions(), tools=tools.tools())
 
+For a `RealtimeAgent`, `attach(session)` the `RealtimeSession` too:
+
+    async with await RealtimeRunner(agent).run() as session:
+        tools.attach(session)
+
 Each tool forwards the SDK's tool call id as our `function_call_id` and the model's arguments
-text as it came. When the caller interrupts, `cancel_pending()` (e.g. on a `RealtimeSession`'s
-`audio_interrupted` event) has Switchboard's side-effect policy decide what is aborted, and every
-tool still answers; a cancelled run cancels its calls' responses too. A handoff answer swaps the
-running agent's Switchboard tools and instructions; transfer and hang-up answers go to
+text as it came. When the caller interrupts, `cancel_pending()` (an attached session calls it on
+the model's `audio_interrupted`) has Switchboard's side-effect policy decide what is aborted, and
+every tool still answers; a cancelled run or a closed session cancels its calls' responses too.
+A handoff answer swaps the running agent's Switchboard tools and instructions (and an attached
+session's model is sent them before the tool's output); transfer and hang-up answers go to
 `on_transfer` / `on_hangup` (the SDK has no telephony of its own: e.g. OpenAI's SIP call
 `refer` and `hangup` endpoints).
 """
@@ -22,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agents import FunctionTool
+from agents.realtime import RealtimeAgent, RealtimeModelEvent, RealtimeModelListener, RealtimeSession
 from agents.tool_context import ToolContext
 
 from .client import Call
@@ -53,6 +60,9 @@ class SwitchboardTools:
         self._background: set[asyncio.Task[None]] = set()
         # Function calls on their way to Switchboard (bounded by the calls the model makes at once).
         self._pending: set[str] = set()
+        # The realtime session whose model hears of handoffs (`attach`).
+        self._session: RealtimeSession | None = None
+        self._listener = _Interruptions(self)
 
     def tools(self) -> list[FunctionTool]:
         """One `FunctionTool` per function of the call's active agent."""
@@ -89,16 +99,40 @@ class SwitchboardTools:
             return _failed(name, "tool_execution_failed", f"Switchboard did not answer: {e}")
         return await self._carry_out(name, result, ctx)
 
+    def attach(self, session: RealtimeSession) -> None:
+        """Ties these tools to a `RealtimeSession` (of a `RealtimeAgent` holding them): the
+        model's `audio_interrupted` (the caller barged in) cancels the running calls in
+        Switchboard, and a handoff answer updates the session's agent (`update_agent`), so the
+        model has the new agent's tools and instructions when it reads the handoff's output."""
+        self._session = session
+        session.model.add_listener(self._listener)
+
     async def cancel_pending(self) -> None:
-        """The caller interrupted (e.g. a `RealtimeSession`'s `audio_interrupted` event): the
-        function calls still running are cancelled by Switchboard's policy, and each tool still
-        answers, a read with `cancelled`, a write with its real result."""
+        """The caller interrupted (an attached `RealtimeSession` calls it on the model's
+        `audio_interrupted`): the function calls still running are cancelled by Switchboard's
+        policy, and each tool still answers, a read with `cancelled`, a write with its real
+        result."""
         await asyncio.gather(*(self.call.cancel_response(fc) for fc in list(self._pending)))
+
+    def _cancel_pending_soon(self) -> None:
+        # In the background: the model's events (the caller's audio) must not wait on HTTP.
+        task = asyncio.ensure_future(self._cancel_quietly())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _cancel_quietly(self) -> None:
+        try:
+            await self.cancel_pending()
+        except SwitchboardError:
+            # The calls then run to their end and the model hears their real answers.
+            pass
 
     async def _carry_out(self, name: str, result: InvocationResult, ctx: ToolContext[Any]) -> str:
         output = result.output
         if result.handoff is not None and ctx.agent is not None:
             await self.swap(ctx.agent)
+            if self._session is not None and isinstance(ctx.agent, RealtimeAgent):
+                await self._session.update_agent(ctx.agent)
         for action, handler, what in (
             (result.transfer, self._on_transfer, "transfer"),
             (result.hangup, self._on_hangup, "hang-up"),
@@ -121,3 +155,14 @@ class SwitchboardTools:
         agent.tools = [*keep, *self.tools()]
         agent.instructions = await self.call.instructions()
 
+
+
+class _Interruptions(RealtimeModelListener):
+    """Hears a realtime model's events beside its session: the caller barging in cancels."""
+
+    def __init__(self, tools: SwitchboardTools) -> None:
+        self._tools = tools
+
+    async def on_event(self, event: RealtimeModelEvent) -> None:
+        if event.type == "audio_interrupted":
+            self._tools._cancel_pending_soon()
