@@ -39,7 +39,7 @@ impl Store {
     ) -> Result<EmailAdmission, StoreError> {
         let interval = MINUTE_MS / i64::from(per_minute.clamp(1, 60_000));
         with_pool!(self, |pool| {
-            let mut tx = pool.begin_write().await?;
+            let mut tx = self.begin_write(pool).await?;
             let (now,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "SELECT {}",
                 now_ms(pool.kind())

@@ -137,7 +137,7 @@ pub(crate) trait WritePool {
     /// this process's SQLite writers first. SQLite takes the write lock at once
     /// (`BEGIN IMMEDIATE`): a deferred transaction that reads and then writes can fail with
     /// `SQLITE_BUSY` without waiting when another connection committed in between.
-    fn begin_write(
+    fn begin_write_raw(
         &self,
     ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, sqlx::Error>> + Send;
     /// Begins a read-only transaction that sees one snapshot across its statements.
@@ -150,7 +150,7 @@ pub(crate) trait WritePool {
 
 impl WritePool for SqlitePool {
     type Db = Sqlite;
-    fn begin_write(
+    fn begin_write_raw(
         &self,
     ) -> impl Future<Output = Result<Transaction<'static, Sqlite>, sqlx::Error>> + Send {
         self.begin_with("BEGIN IMMEDIATE")
@@ -168,7 +168,7 @@ impl WritePool for SqlitePool {
 
 impl WritePool for PgPool {
     type Db = Postgres;
-    fn begin_write(
+    fn begin_write_raw(
         &self,
     ) -> impl Future<Output = Result<Transaction<'static, Postgres>, sqlx::Error>> + Send {
         self.begin()

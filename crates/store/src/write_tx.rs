@@ -89,7 +89,7 @@ impl Store {
         pool: &P,
     ) -> Result<WriteTx<P::Db>, sqlx::Error> {
         let turn = self.write_turn(pool.kind()).await?;
-        let tx = pool.begin_write().await?;
+        let tx = pool.begin_write_raw().await?;
         Ok(WriteTx { tx, _turn: turn })
     }
 }
