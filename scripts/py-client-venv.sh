@@ -13,7 +13,7 @@ pins=(
   "pytest==9.2.0"
   "pytest-asyncio==1.5.0"
   "livekit-agents==1.8.9"
-  "pipecat-ai==1.14.0"
+  "pipecat-ai[daily]==1.14.0"
   "openai-agents==0.24.0"
   "mcp==2.3.0"
   "mypy==2.4.1"

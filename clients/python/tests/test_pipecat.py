@@ -30,9 +30,10 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.llm_service import FunctionCallParams, LLMService
 from pipecat.services.settings import LLMSettings
 from pipecat.tests.utils import SleepFrame, run_test
+from pipecat.transports.daily.transport import DailySIPReferFrame
 
 from switchboard import Switchboard, Transfer
-from switchboard.pipecat import SwitchboardTools
+from switchboard.pipecat import SwitchboardTools, daily_sip_refer
 
 Step = list[tuple[str, dict[str, Any]]] | str
 
@@ -153,6 +154,19 @@ async def test_transfer_and_hangup_become_frames(sb: Switchboard) -> None:
     assert json.loads(llm.tool_outputs()["transfer_to_sales"])["ok"] is True
     assert [f.text for f in down if isinstance(f, TTSSpeakFrame)] == ["Goodbye!"]
     assert any(isinstance(f, EndWorkerFrame) for f in up)
+    await call.end()
+
+
+async def test_daily_sip_refer_sends_dailys_refer_frame_down_the_pipeline(sb: Switchboard) -> None:
+    # Daily's transport carries a DailySIPReferFrame out as a SIP REFER; here the pipeline's end
+    # stands in for the transport and sees the frame, with the transfer's target.
+    call, llm, _, pipeline = await _pipeline(
+        sb, [[("transfer_to_sales", {})], "Transferring."], on_transfer=daily_sip_refer
+    )
+    down, _ = await run_test(pipeline, frames_to_send=[LLMRunFrame(), SleepFrame(0.8)])
+    refers = [f.settings for f in down if isinstance(f, DailySIPReferFrame)]
+    assert refers == [{"toEndPoint": "sip:sales@example.com"}]
+    assert json.loads(llm.tool_outputs()["transfer_to_sales"])["ok"] is True
     await call.end()
 
 
