@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::events::{self, AgentProfile, ServerEvent};
-use crate::line::{self, CallEnd, DriverMsg, Line, LineDriver, Step, last_answered};
+use crate::line::{self, CallEnd, DriverMsg, Line, LineDriver, Step, owed_continuation};
 
 /// One model response as the driver tracks it.
 #[derive(Debug, Default)]
@@ -105,14 +105,15 @@ impl Driver {
 
     /// Runs the call until it ends. A taken-over call with no restored runs (their answers
     /// ask for speech themselves) owes the model one `response.create` for the last response
-    /// answered before the old owner died, unless the caller had cut that response off.
+    /// answered just before the old owner died (`DriverOptions::continue_within`), unless the
+    /// caller had cut that response off.
     pub(crate) async fn run(mut self) -> CallEnd {
         if self.resumed
             && let Some(snapshot) = self.session.snapshot().await
             && snapshot.pending.is_empty()
             && snapshot.restored.is_empty()
         {
-            let last = last_answered(&snapshot);
+            let last = owed_continuation(&snapshot, self.line.options.continue_within);
             if !last.is_empty() && last.iter().all(|r| !r.interrupted) {
                 for record in last {
                     self.answered.insert(record.function_call_id.clone());

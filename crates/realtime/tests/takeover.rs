@@ -49,8 +49,17 @@ async fn old_owner(url: &str) -> WebSocketStream<MaybeTlsStream<TcpStream>> {
 }
 
 /// The journal the old owner left: the call started, and `answered` (function call, response
-/// or delegation id) finished.
+/// or delegation id) finished just now.
 async fn journal(call_id: &str, answered: &[(&str, &str)]) -> Arc<MemoryJournal> {
+    journal_at(call_id, answered, &switchboard_runtime::now_rfc3339()).await
+}
+
+/// [`journal`] with the answers finished at `finished_at`.
+async fn journal_at(
+    call_id: &str,
+    answered: &[(&str, &str)],
+    finished_at: &str,
+) -> Arc<MemoryJournal> {
     let journal = Arc::new(MemoryJournal::default());
     let call = CallInfo {
         id: call_id.to_owned(),
@@ -69,7 +78,7 @@ async fn journal(call_id: &str, answered: &[(&str, &str)]) -> Arc<MemoryJournal>
         let record: InvocationRecord = serde_json::from_value(json!({
             "function_call_id": fc, "tool": "save_meal", "arguments": "{}", "ok": true,
             "error": null, "output": OUTPUT, "latency_ms": 3.0,
-            "started_at": "2026-11-24T08:00:01.000Z", "finished_at": "2026-11-24T08:00:01.003Z",
+            "started_at": "2026-11-24T08:00:01.000Z", "finished_at": finished_at,
             "response_id": response, "interrupted": false, "duplicate_of": null}))
         .unwrap();
         let entry = JournalEntry::Finished {
@@ -248,6 +257,43 @@ async fn a_realtime_response_answered_before_its_owner_died_is_spoken_once() {
     );
     assert_eq!(sim.response_creates(id).len(), 1);
     assert_eq!(sim.outputs(id).len(), 1, "no output sent twice");
+    let v = sim.violations();
+    assert!(v.is_empty(), "Realtime protocol violations: {v:?}");
+    stop(door, task).await;
+}
+
+#[tokio::test]
+async fn a_response_answered_long_before_the_takeover_is_not_spoken_again() {
+    // The old owner lived on for minutes after this answer, so it asked the model to speak
+    // then; the new owner must not make the model speak a second time.
+    let sim = Simulator::start().await.expect("simulator");
+    sim.set_api_key(KEY);
+    let id = "rtc_old_answer";
+    sim.add_call(id);
+    let api = CallsApi::new(Endpoints::from_api_base(&sim.base_url()));
+    let accept = json!({"type": "realtime", "model": "gpt-realtime"});
+    api.accept(&key(), id, &accept).await.expect("accepted");
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(600);
+    let finished_at = humantime::format_rfc3339_millis(long_ago).to_string();
+
+    let (door, task) = new_owner(
+        &sim,
+        id,
+        Api::Realtime,
+        journal_at(id, &[("fc_old", "resp_old")], &finished_at).await,
+    )
+    .await;
+    let mut m = sim
+        .model(id, WAIT)
+        .await
+        .expect("re-attached by the new owner");
+    assert!(
+        m.recv_type("response.create", Duration::from_millis(600))
+            .await
+            .is_none(),
+        "the model was asked to speak again for an answer of ten minutes ago"
+    );
+    assert!(sim.response_creates(id).is_empty());
     let v = sim.violations();
     assert!(v.is_empty(), "Realtime protocol violations: {v:?}");
     stop(door, task).await;

@@ -563,6 +563,16 @@ pub(crate) async fn resume_call(
 pub fn door(config: &crate::ServerConfig) -> Arc<RealtimeDoor> {
     RealtimeDoor::new(
         switchboard_realtime::CallsApi::new(config.openai.clone()),
-        switchboard_realtime::DriverOptions::default(),
+        driver_options(config.lease),
     )
+}
+
+/// A taken-over call continues an answer at most three leases old (a dead node is found within
+/// a lease and a sweep), and never less than the default window.
+fn driver_options(lease: std::time::Duration) -> switchboard_realtime::DriverOptions {
+    let defaults = switchboard_realtime::DriverOptions::default();
+    switchboard_realtime::DriverOptions {
+        continue_within: defaults.continue_within.max(lease.saturating_mul(3)),
+        ..defaults
+    }
 }

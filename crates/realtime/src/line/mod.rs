@@ -79,6 +79,12 @@ pub struct DriverOptions {
     /// refuses an overflowing one with `response_input_buffer_full`); a longer output is cut
     /// with a marker saying so.
     pub live_turn_budget: usize,
+    /// A call taken over from a dead node continues the last answered response (sends its
+    /// `response.create`) only when that answer is at most this old: the old owner may have
+    /// died between the answer and its continuation. An older answer's node lived on past it
+    /// (it sends the continuation at once), so continuing it again would make the model speak
+    /// twice. Longer than a lease plus the sweep that finds the dead node.
+    pub continue_within: Duration,
 }
 
 impl Default for DriverOptions {
@@ -87,6 +93,7 @@ impl Default for DriverOptions {
             reattach_for: Duration::from_secs(30),
             goodbye_timeout: Duration::from_secs(15),
             live_turn_budget: 30 * 1024,
+            continue_within: Duration::from_secs(30),
         }
     }
 }
@@ -349,6 +356,24 @@ async fn on_msg<D: LineDriver>(driver: &mut D, msg: DriverMsg) -> Step {
 /// waiting (the simulator takes it as a no-op); a Realtime model speaks once more, which beats
 /// a silent line. Runs restored from the journal are left out: their answers come from this
 /// node.
+/// [`last_answered`] when the newest of its answers finished within `within` of now (see
+/// [`DriverOptions::continue_within`]); empty otherwise.
+pub(crate) fn owed_continuation(
+    snapshot: &SessionSnapshot,
+    within: Duration,
+) -> Vec<&InvocationRecord> {
+    let last = last_answered(snapshot);
+    let now = std::time::SystemTime::now();
+    let recent = last
+        .iter()
+        .any(|r| match humantime::parse_rfc3339(&r.finished_at) {
+            // An answer stamped ahead of this node's clock (another node's) is recent.
+            Ok(at) => now.duration_since(at).map_or(true, |age| age <= within),
+            Err(_) => false,
+        });
+    if recent { last } else { Vec::new() }
+}
+
 pub(crate) fn last_answered(snapshot: &SessionSnapshot) -> Vec<&InvocationRecord> {
     let records = &snapshot.records;
     let Some(last) = records.iter().rev().find_map(|r| r.response_id.as_deref()) else {

@@ -28,7 +28,7 @@ use switchboard_runtime::{CallSession, Delivery, Invocation};
 use tokio::sync::oneshot;
 
 use crate::events::AgentProfile;
-use crate::line::{CallEnd, DriverMsg, Line, LineDriver, Step, last_answered};
+use crate::line::{CallEnd, DriverMsg, Line, LineDriver, Step, owed_continuation};
 use crate::live_events::{self, LiveEvent};
 
 pub use budget::CUT_MARKER;
@@ -99,8 +99,9 @@ impl LiveDriver {
                 self.adopt(call.clone());
             }
             // The old owner may have died between the turn's outputs and its continuation:
-            // the turn gets one `response.create`, now or with the restored runs' answers.
-            for record in last_answered(&snapshot) {
+            // a turn answered just before it died gets one `response.create`, now or with the
+            // restored runs' answers (`DriverOptions::continue_within`).
+            for record in owed_continuation(&snapshot, self.line.options.continue_within) {
                 let call = record.function_call_id.clone();
                 self.adopt(call.clone());
                 self.answered.insert(call);
