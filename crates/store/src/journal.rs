@@ -46,30 +46,14 @@ fn lock_call(kind: Backend, exclusive: bool) -> &'static str {
     }
 }
 
-/// Claims a function call in one statement when nothing stands in the way (see
-/// `claim_function_call`). PostgreSQL locks the call's row for share, as the slow path does, so
-/// a takeover waits for the claim and then sees it.
-fn claim_sql(kind: Backend) -> &'static str {
-    match kind {
-        Backend::Sqlite => {
-            "INSERT INTO call_claims (tenant_id, call_id, function_call_id, invocation, fence, claimed_at) \
-             SELECT $1, $2, $3, $4, c.fence, $6 FROM calls c \
-             WHERE c.tenant_id = $1 AND c.id = $2 AND c.status <> 'ended' AND ($5 IS NULL OR c.fence = $5) \
-             AND NOT EXISTS (SELECT 1 FROM call_invocations i \
-                             WHERE i.tenant_id = $1 AND i.call_id = $2 AND i.function_call_id = $3) \
-             ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING"
-        }
-        Backend::Postgres => {
-            "WITH c AS (SELECT fence, status FROM calls WHERE tenant_id = $1 AND id = $2 FOR SHARE) \
-             INSERT INTO call_claims (tenant_id, call_id, function_call_id, invocation, fence, claimed_at) \
-             SELECT $1, $2, $3, $4, c.fence, $6 FROM c \
-             WHERE c.status <> 'ended' AND ($5::BIGINT IS NULL OR c.fence = $5) \
-             AND NOT EXISTS (SELECT 1 FROM call_invocations i \
-                             WHERE i.tenant_id = $1 AND i.call_id = $2 AND i.function_call_id = $3) \
-             ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING"
-        }
-    }
-}
+/// Claims a function call in one statement on SQLite when nothing stands in the way (see
+/// `claim_function_call`).
+const SQLITE_CLAIM: &str = "INSERT INTO call_claims (tenant_id, call_id, function_call_id, invocation, fence, claimed_at) \
+     SELECT $1, $2, $3, $4, c.fence, $6 FROM calls c \
+     WHERE c.tenant_id = $1 AND c.id = $2 AND c.status <> 'ended' AND ($5 IS NULL OR c.fence = $5) \
+     AND NOT EXISTS (SELECT 1 FROM call_invocations i \
+                     WHERE i.tenant_id = $1 AND i.call_id = $2 AND i.function_call_id = $3) \
+     ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING";
 
 /// Refuses a fenced write when the call's token is not the writer's any more.
 fn check_fence(call_id: &str, stored: Option<i64>, fence: Option<i64>) -> Result<(), StoreError> {
@@ -150,22 +134,28 @@ impl Store {
         let at = now();
         with_pool!(self, |pool| {
             async {
-                // The usual case in one statement: the call is there, not ended, still this
-                // node's, and the function call neither claimed nor recorded.
-                let turn = self.write_turn(pool.kind()).await?;
-                let claimed = sqlx::query(claim_sql(pool.kind()))
-                    .bind(tenant_id)
-                    .bind(call_id)
-                    .bind(fc)
-                    .bind(&sealed)
-                    .bind(fence)
-                    .bind(&at)
-                    .execute(pool)
-                    .await?
-                    .rows_affected();
-                drop(turn);
-                if claimed == 1 {
-                    return Ok(Claim::Claimed);
+                // SQLite: the usual case in one statement (the call is there, not ended, still
+                // this node's, and the function call neither claimed nor recorded), read and
+                // written under the database's one write lock. Not on PostgreSQL: a statement
+                // that waits for the call's row lock still reads the other tables as they were
+                // when it started, so a claim racing its function call's finish would miss the
+                // record that finish commits and run the call again.
+                if pool.kind() == Backend::Sqlite {
+                    let turn = self.write_turn(pool.kind()).await?;
+                    let claimed = sqlx::query(SQLITE_CLAIM)
+                        .bind(tenant_id)
+                        .bind(call_id)
+                        .bind(fc)
+                        .bind(&sealed)
+                        .bind(fence)
+                        .bind(&at)
+                        .execute(pool)
+                        .await?
+                        .rows_affected();
+                    drop(turn);
+                    if claimed == 1 {
+                        return Ok(Claim::Claimed);
+                    }
                 }
                 // Otherwise find out why, in a transaction of its own.
                 let mut tx = self.begin_write(pool).await?;

@@ -208,6 +208,7 @@ on_both_backends!(
     journal_round_trip_equals_the_in_memory_fold,
     journal_appends_are_idempotent_and_ended_clears_checkpoints,
     a_call_has_one_owner_and_a_stale_owner_is_fenced_off,
+    a_claim_racing_its_function_calls_finish_is_taken,
     create_call_then_started_keeps_pinned_versions,
     concurrent_context_updates_all_land,
     concurrent_commits_from_two_nodes_all_land_once,
@@ -1918,3 +1919,68 @@ async fn a_call_has_one_owner_and_a_stale_owner_is_fenced_off(h: Harness) {
 
 #[path = "store/memory.rs"]
 mod memory;
+
+/// A claim that waits while its function call's finish commits (another path recording the
+/// same function call) must see that record: `Taken`, never a second run.
+async fn a_claim_racing_its_function_calls_finish_is_taken(h: Harness) {
+    use std::time::Duration;
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "c1");
+    let ctx = Context::new(&info, json!({}));
+    s.register_node("n1", None, Duration::from_secs(60))
+        .await
+        .unwrap();
+    s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Http))
+        .await
+        .unwrap()
+        .unwrap();
+    let journal = s.journal("acme").fenced(1);
+    let inv = Invocation {
+        call_id: "c1".into(),
+        function_call_id: "fc_r".into(),
+        name: "save_meal".into(),
+        arguments_json: "{}".into(),
+        response_id: None,
+        item_id: None,
+    };
+    // A finish in flight on another connection: the call's row locked, the record written,
+    // not yet committed.
+    let record = "INSERT INTO call_invocations (tenant_id, call_id, function_call_id, record, created_at) \
+                  VALUES ('acme', 'c1', 'fc_r', '{}', '2026-11-24T00:00:00.000Z')";
+    macro_rules! race {
+        ($conn:expr, $begin:expr) => {{
+            let mut conn = $conn;
+            conn.execute($begin).await.unwrap();
+            conn.execute(
+                "UPDATE calls SET handoffs = handoffs WHERE tenant_id = 'acme' AND id = 'c1'",
+            )
+            .await
+            .unwrap();
+            conn.execute(record).await.unwrap();
+            let claiming = {
+                let journal = journal.clone();
+                let inv = inv.clone();
+                tokio::spawn(async move { journal.claim("c1", &inv).await })
+            };
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            conn.execute("COMMIT").await.unwrap();
+            claiming.await.unwrap().unwrap()
+        }};
+    }
+    let claim = match h.backend {
+        Backend::Sqlite => race!(
+            sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
+                .await
+                .unwrap(),
+            "BEGIN IMMEDIATE"
+        ),
+        Backend::Postgres => race!(sqlx::PgConnection::connect(&h.url).await.unwrap(), "BEGIN"),
+    };
+    assert_eq!(
+        claim,
+        Claim::Taken,
+        "a recorded function call is claimed again"
+    );
+}
