@@ -29,6 +29,7 @@ use crate::calls::{
 };
 use crate::crypto::{open_with, seal_with};
 use crate::error::is_fk_violation;
+use crate::group_commit::{Done, Job};
 use crate::{Backend, Store, StoreError, WritePool, now, parse_json, to_json, with_pool};
 
 /// The statement that locks a call's row and reads its fencing token and status: shared for
@@ -48,7 +49,7 @@ fn lock_call(kind: Backend, exclusive: bool) -> &'static str {
 
 /// Claims a function call in one statement on SQLite when nothing stands in the way (see
 /// `claim_function_call`).
-const SQLITE_CLAIM: &str = "INSERT INTO call_claims (tenant_id, call_id, function_call_id, invocation, fence, claimed_at) \
+pub(crate) const SQLITE_CLAIM: &str = "INSERT INTO call_claims (tenant_id, call_id, function_call_id, invocation, fence, claimed_at) \
      SELECT $1, $2, $3, $4, c.fence, $6 FROM calls c \
      WHERE c.tenant_id = $1 AND c.id = $2 AND c.status <> 'ended' AND ($5 IS NULL OR c.fence = $5) \
      AND NOT EXISTS (SELECT 1 FROM call_invocations i \
@@ -132,6 +133,19 @@ impl Store {
             &claim_aad(tenant_id, call_id, fc),
         )?;
         let at = now();
+        if let Some(group) = &self.gate.group {
+            let job = Job::Claim {
+                tenant_id: tenant_id.to_owned(),
+                call_id: call_id.to_owned(),
+                function_call_id: fc.clone(),
+                sealed: sealed.clone(),
+                fence,
+                at: at.clone(),
+            };
+            if group.run(job).await == Done::Written {
+                return Ok(Claim::Claimed);
+            }
+        }
         with_pool!(self, |pool| {
             async {
                 // SQLite: the usual case in one statement (the call is there, not ended, still
@@ -322,6 +336,23 @@ impl Store {
             .transpose()?;
         let agent = context.map(|c| c.active_agent().to_owned());
         let at = now();
+        if let Some(group) = &self.gate.group {
+            let job = Job::Finish {
+                tenant_id: tenant_id.to_owned(),
+                call_id: call_id.to_owned(),
+                function_call_id: record.function_call_id.clone(),
+                record: record_text.clone(),
+                context: context_text.clone().map(|text| (text, agent.clone())),
+                handoffs: i64::from(handoffs),
+                fence,
+                at: at.clone(),
+            };
+            // Not written: fenced off, gone, recorded already or a failed batch; the
+            // transaction below says which.
+            if group.run(job).await == Done::Written {
+                return Ok(());
+            }
+        }
         with_pool!(self, |pool| {
             async {
                 let mut tx = self.begin_write(pool).await?;

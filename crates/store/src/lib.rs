@@ -24,6 +24,7 @@ pub mod connections;
 pub mod crypto;
 pub mod email_rate;
 mod error;
+mod group_commit;
 mod journal;
 pub mod keys;
 pub mod mcp_servers;
@@ -215,7 +216,7 @@ impl Store {
                 .connect_with(opts)
                 .await
                 .map_err(StoreError::Database)?;
-            Db::Postgres(pool)
+            (Db::Postgres(pool), None)
         } else {
             let opts = if url.starts_with("sqlite:") {
                 SqliteConnectOptions::from_str(url).map_err(|e| {
@@ -236,18 +237,23 @@ impl Store {
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
                 .busy_timeout(options.acquire_timeout);
+            let in_memory = opts.get_filename() == std::path::Path::new(":memory:");
             let pool = SqlitePoolOptions::new()
                 .max_connections(options.max_connections)
                 .acquire_timeout(options.acquire_timeout)
-                .connect_with(opts)
+                .connect_with(opts.clone())
                 .await
                 .map_err(StoreError::Database)?;
-            Db::Sqlite(pool)
+            (Db::Sqlite(pool), (!in_memory).then_some(opts))
         };
+        let (db, sqlite_file) = db;
+        let gate = write_tx::WriteGate::new(options.acquire_timeout, sqlite_file).map_err(|e| {
+            StoreError::Invalid(format!("cannot start the journal's writer thread: {e}"))
+        })?;
         Ok(Store {
             db,
             key: Arc::new(key),
-            gate: Arc::new(write_tx::WriteGate::new(options.acquire_timeout)),
+            gate: Arc::new(gate),
         })
     }
 

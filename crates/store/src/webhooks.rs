@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::is_fk_violation;
-use crate::{Store, StoreError, now, truncate, with_pool};
+use crate::{Store, StoreError, WritePool, now, truncate, with_pool};
 
 /// Deliveries are kept this long: past OpenAI's 72-hour retry window, with a margin.
 const KEEP_HOURS: u64 = 96;
@@ -25,17 +25,23 @@ impl Store {
             )));
         }
         let at = now();
+        // In turn with this process's other SQLite writers (`write_tx`): a burst of rings
+        // otherwise meets the journal's writers in SQLite's busy handler, which sleeps.
         let inserted = with_pool!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO webhook_deliveries (tenant_id, webhook_id, received_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (tenant_id, webhook_id) DO NOTHING",
-            )
-            .bind(tenant_id)
-            .bind(webhook_id)
-            .bind(&at)
-            .execute(pool)
+            async {
+                let _turn = self.write_turn(pool.kind()).await?;
+                sqlx::query(
+                    "INSERT INTO webhook_deliveries (tenant_id, webhook_id, received_at) VALUES ($1, $2, $3) \
+                     ON CONFLICT (tenant_id, webhook_id) DO NOTHING",
+                )
+                .bind(tenant_id)
+                .bind(webhook_id)
+                .bind(&at)
+                .execute(pool)
+                .await
+                .map(|r| r.rows_affected())
+            }
             .await
-            .map(|r| r.rows_affected())
         });
         let inserted = match inserted {
             Ok(n) => n,

@@ -6,15 +6,20 @@
 //! and journaling its function calls, the tool answers' p99 reached 80–140 ms. The store's write
 //! gate queues its writers in this process instead, in arrival order, each woken as soon as the
 //! previous transaction ends; the busy timeout still covers other processes sharing the file.
+//! A function call's claim and finish, the two writes of every tool call, are written in
+//! groups by one thread holding the gate (`group_commit`).
+//!
 //! PostgreSQL takes no gate: its writers lock rows, not the database.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Database, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use crate::group_commit::GroupWriter;
 use crate::{Backend, Store, WritePool};
 
 /// One in-process queue of SQLite writers, shared by every clone of a [`Store`].
@@ -23,14 +28,26 @@ pub(crate) struct WriteGate {
     turn: Arc<Mutex<()>>,
     /// How long a writer waits for its turn (the store's acquire timeout).
     timeout: Duration,
+    /// The journal's group writer (SQLite on a file).
+    pub(crate) group: Option<GroupWriter>,
 }
 
 impl WriteGate {
-    pub(crate) fn new(timeout: Duration) -> WriteGate {
-        WriteGate {
-            turn: Arc::new(Mutex::new(())),
+    /// The gate of a SQLite file (`options`) starts its group writer; PostgreSQL's and an
+    /// in-memory database's (one database per connection) have none.
+    pub(crate) fn new(
+        timeout: Duration,
+        sqlite_file: Option<SqliteConnectOptions>,
+    ) -> std::io::Result<WriteGate> {
+        let turn = Arc::new(Mutex::new(()));
+        let group = sqlite_file
+            .map(|options| GroupWriter::start(options, Arc::clone(&turn)))
+            .transpose()?;
+        Ok(WriteGate {
+            turn,
             timeout,
-        }
+            group,
+        })
     }
 }
 

@@ -209,6 +209,7 @@ on_both_backends!(
     journal_appends_are_idempotent_and_ended_clears_checkpoints,
     a_call_has_one_owner_and_a_stale_owner_is_fenced_off,
     a_claim_racing_its_function_calls_finish_is_taken,
+    concurrent_claims_and_finishes_each_land_once_and_a_fenced_one_is_refused,
     create_call_then_started_keeps_pinned_versions,
     concurrent_context_updates_all_land,
     concurrent_commits_from_two_nodes_all_land_once,
@@ -1917,6 +1918,102 @@ async fn a_call_has_one_owner_and_a_stale_owner_is_fenced_off(h: Harness) {
     s.retire_node("n2").await.unwrap();
 }
 
+/// Many calls' claims and finishes at once (on SQLite, written in groups by one thread): each
+/// is answered once, every record lands with the context it changed, no claim is left over,
+/// and a finish of a node fenced off, sent among the others, is refused with nothing stored.
+async fn concurrent_claims_and_finishes_each_land_once_and_a_fenced_one_is_refused(h: Harness) {
+    use std::time::Duration;
+    use switchboard_runtime::journal::JournalError;
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    s.register_node("n1", None, Duration::from_secs(60))
+        .await
+        .unwrap();
+    for c in 0..8 {
+        let info = call_info("acme", &format!("c{c}"));
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Http))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    // c7 changes owner: its fence 1 is stale.
+    s.register_node("n2", None, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.take_over_call("acme", "c7", "n2", 1).await.unwrap(),
+        Some(2)
+    );
+    let journal = s.journal("acme").fenced(1);
+    let mut runs = tokio::task::JoinSet::new();
+    for c in 0..8 {
+        for i in 0..25 {
+            let journal = journal.clone();
+            runs.spawn(async move {
+                let call = format!("c{c}");
+                let fc = format!("fc_{i}");
+                let inv = Invocation {
+                    call_id: call.clone(),
+                    function_call_id: fc.clone(),
+                    name: "save_meal".into(),
+                    arguments_json: "{}".into(),
+                    response_id: None,
+                    item_id: None,
+                };
+                let claimed = journal.claim(&call, &inv).await;
+                let mut ctx = Context::new(&call_info("acme", &call), json!({}));
+                ctx.workflow = std::sync::Arc::new(json!({ "last": i }));
+                let finished = journal
+                    .append(
+                        &call,
+                        JournalEntry::Finished {
+                            record: Box::new(record(&fc, true)),
+                            context: Some(ctx),
+                            handoffs: 0,
+                        },
+                    )
+                    .await;
+                (c, claimed, finished)
+            });
+        }
+    }
+    while let Some(run) = runs.join_next().await {
+        let (c, claimed, finished) = run.unwrap();
+        if c == 7 {
+            assert!(
+                matches!(claimed, Err(JournalError::Fenced(_))),
+                "{claimed:?}"
+            );
+            assert!(
+                matches!(finished, Err(JournalError::Fenced(_))),
+                "{finished:?}"
+            );
+        } else {
+            assert_eq!(claimed.unwrap(), Claim::Claimed);
+            finished.unwrap();
+        }
+    }
+    for c in 0..7 {
+        let state = journal.load(&format!("c{c}")).await.unwrap().unwrap();
+        assert_eq!(state.records.len(), 25, "c{c}: every finish recorded once");
+        assert!(
+            state.claimed.is_empty(),
+            "c{c}: the records settled the claims"
+        );
+        let ctx = state.context.expect("a started call has a context");
+        assert!(ctx.workflow["last"].is_u64(), "c{c}: {:?}", ctx.workflow);
+    }
+    let n2 = s.journal("acme").fenced(2);
+    let state = n2.load("c7").await.unwrap().unwrap();
+    assert!(
+        state.records.is_empty() && state.claimed.is_empty(),
+        "the stale node stored nothing"
+    );
+    assert_eq!(*state.context.expect("c7's context").workflow, json!({}));
+}
+
 #[path = "store/memory.rs"]
 mod memory;
 
@@ -1983,4 +2080,62 @@ async fn a_claim_racing_its_function_calls_finish_is_taken(h: Harness) {
         Claim::Taken,
         "a recorded function call is claimed again"
     );
+}
+
+/// The journal's writer leaves SQLite's checkpoints to a connection of its own: while tool
+/// calls keep writing, the write-ahead log is still copied back and rewound, so it does not
+/// grow with every write the node ever made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_write_ahead_log_stays_small_while_the_journal_writes() {
+    use std::time::Duration;
+    use switchboard_store::Door;
+    run(Backend::Sqlite, |h| async move {
+        let s = &h.store;
+        tenant(s, "acme").await;
+        s.register_node("n1", None, Duration::from_secs(60))
+            .await
+            .unwrap();
+        let info = call_info("acme", "c1");
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Http))
+            .await
+            .unwrap()
+            .unwrap();
+        let journal = s.journal("acme").fenced(1);
+        let wal = format!("{}-wal", h.url);
+        let mut largest = 0;
+        for round in 0..10 {
+            // One after another: a transaction each, as tool calls spread over time are.
+            for i in 0..300 {
+                let fc = format!("fc_{round}_{i}");
+                let inv = Invocation {
+                    call_id: "c1".into(),
+                    function_call_id: fc.clone(),
+                    name: "save_meal".into(),
+                    arguments_json: "{}".into(),
+                    response_id: None,
+                    item_id: None,
+                };
+                journal.claim("c1", &inv).await.unwrap();
+                let finished = JournalEntry::Finished {
+                    record: Box::new(record(&fc, true)),
+                    context: None,
+                    handoffs: 0,
+                };
+                journal.append("c1", finished).await.unwrap();
+            }
+            largest = largest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+            tokio::time::sleep(Duration::from_millis(400)).await;
+        }
+        // 6,000 transactions; uncheckpointed, the log holds all of them (tens of MiB).
+        eprintln!("largest write-ahead log: {largest} bytes");
+        assert!(
+            largest < 32 << 20,
+            "the write-ahead log grew to {largest} bytes"
+        );
+        for fc in ["fc_0_0", "fc_9_299"] {
+            assert!(journal.recorded("c1", fc).await.unwrap().is_some(), "{fc}");
+        }
+    })
+    .await;
 }
