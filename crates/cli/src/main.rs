@@ -11,11 +11,18 @@ mod bench;
 mod files;
 mod google;
 mod limits;
+mod open_files;
 mod replay;
 mod run;
 mod schema;
 mod serve;
 mod validate;
+
+/// mimalloc rather than the system allocator: a server holds thousands of calls, each with
+/// small buffers freed on other threads, where glibc's arenas spent a fifth of the CPU of a
+/// tool call and kept freed memory resident (see docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Debug, Parser)]
 #[command(

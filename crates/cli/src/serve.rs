@@ -129,6 +129,21 @@ pub struct ServeArgs {
     #[arg(long, env = "SWITCHBOARD_LEASE_MS", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(300..=600_000))]
     lease_ms: u64,
+    /// Requests per second one tenant's keys may make to the REST API (the HTTP door's
+    /// invocations included); beyond, `429 rate_limited` with the seconds to wait.
+    #[arg(long, env = "SWITCHBOARD_TENANT_REQUESTS_PER_SECOND", default_value_t = 200,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    tenant_requests_per_second: u32,
+    /// Live calls one tenant may have at once, counted across every node; beyond, a new call
+    /// is refused (`429`, SIP `486` at the phone doors).
+    #[arg(long, env = "SWITCHBOARD_MAX_CALLS_PER_TENANT", default_value_t = 1_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_calls_per_tenant: u64,
+    /// Emails one tenant's calls may send per minute, counted across every node.
+    #[arg(long, env = "SWITCHBOARD_EMAILS_PER_TENANT_PER_MINUTE",
+          default_value_t = switchboard_server::EMAILS_PER_TENANT_PER_MINUTE,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    emails_per_tenant_per_minute: u32,
     /// The base URL other nodes of the deployment reach this one at, to pass on requests for
     /// the calls it owns (e.g. `http://10.0.0.7:8080`). By default the listen address, unless
     /// that is a wildcard (0.0.0.0, ::).
@@ -163,6 +178,9 @@ fn init_logs(format: &str) {
 
 pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
     init_logs(&args.log_format);
+    if let Some(warning) = crate::open_files::raise() {
+        tracing::warn!(name: "open_files_limit_low", advice = %warning, "open_files_limit_low");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -283,6 +301,9 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
         },
         commit_retry: std::time::Duration::from_millis(args.commit_retry_ms),
         lease: std::time::Duration::from_millis(args.lease_ms),
+        tenant_rate_per_s: args.tenant_requests_per_second,
+        max_calls_per_tenant: usize::try_from(args.max_calls_per_tenant).unwrap_or(usize::MAX),
+        emails_per_tenant_per_minute: args.emails_per_tenant_per_minute,
         advertise_url: args.advertise_url.clone(),
         google: args.google.settings(args.listen)?,
         memory: switchboard_store::MemoryLimits {

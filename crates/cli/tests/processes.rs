@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use support::{Serve, TempDir, bounded, client, integrity_check, with_postgres};
+use support::{Serve, TempDir, bounded, client, integrity_check, send, with_postgres};
 
 fn save_meal(message: &str) -> Value {
     json!({
@@ -393,6 +393,72 @@ async fn switchboard_replay_tells_which_recorded_calls_a_draft_changes() {
         );
         assert_eq!(code, Some(2), "{out}");
         assert!(out.contains("/actions/0/type"), "{out}");
+    })
+    .await;
+}
+
+/// The per-tenant limits set on the command line hold: two live calls at most, and a third is
+/// refused with 429; a tenant's requests beyond its rate get `rate_limited`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_flags_set_the_tenant_call_cap_and_request_rate() {
+    bounded(async {
+        let dir = TempDir::new();
+        let database = format!("sqlite://{}", dir.path().join("switchboard.db").display());
+        let flags = [
+            "--max-calls-per-tenant",
+            "2",
+            "--tenant-requests-per-second",
+            "5",
+        ]
+        .map(str::to_owned);
+        let serve = Serve::start_with(&database, dir.path(), "limits", &flags, None).await;
+        let admin = serve.admin_key();
+        let key = serve.tenant(&admin, "acme").await;
+        serve
+            .put(
+                "/v1/agents/front",
+                &key,
+                json!({"instructions": "Help.", "default": true, "tools": []}),
+            )
+            .await;
+        let client = client();
+        let mut statuses = Vec::new();
+        for i in 0..3 {
+            let body = json!({ "call_id": format!("cap-{i}") });
+            let url = format!("{}/v1/calls", serve.base);
+            statuses.push(send(&client, Method::POST, url, &key, Some(body)).await);
+        }
+        assert!(
+            statuses[..2].iter().all(|(s, _)| s.is_success()),
+            "{statuses:?}"
+        );
+        assert_eq!(statuses[2].0, StatusCode::TOO_MANY_REQUESTS, "{statuses:?}");
+        assert!(
+            statuses[2].1.to_string().contains("max_calls_per_tenant")
+                || statuses[2].1.to_string().contains("live call"),
+            "{:?}",
+            statuses[2].1
+        );
+        // The rate: a burst of 40 requests at 5 a second (burst 10) meets `rate_limited`.
+        let mut limited = 0;
+        for _ in 0..40 {
+            let (status, body) = send(
+                &client,
+                Method::GET,
+                format!("{}/v1/tools", serve.base),
+                &key,
+                None,
+            )
+            .await;
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+                limited += 1;
+            }
+        }
+        assert!(
+            limited > 0,
+            "40 requests at once passed a rate of 5 a second"
+        );
     })
     .await;
 }

@@ -137,7 +137,7 @@ impl GoogleSim {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(listener, app.into_make_service()).await;
         });
         Ok(GoogleSim { addr, state })
     }

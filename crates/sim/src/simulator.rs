@@ -77,7 +77,7 @@ impl Simulator {
         });
         let stopping = Arc::clone(&shared);
         tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
+            let _ = axum::serve(listener, app.into_make_service())
                 .with_graceful_shutdown(async move { stopping.stopped().await })
                 .await;
         });
