@@ -1,9 +1,12 @@
 //! `switchboard bench calls`: the end-to-end load generator. It plays OpenAI (the Realtime SIP
 //! simulator, or with `--api live` its GPT-Live side) for a running server: rings N calls
-//! through the server's webhook, and in each call has the model call a tool without I/O over
-//! and over, timing each one from the function call sent (Realtime's
+//! through the server's webhook, and in each call has the model call a tool over and over,
+//! timing each one from the function call sent (Realtime's
 //! `response.function_call_arguments.done`, GPT-Live's nested `response.output_item.done`) to
-//! its output received (`conversation.item.create` / `response.item.create`).
+//! its output received (`conversation.item.create` / `response.item.create`). With `--api http`
+//! it starts N calls with `POST /v1/calls` and times each `POST /v1/calls/{id}/invocations`.
+//! The tool (`--tool`) answers without I/O, writes the call's context, or calls an upstream the
+//! bench serves on loopback.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,9 +59,16 @@ pub struct CallsArgs {
     /// Print the figures as JSON too.
     #[arg(long)]
     json: bool,
-    /// The OpenAI API that answers the calls.
+    /// Calls rung (or started) per second while the calls come up; the measuring starts once
+    /// all are attached.
+    #[arg(long, default_value_t = 2500, value_parser = clap::value_parser!(u32).range(1..))]
+    ring_rate: u32,
+    /// The door the calls come through: an OpenAI API, or the HTTP door.
     #[arg(long, value_enum, default_value_t = BenchApi::Realtime)]
     api: BenchApi,
+    /// The tool each call calls.
+    #[arg(long, value_enum, default_value_t = BenchTool::Echo)]
+    tool: BenchTool,
 }
 
 /// `--api`: which OpenAI API the simulated calls use.
@@ -68,23 +78,81 @@ pub enum BenchApi {
     Realtime,
     /// GPT-Live over SIP (a backend model calls the tools over the sideband).
     Live,
+    /// No OpenAI: calls started with `POST /v1/calls`, tools called with
+    /// `POST /v1/calls/{id}/invocations`.
+    Http,
+}
+
+/// `--tool`: what the tool called in every call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchTool {
+    /// Answers from its arguments, no I/O (`respond`).
+    Echo,
+    /// Appends its argument to a list in the call's context (`context.set`), so every call
+    /// writes its context through the journal.
+    Write,
+    /// POSTs its argument to an upstream the bench serves on loopback (`api_call`); a server
+    /// given with `--server` must allow it (`serve --allow-private-network`).
+    Api,
+}
+
+impl BenchTool {
+    fn name(self) -> &'static str {
+        match self {
+            BenchTool::Echo => "echo",
+            BenchTool::Write => "note",
+            BenchTool::Api => "lookup",
+        }
+    }
+
+    /// The arguments of the `n`th tool call of a call: distinct, so no write is taken for a
+    /// repeat of the one before.
+    fn arguments(self, n: u64) -> Value {
+        json!({ "text": format!("hello {n}") })
+    }
+
+    /// The tool's definition; `upstream` is the bench's loopback server.
+    fn definition(self, upstream: &str) -> Value {
+        let params = json!([{"name": "text", "type": "string", "required": true}]);
+        match self {
+            BenchTool::Echo => json!({"name": "echo", "description": "Repeat the text.",
+                "parameters": params,
+                "actions": [{"type": "respond", "message": "{{params.text}}"}]}),
+            BenchTool::Write => json!({"name": "note", "description": "Note the text down.",
+                "parameters": params,
+                "actions": [{"type": "context.set", "data": {"notes[+]": "{{params.text}}"}},
+                            {"type": "respond", "message": "Noted."}]}),
+            BenchTool::Api => json!({"name": "lookup", "description": "Look the text up.",
+                "parameters": params,
+                "actions": [{"type": "api_call", "url": format!("{upstream}/lookup"),
+                             "body": {"q": "{{params.text}}"}}],
+                "on_success": [{"type": "respond", "message": "Found it."}]}),
+        }
+    }
 }
 
 /// One simulated call, as the bench drives it.
 enum Line {
     Realtime(ModelHandle),
     Live(LiveBackend),
+    /// A call of the HTTP door: its invocations URL, with the tenant's key.
+    Http {
+        http: reqwest::Client,
+        url: String,
+        key: String,
+    },
 }
 
 impl Line {
     /// One tool call and its answer; the time from the call sent to its output received.
-    async fn tool_call(&mut self, n: u64) -> Option<Duration> {
+    async fn tool_call(&mut self, tool: BenchTool, n: u64) -> Option<Duration> {
+        let args = tool.arguments(n);
         match self {
             Line::Realtime(m) => {
                 let fc = format!("call_{n}");
                 let r = m.start_response().await;
                 let t0 = Instant::now();
-                m.function_call(&r, &fc, "echo", r#"{"text":"hello"}"#)
+                m.function_call(&r, &fc, tool.name(), &args.to_string())
                     .await;
                 m.finish_response(&r, "completed").await;
                 let elapsed = wait_output(m, &fc, t0).await?;
@@ -100,7 +168,7 @@ impl Line {
             }
             Line::Live(b) => {
                 let t0 = Instant::now();
-                let ids = b.call_tools(&[("echo", json!({"text": "hello"}))]);
+                let ids = b.call_tools(&[(tool.name(), args)]);
                 let id = ids.first()?.clone();
                 let mut elapsed = None;
                 // The output, then the one continuation.
@@ -114,6 +182,23 @@ impl Line {
                     }
                 }
                 elapsed
+            }
+            Line::Http { http, url, key } => {
+                let body = json!({"function_call_id": format!("fc_{n}"), "name": tool.name(),
+                    "arguments": args});
+                let t0 = Instant::now();
+                let resp = http
+                    .post(url.as_str())
+                    .bearer_auth(key)
+                    .json(&body)
+                    .send()
+                    .await;
+                let elapsed = t0.elapsed();
+                let resp = resp.ok()?;
+                let status = resp.status();
+                let answer: Value = resp.json().await.ok()?;
+                // An error answer (a failed tool) counts as an error, not a sample.
+                (status.is_success() && answer["ok"] == true).then_some(elapsed)
             }
         }
     }
@@ -160,15 +245,22 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let pid = args.server_pid.or(spawned.as_ref().map(|s| s.child.id()));
     let http = reqwest::Client::new();
     let tenant = format!("bench-{}", fastrand::u32(..));
-    setup(&http, &base, &admin, &tenant, args.api).await?;
+    let upstream = match args.tool {
+        BenchTool::Api => Some(Upstream::start().await?),
+        _ => None,
+    };
+    let upstream_url = upstream.as_ref().map(|u| u.url.clone()).unwrap_or_default();
+    let key = setup(&http, &base, &admin, &tenant, args, &upstream_url).await?;
     let hook = format!("{base}/v1/realtime/webhook/{tenant}");
     eprintln!(
-        "bench: {} {} calls against {base}, {} s measured, think time {} ms",
+        "bench: {} {} calls against {base}, tool {}, {} s measured, think time {} ms",
         args.concurrency,
         match args.api {
             BenchApi::Realtime => "Realtime",
             BenchApi::Live => "GPT-Live",
+            BenchApi::Http => "HTTP door",
         },
+        args.tool.name(),
         args.duration,
         args.think_ms
     );
@@ -181,10 +273,18 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     );
     let mut models = Vec::with_capacity(args.concurrency);
     let mut ring = tokio::task::JoinSet::new();
+    let ring_start = Instant::now();
+    let ring_gap = Duration::from_secs(1) / args.ring_rate;
     for i in 0..args.concurrency {
+        // A burst of webhooks is not what is measured: ring at a steady pace.
+        let due = ring_start + ring_gap * u32::try_from(i).unwrap_or(u32::MAX);
+        if due > Instant::now() + Duration::from_millis(2) {
+            tokio::time::sleep_until(due.into()).await;
+        }
         let sim = sim.clone();
         let hook = hook.clone();
         let api = args.api;
+        let (http, base, key) = (http.clone(), base.clone(), key.clone());
         ring.spawn(async move {
             let (id, status) = match api {
                 BenchApi::Realtime => {
@@ -202,6 +302,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
                         .await?;
                     (id, status)
                 }
+                BenchApi::Http => return start_http_call(http, &base, key, i).await,
             };
             if status != 200 {
                 return Err(format!("the webhook answered {status} for {id}"));
@@ -216,13 +317,10 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
                     .backend(&id, Duration::from_secs(60))
                     .await
                     .map(Line::Live),
+                BenchApi::Http => return Err("the HTTP door rings no call".into()),
             };
             attached.ok_or_else(|| format!("call {id} was not attached within 60 s"))
         });
-        // A burst of webhooks is not what is measured: ring at a steady pace.
-        if i % 50 == 49 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
     }
     while let Some(r) = ring.join_next().await {
         models.push(r.map_err(|e| e.to_string())??);
@@ -247,6 +345,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         let errors = Arc::clone(&errors);
         let done = Arc::clone(&done);
         let think = args.think_ms;
+        let tool = args.tool;
         calls.spawn(async move {
             let mut local = Vec::new();
             // Spread the calls' first tool calls over one think time.
@@ -256,7 +355,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
             let mut n = 0u64;
             while Instant::now() < until {
                 n += 1;
-                match m.tool_call(n).await {
+                match m.tool_call(tool, n).await {
                     Some(elapsed) => {
                         local.push(elapsed.as_micros().min(u128::from(u32::MAX)) as u32);
                         done.fetch_add(1, Ordering::Relaxed);
@@ -308,7 +407,8 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         _ => None,
     };
     let report = json!({
-        "api": match args.api { BenchApi::Realtime => "realtime", BenchApi::Live => "live" },
+        "api": match args.api { BenchApi::Realtime => "realtime", BenchApi::Live => "live", BenchApi::Http => "http" },
+        "tool": args.tool.name(),
         "concurrency": args.concurrency,
         "duration_s": wall.as_secs_f64(),
         "think_ms": args.think_ms,
@@ -346,6 +446,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         crate::say!("{report}");
     }
     drop(spawned);
+    drop(upstream);
     sim.shutdown();
     Ok(if errors.load(Ordering::Relaxed) == 0 {
         ExitCode::SUCCESS
@@ -367,13 +468,17 @@ async fn wait_output(m: &mut ModelHandle, fc: &str, t0: Instant) -> Option<Durat
 }
 
 /// A tenant with one tool without I/O, an agent answering the bench number, and the secrets.
+/// Makes the bench's tenant: its key (returned), the tool, an agent answering the bench's
+/// number with the API asked for, and OpenAI's secrets.
 async fn setup(
     http: &reqwest::Client,
     base: &str,
     admin: &str,
     tenant: &str,
-    api: BenchApi,
-) -> Result<(), String> {
+    args: &CallsArgs,
+    upstream: &str,
+) -> Result<String, String> {
+    let api = args.api;
     let call = |method: reqwest::Method, path: String, key: String, body: Value| {
         let req = http
             .request(method, format!("{base}{path}"))
@@ -408,15 +513,13 @@ async fn setup(
         .as_str()
         .ok_or("the new tenant key is missing")?
         .to_owned();
-    let echo = json!({"name": "echo", "description": "Repeat the text.",
-        "parameters": [{"name": "text", "type": "string", "required": true}],
-        "actions": [{"type": "respond", "message": "{{params.text}}"}]});
-    call(Method::POST, "/v1/tools".into(), key.clone(), echo).await?;
+    let tool = args.tool.definition(upstream);
+    call(Method::POST, "/v1/tools".into(), key.clone(), tool).await?;
     call(
         Method::PUT,
         "/v1/agents/bench".into(),
         key.clone(),
-        json!({"instructions": "Echo.", "default": true, "tools": [{"tool": "echo"}]}),
+        json!({"instructions": "Help.", "default": true, "tools": [{"tool": args.tool.name()}]}),
     )
     .await?;
     call(
@@ -439,7 +542,66 @@ async fn setup(
         )
         .await?;
     }
-    Ok(())
+    Ok(key)
+}
+
+/// Starts the `i`th call of the HTTP door.
+async fn start_http_call(
+    http: reqwest::Client,
+    base: &str,
+    key: String,
+    i: usize,
+) -> Result<Line, String> {
+    let id = format!("http_bench_{i}");
+    let resp = http
+        .post(format!("{base}/v1/calls"))
+        .bearer_auth(&key)
+        .json(&json!({"call_id": id}))
+        .send()
+        .await
+        .map_err(|e| format!("POST /v1/calls ({id}): {e}"))?;
+    if !resp.status().is_success() {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        return Err(format!("POST /v1/calls ({id}) answered {status}: {body}"));
+    }
+    Ok(Line::Http {
+        url: format!("{base}/v1/calls/{id}/invocations"),
+        http,
+        key,
+    })
+}
+
+/// The upstream of `--tool api`: answers every POST on loopback with a small JSON body.
+struct Upstream {
+    url: String,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Upstream {
+    async fn start() -> Result<Upstream, String> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| format!("cannot listen for the bench's upstream: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let app = axum::Router::new().route(
+            "/lookup",
+            axum::routing::post(|| async { axum::Json(json!({"found": true})) }),
+        );
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app.into_make_service()).await;
+        });
+        Ok(Upstream {
+            url: format!("http://{addr}"),
+            server,
+        })
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
 }
 
 /// Starts `switchboard serve` on a temporary SQLite database with OpenAI at the simulator.
@@ -477,6 +639,11 @@ async fn spawn_server(
         .arg("--key-file")
         .arg(&key_file)
         .args(["--openai-api-base", openai])
+        // `--tool api` calls the bench's own upstream on loopback; `--api http` makes one
+        // request per tool call, all for one tenant.
+        .arg("--allow-private-network")
+        .args(["--tenant-requests-per-second", "1000000"])
+        .args(["--max-calls-per-tenant", "1000000"])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

@@ -256,3 +256,40 @@ fn bench_calls_drives_gpt_live_calls_end_to_end() {
     assert_eq!(report["errors"], 0);
     assert!(report["tool_calls"].as_u64().unwrap() > 0, "{report}");
 }
+
+/// `--api http` starts its calls with `POST /v1/calls` and times the invocations; `--tool api`
+/// calls the bench's own loopback upstream, `--tool write` writes each call's context: every
+/// answer is a success.
+#[test]
+fn bench_calls_drives_the_http_door_and_tools_that_write_or_call_out() {
+    for (api, tool) in [("http", "api"), ("http", "write"), ("realtime", "write")] {
+        let out = switchboard(&[
+            "bench",
+            "calls",
+            "--api",
+            api,
+            "--tool",
+            tool,
+            "--concurrency",
+            "3",
+            "--duration",
+            "1",
+            "--think-ms",
+            "50",
+            "--json",
+        ]);
+        let text = stdout(&out);
+        assert!(
+            out.status.success(),
+            "{api} {tool}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = text
+            .lines()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .expect("the JSON report");
+        assert_eq!(report["api"], api);
+        assert_eq!(report["errors"], 0, "{report}");
+        assert!(report["tool_calls"].as_u64().unwrap() > 3, "{report}");
+    }
+}
