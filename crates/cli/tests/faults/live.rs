@@ -51,8 +51,9 @@ async fn live_node_killed_and_sideband_dropped() {
         totals.invocations += 2;
         upstream.wait_requests(seen + 1, WAIT).await;
         // The quick write is answered first, so the node dies with exactly the slow one in
-        // flight. (A call the node received but never claimed before dying is not recorded
-        // anywhere, so no new owner can answer it: a separate, known gap.)
+        // flight. (Killed any earlier, the quick one can fall into a known gap: a call the node
+        // received but never claimed is recorded nowhere, and an answer journaled but not yet
+        // on the socket is not sent again by the new owner.)
         outputs_for(|| live.outputs(session), &calls[1], WAIT).await;
         nodes[0].kill9();
         kills.now();
