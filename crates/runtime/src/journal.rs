@@ -217,23 +217,13 @@ pub trait CallJournal: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>>;
 
     /// Whether the journal is the authority on the call's context (a database that several
-    /// nodes share): a session then reads the context before each tool runs, and commits each
-    /// tool's writes through [`CallJournal::commit`] instead of its own copy.
+    /// nodes share): a session then commits each tool's writes through
+    /// [`CallJournal::commit`], against the stored context, instead of its own copy. It does
+    /// not read the context back before a tool: another writer's changes reach it with its
+    /// next commit's answer. (The server's sessions are their calls' only writers, fenced, and
+    /// use journals that are not shared.)
     fn shared(&self) -> bool {
         false
-    }
-
-    /// The stored context and handoff count now (shared journals).
-    fn current<'a>(
-        &'a self,
-        call_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<(Context, u32)>, JournalError>> {
-        Box::pin(async move {
-            Ok(self
-                .load(call_id)
-                .await?
-                .and_then(|s| s.context.map(|c| (c, s.handoffs))))
-        })
     }
 
     /// Commits a finished invocation atomically (shared journals): its writes and handoff are

@@ -326,7 +326,8 @@ impl CallSession {
         rx.await.ok()
     }
 
-    /// Where a function call stands: `None` when the session has not seen it.
+    /// Where a function call stands: `None` when neither the session nor, once it has let old
+    /// records go, its journal has seen it.
     pub async fn lookup(&self, function_call_id: &str) -> Option<Lookup> {
         let (reply, rx) = oneshot::channel();
         self.tx
@@ -413,7 +414,6 @@ impl Actor {
                     result,
                 } => self.finished(&function_call_id, *result).await,
                 Cmd::Snapshot(reply) => {
-                    self.refresh().await;
                     let _ = reply.send(self.snapshot(false));
                 }
                 Cmd::Lookup(fc, reply) => {
@@ -424,10 +424,10 @@ impl Actor {
                             .any(|p| p.followers.iter().any(|(i, _, _)| i.function_call_id == fc))
                     {
                         Some(Lookup::Pending)
+                    } else if let Some(r) = self.records.find(&fc) {
+                        Some(Lookup::Done(Box::new(r.clone())))
                     } else {
-                        self.records
-                            .find(&fc)
-                            .map(|r| Lookup::Done(Box::new(r.clone())))
+                        self.forgotten_record(&fc).await.map(Lookup::Done)
                     };
                     let _ = reply.send(found);
                 }
@@ -465,7 +465,6 @@ impl Actor {
             return;
         }
         let (started, started_at) = (Instant::now(), crate::now_rfc3339());
-        self.refresh().await;
         let agent = self.ctx.active_agent().to_owned();
         let tool = match self.deps.config.resolve(&agent, &inv.name) {
             Ok(entry) => Arc::clone(&entry.tool),
@@ -584,11 +583,17 @@ impl Actor {
     }
 
     /// Whether the journal recorded this function call although the session no longer holds
-    /// its record (it was dropped for the bound, or never loaded). A journal that cannot say is
-    /// logged and taken as "no": the call goes on.
+    /// its record (see [`Actor::forgotten_record`]).
     async fn recorded_in_journal(&self, function_call_id: &str) -> bool {
+        self.forgotten_record(function_call_id).await.is_some()
+    }
+
+    /// The journal's record of a function call the session no longer holds (it was dropped
+    /// for the bound, or never loaded). Only asked when the session has let records go: it
+    /// holds every other one. A journal that cannot say is logged and taken as "none".
+    async fn forgotten_record(&self, function_call_id: &str) -> Option<Box<InvocationRecord>> {
         if !self.records.forgotten() {
-            return false;
+            return None;
         }
         match self
             .deps
@@ -596,10 +601,10 @@ impl Actor {
             .recorded(&self.call_id, function_call_id)
             .await
         {
-            Ok(found) => found.is_some(),
+            Ok(found) => found.map(Box::new),
             Err(e) => {
                 tracing::error!(name: "journal_read_failed", error = %e, "journal_read_failed");
-                false
+                None
             }
         }
     }
@@ -1173,23 +1178,6 @@ impl Actor {
             tracing::info!(name: "context_committed", writes = commit.writes.len(), "context_committed");
         }
         Ok(())
-    }
-
-    /// With a shared journal, the context as committed by any node, before a tool starts.
-    async fn refresh(&mut self) {
-        if !self.deps.journal.shared() {
-            return;
-        }
-        match self.deps.journal.current(&self.call_id).await {
-            Ok(Some((ctx, handoffs))) => {
-                self.ctx = ctx;
-                self.handoffs = handoffs;
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::error!(name: "journal_read_failed", error = %e, "journal_read_failed")
-            }
-        }
     }
 
     fn snapshot(&self, ended: bool) -> SessionSnapshot {

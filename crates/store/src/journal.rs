@@ -690,9 +690,9 @@ impl TenantJournal {
         &self.tenant_id
     }
 
-    /// The journal of calls only one node serves (a Realtime call lives on the node attached
-    /// to its WebSocket): the session's own context is then the authority, journaled after each
-    /// tool rather than read back before each one.
+    /// The journal of calls only one node serves (every call the server runs: its owner, with
+    /// writes of any other node fenced off): the session's own context is then the authority,
+    /// journaled after each tool rather than committed against the stored one.
     pub fn owned(self) -> Self {
         TenantJournal {
             shared: false,
@@ -713,18 +713,6 @@ impl TenantJournal {
 impl CallJournal for TenantJournal {
     fn shared(&self) -> bool {
         self.shared
-    }
-
-    fn current<'a>(
-        &'a self,
-        call_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<(Context, u32)>, JournalError>> {
-        Box::pin(async move {
-            self.store
-                .call_context(&self.tenant_id, call_id)
-                .await
-                .map_err(journal_error)
-        })
     }
 
     fn commit<'a>(

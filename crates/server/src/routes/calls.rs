@@ -147,9 +147,12 @@ fn session_options(state: &AppState) -> SessionOptions {
     }
 }
 
-/// What a session of a call this node owns with fencing token `fence` needs.
+/// What a session of a call this node owns with fencing token `fence` needs. Its journal is
+/// `owned`: the owner is the call's only writer (another node's writes are fenced off), so the
+/// session's context is the authority and each answer is journaled through the store's group
+/// commit, as at the phone doors.
 fn deps(state: &AppState, config: CallConfig, sink: Arc<HttpSink>, fence: i64) -> SessionDeps {
-    let journal = Arc::new(state.store.journal(&config.tenant_id).fenced(fence));
+    let journal = Arc::new(state.store.journal(&config.tenant_id).owned().fenced(fence));
     SessionDeps {
         config: Arc::new(config),
         executor: state.executor.clone(),
@@ -647,24 +650,15 @@ pub(crate) async fn submit_and_wait(
     if live.realtime {
         live.sink.submitted_here(&fc);
     }
+    // The session knows every answer of the call, a previous owner's included (loaded when it
+    // took the call over, or read from the journal once it has let old records go).
     match live.session.lookup(&fc).await {
         Some(Lookup::Done(record)) => {
             live.sink.forget(&fc);
             return Ok(result_from_record(&record));
         }
         Some(Lookup::Pending) => {}
-        None => {
-            // Another node may have answered it: the database holds every node's records.
-            if let Some(record) = state
-                .store
-                .invocation(&live.tenant_id, &call_id, &fc)
-                .await?
-            {
-                live.sink.forget(&fc);
-                return Ok(result_from_record(&record));
-            }
-            live.session.submit(invocation);
-        }
+        None => live.session.submit(invocation),
     }
     let wait = Duration::from_secs_f64(state.config.limits.max_timeout_s + 10.0);
     match tokio::time::timeout(wait, rx).await {
