@@ -18,6 +18,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use switchboard_core::{CallInfo, Context, Limits, RunInput, Step, Tool, ToolResult, start};
 
+/// The allocator the `switchboard` binary runs with, so the figures are the server's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// (name, definition, arguments, the output the model must receive).
 const CASES: &[(&str, &str, &str, &str)] = &[
     (
