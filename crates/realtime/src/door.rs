@@ -216,7 +216,8 @@ impl RealtimeDoor {
         }
         if accept {
             let body = plan.accept_body();
-            if let Err(e) = self.api.accept(&opened.key, &opened.call_id, &body).await {
+            // Boxed: the call's task would otherwise keep room for the request all call long.
+            if let Err(e) = Box::pin(self.api.accept(&opened.key, &opened.call_id, &body)).await {
                 tracing::error!(name: "realtime_accept_failed", call_id = %opened.call_id, error = %e, "realtime_accept_failed");
                 return CallEnd::NotAccepted;
             }
@@ -246,10 +247,8 @@ impl RealtimeDoor {
                 tracing::error!(name: "live_accept_failed", call_id = %opened.call_id, error = "the call has no GPT-Live plan", "live_accept_failed");
                 return CallEnd::NotAccepted;
             };
-            if let Err(e) = self
-                .api
-                .accept_live(&opened.key, &opened.call_id, &body)
-                .await
+            if let Err(e) =
+                Box::pin(self.api.accept_live(&opened.key, &opened.call_id, &body)).await
             {
                 tracing::error!(name: "live_accept_failed", call_id = %opened.call_id, error = %e, "live_accept_failed");
                 return CallEnd::NotAccepted;

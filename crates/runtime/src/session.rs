@@ -111,11 +111,13 @@ pub struct CallSession {
     config: Arc<CallConfig>,
 }
 
+/// A session's command. The invocations are boxed so that the command is small: the session's
+/// channel allocates room for 32 of them up front, for every call.
 enum Cmd {
-    Submit(Invocation),
+    Submit(Box<Invocation>),
     /// A function call claimed before the call changed owner whose run never reached an
     /// effect: it runs again from the start, under the claim it has.
-    Rerun(Invocation),
+    Rerun(Box<Invocation>),
     Resume(Box<Checkpoint>),
     CancelResponse(String),
     ResponseDone(String),
@@ -243,7 +245,7 @@ impl CallSession {
             let _ = session.tx.send(Cmd::Resume(Box::new(checkpoint)));
         }
         for (_, invocation) in state.claimed {
-            let _ = session.tx.send(Cmd::Rerun(invocation));
+            let _ = session.tx.send(Cmd::Rerun(Box::new(invocation)));
         }
         Ok(Some(session))
     }
@@ -306,7 +308,7 @@ impl CallSession {
 
     /// Hands a function call to the session; its answer goes to the sink.
     pub fn submit(&self, invocation: Invocation) {
-        let _ = self.tx.send(Cmd::Submit(invocation));
+        let _ = self.tx.send(Cmd::Submit(Box::new(invocation)));
     }
 
     /// The caller interrupted this response: apply the interruption policy to its tools.
@@ -397,22 +399,24 @@ fn call_redactor(config: &CallConfig, ctx: &Context) -> Redactor {
 }
 
 impl Actor {
+    /// The session's loop. Each command's work is boxed: an idle call's task then holds only
+    /// the loop's own state, not room for the largest command's (see docs/benchmarks.md).
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
         while let Some(cmd) = rx.recv().await {
             match cmd {
-                Cmd::Submit(inv) => self.submit(inv, true).await,
+                Cmd::Submit(inv) => Box::pin(self.submit(*inv, true)).await,
                 Cmd::Rerun(inv) => {
                     tracing::info!(name: "tool_run_restarted_from_claim", function_call_id = %inv.function_call_id, tool_name = %shown(&inv.name), "tool_run_restarted_from_claim");
-                    self.submit(inv, false).await
+                    Box::pin(self.submit(*inv, false)).await
                 }
-                Cmd::Resume(cp) => self.resume(*cp).await,
-                Cmd::CancelResponse(id) => self.cancel_response(&id).await,
+                Cmd::Resume(cp) => Box::pin(self.resume(*cp)).await,
+                Cmd::CancelResponse(id) => Box::pin(self.cancel_response(&id)).await,
                 Cmd::ResponseDone(id) => self.response_done(&id),
                 Cmd::HoldTerminal { response_id, reply } => self.hold_terminal(&response_id, reply),
                 Cmd::Finished {
                     function_call_id,
                     result,
-                } => self.finished(&function_call_id, *result).await,
+                } => Box::pin(self.finished(&function_call_id, *result)).await,
                 Cmd::Snapshot(reply) => {
                     let _ = reply.send(self.snapshot(false));
                 }
@@ -427,7 +431,7 @@ impl Actor {
                     } else if let Some(r) = self.records.find(&fc) {
                         Some(Lookup::Done(Box::new(r.clone())))
                     } else {
-                        self.forgotten_record(&fc).await.map(Lookup::Done)
+                        Box::pin(self.forgotten_record(&fc)).await.map(Lookup::Done)
                     };
                     let _ = reply.send(found);
                 }
@@ -440,7 +444,7 @@ impl Actor {
                     });
                 }
                 Cmd::End(reply) => {
-                    self.end().await;
+                    Box::pin(self.end()).await;
                     let _ = reply.send(self.snapshot(true));
                     break;
                 }

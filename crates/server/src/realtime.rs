@@ -141,7 +141,7 @@ async fn answer(
     incoming: IncomingCall,
 ) {
     let call_id = incoming.call_id.clone();
-    let key = match state.store.get_secret(&tenant, OPENAI_API_KEY).await {
+    let key = match Box::pin(state.store.get_secret(&tenant, OPENAI_API_KEY)).await {
         Ok(Some(k)) => k,
         Ok(None) => {
             tracing::error!(name: "realtime_call_unanswerable", call_id = %call_id, reason = "the tenant has no openai_api_key secret", "realtime_call_unanswerable");
@@ -152,10 +152,12 @@ async fn answer(
             return;
         }
     };
-    match prepare(&state, &tenant, &features, api, &incoming).await {
+    // The one-off steps are boxed: the call's task lives as long as the call, sized for its
+    // largest state, and set-up's futures are far larger than the wait that follows.
+    match Box::pin(prepare(&state, &tenant, &features, api, &incoming)).await {
         Err(d) => {
             tracing::warn!(name: "realtime_call_declined", call_id = %call_id, api = api.as_str(), status = d.status, reason = %d.reason, "realtime_call_declined");
-            reject(&state, api, &key, &call_id, d.status).await;
+            Box::pin(reject(&state, api, &key, &call_id, d.status)).await;
         }
         Ok(prepared) => run(state, tenant, key, api, incoming, prepared).await,
     }
@@ -384,16 +386,21 @@ async fn run(
     }
     let cap = state.config.max_calls_per_tenant;
     let owner = (state.node.id.as_str(), door_of(api));
-    match state
-        .store
-        .create_call_within(&tenant, &call, &prepared.pinned, &ctx, cap, owner)
-        .await
+    match Box::pin(state.store.create_call_within(
+        &tenant,
+        &call,
+        &prepared.pinned,
+        &ctx,
+        cap,
+        owner,
+    ))
+    .await
     {
         Ok(Some(_)) => {}
         Ok(None) => {
             tracing::warn!(name: "realtime_call_declined", call_id = %call_id, status = 486, reason = "the tenant's live call limit (max_calls_per_tenant) is reached", "realtime_call_declined");
             state.realtime.forget(&call_id);
-            reject(&state, api, &key, &call_id, 486).await;
+            Box::pin(reject(&state, api, &key, &call_id, 486)).await;
             return;
         }
         Err(e) => {
@@ -409,7 +416,7 @@ async fn run(
         line: sink,
     });
     let deps = session_deps(&state, &tenant, prepared.config, sink, FIRST_FENCE);
-    let session = match CallSession::start_with_context(call, ctx, deps).await {
+    let session = match Box::pin(CallSession::start_with_context(call, ctx, deps)).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(name: "realtime_call_not_started", call_id = %call_id, error = %e, "realtime_call_not_started");
@@ -427,7 +434,7 @@ async fn run(
         .realtime
         .run(opened, prepared.plan, session.clone())
         .await;
-    finish(&state, &tenant, &call_id, &session, end).await;
+    Box::pin(finish(&state, &tenant, &call_id, &session, end)).await;
 }
 
 /// The `door` a call answered by `api` is recorded with (a new owner re-attaches by it).
@@ -554,7 +561,7 @@ pub(crate) async fn resume_call(
     let (state, tenant, call_id) = (state.clone(), tenant.to_owned(), call_id.to_owned());
     tokio::spawn(async move {
         let end = state.realtime.resume(opened, plan, session.clone()).await;
-        finish(&state, &tenant, &call_id, &session, end).await;
+        Box::pin(finish(&state, &tenant, &call_id, &session, end)).await;
     });
     Ok(live)
 }

@@ -240,9 +240,11 @@ pub(crate) trait LineDriver: Send {
     fn before_flush(&mut self) {}
 }
 
-/// Attaches to the call's socket and runs `driver` until the call ends.
+/// Attaches to the call's socket and runs `driver` until the call ends. The attach and the
+/// steps' own awaits are boxed: this future lives as long as the call, and would otherwise keep
+/// room for a WebSocket handshake or a hang-up request while it waits for the next frame.
 pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
-    let Some(mut socket) = driver.line().attach().await else {
+    let Some(mut socket) = Box::pin(driver.line().attach()).await else {
         return CallEnd::Gone;
     };
     driver.on_attached();
@@ -258,12 +260,12 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
                 Some(Ok(_)) => Step::Go,
             },
             msg = driver.line_mut().rx.recv() => match msg {
-                Some(m) => on_msg(&mut driver, m).await,
+                Some(m) => Box::pin(on_msg(&mut driver, m)).await,
                 None => Step::End(CallEnd::Stopped),
             },
-            _ = deadline(hangup_at) => driver.on_hangup_due().await,
+            _ = deadline(hangup_at) => Box::pin(driver.on_hangup_due()).await,
         };
-        match driver.after_step(step).await {
+        match Box::pin(driver.after_step(step)).await {
             Step::Go => {}
             Step::End(end) => {
                 let _ = driver.line_mut().outbox.flush(&mut socket).await;
@@ -287,7 +289,7 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
                     }
                     Api::Live => metrics::counter!("switchboard_live_reattach_total").increment(1),
                 }
-                match driver.line().attach().await {
+                match Box::pin(driver.line().attach()).await {
                     Some(s) => socket = s,
                     None => return CallEnd::Gone,
                 }
@@ -298,7 +300,7 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
             if driver.line().transferred {
                 return CallEnd::Transferred;
             }
-            match driver.line().attach().await {
+            match Box::pin(driver.line().attach()).await {
                 Some(s) => socket = s,
                 None => return CallEnd::Gone,
             }
