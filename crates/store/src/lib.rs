@@ -213,10 +213,10 @@ impl Store {
             let pool = PgPoolOptions::new()
                 .max_connections(options.max_connections)
                 .acquire_timeout(options.acquire_timeout)
-                .connect_with(opts)
+                .connect_with(opts.clone())
                 .await
                 .map_err(StoreError::Database)?;
-            (Db::Postgres(pool), None)
+            (Db::Postgres(pool), write_tx::Writer::Postgres(opts))
         } else {
             let opts = if url.starts_with("sqlite:") {
                 SqliteConnectOptions::from_str(url).map_err(|e| {
@@ -244,10 +244,15 @@ impl Store {
                 .connect_with(opts.clone())
                 .await
                 .map_err(StoreError::Database)?;
-            (Db::Sqlite(pool), (!in_memory).then_some(opts))
+            let writer = if in_memory {
+                write_tx::Writer::None
+            } else {
+                write_tx::Writer::SqliteFile(opts)
+            };
+            (Db::Sqlite(pool), writer)
         };
-        let (db, sqlite_file) = db;
-        let gate = write_tx::WriteGate::new(options.acquire_timeout, sqlite_file).map_err(|e| {
+        let (db, writer) = db;
+        let gate = write_tx::WriteGate::new(options.acquire_timeout, writer).map_err(|e| {
             StoreError::Invalid(format!("cannot start the journal's writer thread: {e}"))
         })?;
         Ok(Store {

@@ -9,17 +9,19 @@
 //! A function call's claim and finish, the two writes of every tool call, are written in
 //! groups by one thread holding the gate (`group_commit`).
 //!
-//! PostgreSQL takes no gate: its writers lock rows, not the database.
+//! PostgreSQL takes no gate: its writers lock rows, not the database. Its claims and finishes
+//! are written in groups too, by a thread with a connection of its own.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::postgres::PgConnectOptions;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Database, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use crate::group_commit::GroupWriter;
+use crate::group_commit::{GroupWriter, PgBatches, SqliteBatches};
 use crate::{Backend, Store, WritePool};
 
 /// One in-process queue of SQLite writers, shared by every clone of a [`Store`].
@@ -28,27 +30,42 @@ pub(crate) struct WriteGate {
     turn: Arc<Mutex<()>>,
     /// How long a writer waits for its turn (the store's acquire timeout).
     timeout: Duration,
-    /// The journal's group writer (SQLite on a file).
+    /// The journal's group writer (SQLite on a file, PostgreSQL).
     pub(crate) group: Option<GroupWriter>,
 }
 
 impl WriteGate {
-    /// The gate of a SQLite file (`options`) starts its group writer; PostgreSQL's and an
-    /// in-memory database's (one database per connection) have none.
-    pub(crate) fn new(
-        timeout: Duration,
-        sqlite_file: Option<SqliteConnectOptions>,
-    ) -> std::io::Result<WriteGate> {
+    /// The gate of a store whose journal is written in groups by `writer`: a SQLite file or
+    /// PostgreSQL. An in-memory SQLite database (one database per connection) has none.
+    pub(crate) fn new(timeout: Duration, writer: Writer) -> std::io::Result<WriteGate> {
         let turn = Arc::new(Mutex::new(()));
-        let group = sqlite_file
-            .map(|options| GroupWriter::start(options, Arc::clone(&turn)))
-            .transpose()?;
+        let group = match writer {
+            Writer::None => None,
+            Writer::SqliteFile(options) => Some(GroupWriter::start(
+                "sqlite-journal",
+                SqliteBatches {
+                    options,
+                    turn: Arc::clone(&turn),
+                },
+            )?),
+            Writer::Postgres(options) => Some(GroupWriter::start(
+                "postgres-journal",
+                PgBatches { options },
+            )?),
+        };
         Ok(WriteGate {
             turn,
             timeout,
             group,
         })
     }
+}
+
+/// Which group writer a store's journal has (see [`WriteGate::new`]).
+pub(crate) enum Writer {
+    None,
+    SqliteFile(SqliteConnectOptions),
+    Postgres(PgConnectOptions),
 }
 
 /// A write transaction that holds the store's write gate (on SQLite) until it commits, rolls
