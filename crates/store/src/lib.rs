@@ -172,17 +172,36 @@ impl WritePool for PgPool {
     fn begin_write_raw(
         &self,
     ) -> impl Future<Output = Result<Transaction<'static, Postgres>, sqlx::Error>> + Send {
-        self.begin()
+        let pool = self.clone();
+        begin_to_the_end(async move { pool.begin().await })
     }
     fn begin_read(
         &self,
     ) -> impl Future<Output = Result<Transaction<'static, Postgres>, sqlx::Error>> + Send {
         // READ COMMITTED would give each statement its own snapshot.
-        self.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        let pool = self.clone();
+        begin_to_the_end(async move {
+            pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .await
+        })
     }
     fn kind(&self) -> Backend {
         Backend::Postgres
     }
+}
+
+/// Runs a PostgreSQL `BEGIN` to its end on a task of its own, so that a caller dropped
+/// meanwhile (a request whose client went away) cannot strand it. sqlx counts a transaction only
+/// once the server has answered its `BEGIN`; a `begin` future dropped between the two left the
+/// server inside a transaction that sqlx did not know of, and the pooled connection, back in the
+/// pool, then failed every statement of every later user (`current transaction is aborted`).
+/// Finished here, the transaction is dropped whole when nobody waits for it: rolled back.
+async fn begin_to_the_end(
+    begin: impl Future<Output = Result<Transaction<'static, Postgres>, sqlx::Error>> + Send + 'static,
+) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+    tokio::spawn(begin)
+        .await
+        .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))?
 }
 
 impl Store {

@@ -209,6 +209,7 @@ on_both_backends!(
     journal_appends_are_idempotent_and_ended_clears_checkpoints,
     a_call_has_one_owner_and_a_stale_owner_is_fenced_off,
     a_claim_racing_its_function_calls_finish_is_taken,
+    a_write_dropped_while_its_transaction_begins_leaves_the_pool_clean,
     concurrent_claims_and_finishes_each_land_once_and_a_fenced_one_is_refused,
     create_call_then_started_keeps_pinned_versions,
     concurrent_context_updates_all_land,
@@ -2138,4 +2139,54 @@ async fn the_sqlite_write_ahead_log_stays_small_while_the_journal_writes() {
         }
     })
     .await;
+}
+
+/// A request dropped while its transaction begins (its client went away) leaves the pooled
+/// connection as it found it: every later statement and transaction on it works. On
+/// PostgreSQL a `BEGIN` abandoned between sending and its answer used to leave the server
+/// inside a transaction sqlx did not count: later users' statements ran inside it, uncommitted,
+/// and the next `BEGIN ISOLATION LEVEL …` on that connection failed, and with it every
+/// statement after (`current transaction is aborted`).
+async fn a_write_dropped_while_its_transaction_begins_leaves_the_pool_clean(h: Harness) {
+    let options = StoreOptions {
+        max_connections: 1,
+        ..StoreOptions::default()
+    };
+    let s = Store::connect_with(&h.url, h.key.clone(), options)
+        .await
+        .unwrap();
+    tenant(&s, "acme").await;
+    let info = call_info("acme", "c1");
+    s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    let journal = s.journal("acme");
+    // A write is polled `polls` times, then dropped: for some of these, while its `BEGIN` is
+    // on its way to the server.
+    for polls in 1..40 {
+        let entry = JournalEntry::Checkpoint {
+            function_call_id: "fc_1".into(),
+            checkpoint: Box::new(checkpoint("c1", "fc_1")),
+        };
+        let mut write = Box::pin(journal.append("c1", entry));
+        for _ in 0..polls {
+            let ready = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(write.as_mut().poll(cx).is_ready())
+            })
+            .await;
+            if ready {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        drop(write);
+        // A statement of its own, then a transaction, on the same (only) connection.
+        s.call_owner("acme", "c1").await.unwrap();
+        let state = journal.load("c1").await;
+        assert!(
+            matches!(state, Ok(Some(_))),
+            "after a write dropped at its poll {polls}: {state:?}"
+        );
+    }
+    s.close().await;
 }
