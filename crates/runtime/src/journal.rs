@@ -11,11 +11,9 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use switchboard_core::context::Write;
 use switchboard_core::{CallInfo, Context, EffectRequest};
 
 use crate::BoxFuture;
-use crate::commit::{CommitError, Refusal, apply_all};
 use crate::invocation::{Invocation, InvocationRecord};
 
 /// A run stopped at an effect: enough to perform the effect and continue the run elsewhere.
@@ -64,76 +62,7 @@ pub struct CallState {
     pub ended: bool,
 }
 
-/// A finished invocation, committed to a shared journal: its writes are applied to the stored
-/// context (which other nodes may have changed since this node read it) under a lock, all
-/// together or not at all (see [`crate::commit`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Commit {
-    pub record: InvocationRecord,
-    pub writes: Vec<Write>,
-    /// The agent to make active.
-    pub handoff: Option<String>,
-    /// The most bytes the context may hold after the commit (the tool's `max_context_bytes`).
-    #[serde(default = "default_max_context_bytes")]
-    pub max_context_bytes: usize,
-}
-
-fn default_max_context_bytes() -> usize {
-    switchboard_core::Limits::default().max_context_bytes
-}
-
-impl Commit {
-    /// A commit of `record` alone: no writes, no handoff.
-    pub fn record_only(record: InvocationRecord) -> Self {
-        Commit {
-            record,
-            writes: Vec::new(),
-            handoff: None,
-            max_context_bytes: default_max_context_bytes(),
-        }
-    }
-
-    /// Applies the commit's writes and handoff to `ctx` and `handoffs`, all or nothing;
-    /// `Ok(false)` when there was nothing to change.
-    pub fn apply_to(&self, ctx: &mut Context, handoffs: &mut u32) -> Result<bool, Refusal> {
-        match apply_all(
-            ctx,
-            &self.writes,
-            self.handoff.as_deref(),
-            self.max_context_bytes,
-        )? {
-            Some(next) => {
-                *ctx = next;
-                if self.handoff.is_some() {
-                    *handoffs = handoffs.saturating_add(1);
-                }
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
-}
-
 impl CallState {
-    /// Applies a commit to the state's context, all or nothing; `Ok(false)` when the
-    /// invocation was recorded already (a retry), which changes nothing.
-    pub fn apply_commit(&mut self, commit: Commit) -> Result<bool, Refusal> {
-        if self
-            .records
-            .iter()
-            .any(|r| r.function_call_id == commit.record.function_call_id)
-        {
-            return Ok(false);
-        }
-        if let Some(ctx) = &mut self.context {
-            commit.apply_to(ctx, &mut self.handoffs)?;
-        }
-        self.checkpoints.remove(&commit.record.function_call_id);
-        self.claimed.remove(&commit.record.function_call_id);
-        self.records.push(commit.record);
-        Ok(true)
-    }
-
     /// Folds one entry into the state.
     pub fn apply(&mut self, entry: JournalEntry) {
         match entry {
@@ -216,26 +145,6 @@ pub trait CallJournal: Send + Sync {
         call_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>>;
 
-    /// Whether the journal is the authority on the call's context (a database that several
-    /// nodes share): a session then commits each tool's writes through
-    /// [`CallJournal::commit`], against the stored context, instead of its own copy. It does
-    /// not read the context back before a tool: another writer's changes reach it with its
-    /// next commit's answer. (The server's sessions are their calls' only writers, fenced, and
-    /// use journals that are not shared.)
-    fn shared(&self) -> bool {
-        false
-    }
-
-    /// Commits a finished invocation atomically (shared journals): its writes and handoff are
-    /// applied to the stored context under a lock, all or nothing, and its record is kept;
-    /// returns the context and handoff count after. A record already present (a retry) changes
-    /// nothing. Writes that do not fit are [`CommitError::Refused`] and nothing is stored.
-    fn commit<'a>(
-        &'a self,
-        call_id: &'a str,
-        commit: Commit,
-    ) -> BoxFuture<'a, Result<(Context, u32), CommitError>>;
-
     /// [`CallJournal::load`] keeping only the newest `max_records` records: a session holds no
     /// more (a journal that can should not read the rest at all).
     fn load_recent<'a>(
@@ -283,22 +192,9 @@ pub trait CallJournal: Send + Sync {
 }
 
 /// A journal in memory: for tests, the CLI and single-process deployments without a database.
-/// [`MemoryJournal::new_shared`] makes one that several sessions of one call share, as the
-/// database is shared by several nodes.
 #[derive(Debug, Default)]
 pub struct MemoryJournal {
     calls: Mutex<HashMap<String, CallState>>,
-    shared: bool,
-}
-
-impl MemoryJournal {
-    /// A journal that is the authority on each call's context.
-    pub fn new_shared() -> Self {
-        MemoryJournal {
-            calls: Mutex::default(),
-            shared: true,
-        }
-    }
 }
 
 impl CallJournal for MemoryJournal {
@@ -323,10 +219,6 @@ impl CallJournal for MemoryJournal {
             .get(call_id)
             .cloned();
         Box::pin(async { Ok(state) })
-    }
-
-    fn shared(&self) -> bool {
-        self.shared
     }
 
     fn claim<'a>(
@@ -373,29 +265,5 @@ impl CallJournal for MemoryJournal {
                     .cloned()
             });
         Box::pin(async { Ok(found) })
-    }
-
-    fn commit<'a>(
-        &'a self,
-        call_id: &'a str,
-        commit: Commit,
-    ) -> BoxFuture<'a, Result<(Context, u32), CommitError>> {
-        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        let result = match calls.get_mut(call_id) {
-            Some(state) => match state.apply_commit(commit) {
-                Ok(_) => state
-                    .context
-                    .clone()
-                    .map(|c| (c, state.handoffs))
-                    .ok_or_else(|| {
-                        JournalError::failed(format!("call `{call_id}` has no context")).into()
-                    }),
-                Err(refusal) => Err(CommitError::Refused(refusal)),
-            },
-            None => {
-                Err(JournalError::failed(format!("call `{call_id}` is not in the journal")).into())
-            }
-        };
-        Box::pin(async { result })
     }
 }

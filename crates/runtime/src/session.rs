@@ -37,11 +37,11 @@ use crate::BoxFuture;
 use crate::bookkeeping::{
     Answered, DedupeAnswers, DedupeKey, RecentRecords, Responses, dedupe_digest,
 };
-use crate::commit::{CommitError, refused_outcome, unsaved_outcome, with_retry};
+use crate::commit::{CommitError, apply_all, refused_outcome, unsaved_outcome, with_retry};
 use crate::effects::{CallAction, TransferLedger};
 use crate::executor::{CallConfig, Execution, Executor, Gate};
 use crate::invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
-use crate::journal::{CallJournal, Checkpoint, Claim, Commit, JournalEntry, JournalError};
+use crate::journal::{CallJournal, Checkpoint, Claim, JournalEntry, JournalError};
 use crate::records::RecordLimits;
 use crate::redact::Redactor;
 
@@ -1132,54 +1132,45 @@ impl Actor {
         h
     }
 
-    /// Commits an invocation's writes and handoff, all or nothing, with its record: to the
-    /// shared journal when there is one (the authority: other nodes may have written since
-    /// this node read), else to this session's context and then the journal. A journal that
-    /// fails is retried for `commit_retry`; if it still fails, this session's context stays
-    /// as the journal has it.
+    /// Commits an invocation's writes and handoff, all or nothing, to this session's context
+    /// and then, with its record, to the journal. A journal that fails is retried for
+    /// `commit_retry`; if it still fails, this session's context stays as it was, as the
+    /// journal has it.
     async fn commit(
         &mut self,
         record: &InvocationRecord,
         c: &Conclusion,
     ) -> Result<(), CommitError> {
-        let commit = Commit {
-            record: record.clone(),
-            writes: c.outcome.writes.clone(),
-            handoff: c.outcome.handoff.as_ref().map(|h| h.agent.clone()),
-            max_context_bytes: c.max_context_bytes,
+        let writes = &c.outcome.writes;
+        let handoff = c.outcome.handoff.as_ref().map(|h| h.agent.as_str());
+        let next = apply_all(&self.ctx, writes, handoff, c.max_context_bytes)
+            .map_err(CommitError::Refused)?;
+        let handoffs = match handoff {
+            Some(_) => self.handoffs.saturating_add(1),
+            None => self.handoffs,
         };
-        let budget = self.deps.options.commit_retry;
+        let entry = JournalEntry::Finished {
+            record: Box::new(record.clone()),
+            context: next.clone(),
+            handoffs,
+        };
         let journal = Arc::clone(&self.deps.journal);
         let call_id = self.call_id.clone();
-        let (ctx, handoffs, changed) = if journal.shared() {
-            let (ctx, handoffs) =
-                with_retry(budget, || journal.commit(&call_id, commit.clone())).await?;
-            let changed = !commit.writes.is_empty() || commit.handoff.is_some();
-            (ctx, handoffs, changed)
-        } else {
-            let (mut ctx, mut handoffs) = (self.ctx.clone(), self.handoffs);
-            let changed = commit
-                .apply_to(&mut ctx, &mut handoffs)
-                .map_err(CommitError::Refused)?;
-            let entry = JournalEntry::Finished {
-                record: Box::new(record.clone()),
-                context: changed.then(|| ctx.clone()),
-                handoffs,
-            };
-            with_retry(budget, || {
-                let append = journal.append(&call_id, entry.clone());
-                async move { append.await.map_err(CommitError::from) }
-            })
-            .await?;
-            (ctx, handoffs, changed)
-        };
-        self.ctx = ctx;
+        with_retry(self.deps.options.commit_retry, || {
+            let append = journal.append(&call_id, entry.clone());
+            async move { append.await.map_err(CommitError::from) }
+        })
+        .await?;
+        let changed = next.is_some();
+        if let Some(ctx) = next {
+            self.ctx = ctx;
+        }
         self.handoffs = handoffs;
-        if let Some(agent) = &commit.handoff {
+        if let Some(agent) = handoff {
             tracing::info!(name: "agent_handoff", agent = %agent, handoffs = self.handoffs, "agent_handoff");
         }
         if changed {
-            tracing::info!(name: "context_committed", writes = commit.writes.len(), "context_committed");
+            tracing::info!(name: "context_committed", writes = writes.len(), "context_committed");
         }
         Ok(())
     }

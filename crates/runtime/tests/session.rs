@@ -974,15 +974,15 @@ async fn toolkit_effects_reach_their_handler_with_the_tool_config() {
 }
 
 #[tokio::test]
-async fn a_call_moving_between_nodes_on_a_shared_journal_keeps_one_context() {
-    // The call changes owner before every tool call: each node restores it from the shared
-    // journal (as a takeover does), runs one tool, and lets go. Every commit lands on the
-    // stored context, and every new owner reads what the last one committed.
+async fn a_call_moving_between_nodes_on_one_journal_keeps_one_context() {
+    // The call changes owner before every tool call: each node restores it from the journal
+    // (as a takeover does), runs one tool, and lets go. Every new owner reads what the last
+    // one journaled.
     let append = tool(
         json!({"name": "note", "description": "d", "parameters": [{"name": "n", "type": "integer", "required": true}],
         "actions": [{"type": "context.set", "data": {"notes[+]": "{{params.n}}", "count": "{{ workflow.count | default(0) + 1 }}"}}]}),
     );
-    let journal = Arc::new(MemoryJournal::new_shared());
+    let journal = Arc::new(MemoryJournal::default());
     let deps = |tx| {
         let mut config = CallConfig {
             tenant_id: "t".into(),
@@ -1065,17 +1065,6 @@ impl switchboard_runtime::CallJournal for SlowJournal {
         >,
     > {
         self.inner.load(call_id)
-    }
-
-    fn commit<'a>(
-        &'a self,
-        call_id: &'a str,
-        commit: switchboard_runtime::journal::Commit,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<(switchboard_core::Context, u32), switchboard_runtime::commit::CommitError>,
-    > {
-        self.inner.commit(call_id, commit)
     }
 }
 
@@ -1180,17 +1169,6 @@ impl switchboard_runtime::CallJournal for FailingJournal {
         >,
     > {
         self.inner.load(call_id)
-    }
-
-    fn commit<'a>(
-        &'a self,
-        call_id: &'a str,
-        commit: switchboard_runtime::journal::Commit,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<(switchboard_core::Context, u32), switchboard_runtime::commit::CommitError>,
-    > {
-        self.inner.commit(call_id, commit)
     }
 }
 

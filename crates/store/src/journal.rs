@@ -1,6 +1,5 @@
 //! The runtime's call journal ([`CallJournal`]) on the call's rows: sessions' checkpoints,
-//! claims, finished invocations and ends, and [`Store::commit_invocation`], the one
-//! transaction a tool's writes land in.
+//! claims, finished invocations (each with the context its tool's writes made) and ends.
 //!
 //! **Ownership.** A journal may be *fenced* ([`TenantJournal::fenced`]) with the fencing token
 //! its node got when it became the call's owner ([`crate::ownership`]). Every write it makes
@@ -18,9 +17,8 @@
 
 use switchboard_core::{CallInfo, Context};
 use switchboard_runtime::BoxFuture;
-use switchboard_runtime::commit::{CommitError, Refusal};
 use switchboard_runtime::journal::{
-    CallJournal, CallState, Checkpoint, Claim, Commit, JournalEntry, JournalError,
+    CallJournal, CallState, Checkpoint, Claim, JournalEntry, JournalError,
 };
 use switchboard_runtime::{Invocation, InvocationRecord};
 
@@ -576,89 +574,11 @@ impl Store {
         Ok(Some(state))
     }
 
-    /// Commits a finished invocation as one transaction against concurrent nodes: the call's row
-    /// is locked, its writes and handoff are applied to the context as stored now (all of them,
-    /// or none: `Ok(Err(refusal))` when one no longer fits or the context would outgrow its
-    /// limit, and then nothing is stored), the record is kept and the checkpoint dropped. A
-    /// record already present (a retry) changes nothing.
-    pub async fn commit_invocation(
-        &self,
-        tenant_id: &str,
-        call_id: &str,
-        commit: Commit,
-    ) -> Result<Result<(Context, u32), Refusal>, StoreError> {
-        self.commit_invocation_fenced(tenant_id, call_id, commit, None)
-            .await
-    }
-
-    /// [`Store::commit_invocation`] by the holder of fencing token `fence` (when given):
-    /// [`StoreError::Fenced`], nothing stored, once another node owns the call.
-    pub async fn commit_invocation_fenced(
-        &self,
-        tenant_id: &str,
-        call_id: &str,
-        commit: Commit,
-        fence: Option<i64>,
-    ) -> Result<Result<(Context, u32), Refusal>, StoreError> {
-        let record_text = to_json(&commit.record)?;
-        let at = now();
-        let key = self.master_key();
-        with_pool!(self, |pool| {
-            async {
-                let mut tx = self.begin_write(pool).await?;
-                let select = match pool.kind() {
-                    Backend::Sqlite => "SELECT context, handoffs, status, fence FROM calls WHERE tenant_id = $1 AND id = $2",
-                    Backend::Postgres => "SELECT context, handoffs, status, fence FROM calls WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
-                };
-                let row: Option<(String, i64, String, i64)> = sqlx::query_as(select).bind(tenant_id).bind(call_id).fetch_optional(&mut *tx).await?;
-                let Some((text, handoffs, status, stored)) = row else {
-                    return Err(StoreError::NotFound(format!("call `{call_id}`")));
-                };
-                check_fence(call_id, Some(stored), fence)?;
-                let mut context = open_context(key, tenant_id, call_id, &text)?;
-                let mut handoffs = u32::try_from(handoffs).unwrap_or(u32::MAX);
-                let inserted = sqlx::query(
-                    "INSERT INTO call_invocations (tenant_id, call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING",
-                )
-                .bind(tenant_id)
-                .bind(call_id)
-                .bind(&commit.record.function_call_id)
-                .bind(&record_text)
-                .bind(&at)
-                .execute(&mut *tx)
-                .await?;
-                // Recorded already (a retry), or the call ended meanwhile: the context stays.
-                if inserted.rows_affected() == 0 || CallStatus::parse(&status)? == CallStatus::Ended {
-                    tx.rollback().await?;
-                    return Ok(Ok((context, handoffs)));
-                }
-                if let Err(refusal) = commit.apply_to(&mut context, &mut handoffs) {
-                    tx.rollback().await?;
-                    return Ok(Err(refusal));
-                }
-                sqlx::query("UPDATE calls SET context = $3, agent = $4, handoffs = $5, version = version + 1 WHERE tenant_id = $1 AND id = $2")
-                    .bind(tenant_id)
-                    .bind(call_id)
-                    .bind(seal_context(key, tenant_id, call_id, &context)?)
-                    .bind(context.active_agent())
-                    .bind(i64::from(handoffs))
-                    .execute(&mut *tx)
-                    .await?;
-                // The invocation's claim and checkpoint went with its insert (a trigger, 0010).
-                tx.commit().await?;
-                Ok(Ok((context, handoffs)))
-            }
-            .await
-        })
-    }
-
     /// The call journal of one tenant's calls, for a session.
     pub fn journal(&self, tenant_id: &str) -> TenantJournal {
         TenantJournal {
             store: self.clone(),
             tenant_id: tenant_id.to_owned(),
-            shared: true,
             fence: None,
         }
     }
@@ -670,7 +590,6 @@ impl Store {
 pub struct TenantJournal {
     store: Store,
     tenant_id: String,
-    shared: bool,
     /// The fencing token of this node's ownership of the call, checked by every write.
     fence: Option<i64>,
 }
@@ -690,16 +609,6 @@ impl TenantJournal {
         &self.tenant_id
     }
 
-    /// The journal of calls only one node serves (every call the server runs: its owner, with
-    /// writes of any other node fenced off): the session's own context is then the authority,
-    /// journaled after each tool rather than committed against the stored one.
-    pub fn owned(self) -> Self {
-        TenantJournal {
-            shared: false,
-            ..self
-        }
-    }
-
     /// The journal of one call this node owns with fencing token `fence` (see
     /// [`crate::ownership`]): every write is refused once another node has taken the call over.
     pub fn fenced(self, fence: i64) -> Self {
@@ -711,28 +620,6 @@ impl TenantJournal {
 }
 
 impl CallJournal for TenantJournal {
-    fn shared(&self) -> bool {
-        self.shared
-    }
-
-    fn commit<'a>(
-        &'a self,
-        call_id: &'a str,
-        commit: Commit,
-    ) -> BoxFuture<'a, Result<(Context, u32), CommitError>> {
-        Box::pin(async move {
-            match self
-                .store
-                .commit_invocation_fenced(&self.tenant_id, call_id, commit, self.fence)
-                .await
-            {
-                Ok(Ok(committed)) => Ok(committed),
-                Ok(Err(refusal)) => Err(CommitError::Refused(refusal)),
-                Err(e) => Err(journal_error(e).into()),
-            }
-        })
-    }
-
     fn append<'a>(
         &'a self,
         call_id: &'a str,

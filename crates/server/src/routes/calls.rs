@@ -152,7 +152,7 @@ fn session_options(state: &AppState) -> SessionOptions {
 /// session's context is the authority and each answer is journaled through the store's group
 /// commit, as at the phone doors.
 fn deps(state: &AppState, config: CallConfig, sink: Arc<HttpSink>, fence: i64) -> SessionDeps {
-    let journal = Arc::new(state.store.journal(&config.tenant_id).owned().fenced(fence));
+    let journal = Arc::new(state.store.journal(&config.tenant_id).fenced(fence));
     SessionDeps {
         config: Arc::new(config),
         executor: state.executor.clone(),
