@@ -16,7 +16,9 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use switchboard_core::{CallInfo, Context, Limits, RunInput, Step, Tool, ToolResult, start};
+use switchboard_core::{
+    CallInfo, Context, Limits, Outcome, RunInput, Step, Tool, ToolResult, start,
+};
 
 /// The allocator the `switchboard` binary runs with, so the figures are the server's.
 #[global_allocator]
@@ -64,16 +66,22 @@ fn invoke(tool: &Arc<Tool>, fresh: &Context, arguments: &str) -> (String, Contex
         Step::Done(o) => o,
         Step::Effect(..) => panic!("the shared tools perform no effects"),
     };
-    let committed = commit(&ctx, &outcome.writes, tool.limits().max_context_bytes);
+    let committed = commit(&ctx, &outcome, tool.limits().max_context_bytes);
     (
         ToolResult::from_outcome("call_1", &outcome).output,
         committed,
     )
 }
 
-/// The call session's in-memory commit: every write on a copy of the context, then its size
-/// against the limit; all or nothing.
-fn commit(ctx: &Context, writes: &[switchboard_core::context::Write], limit: usize) -> Context {
+/// The call session's in-memory commit (the runtime's `apply_outcome`): the run's own copy of
+/// the context when the call's is still the one the run read, else every write on a copy of
+/// the context; then its size against the limit; all or nothing.
+fn commit(ctx: &Context, outcome: &Outcome, limit: usize) -> Context {
+    if let Some((applied, size)) = outcome.applied.onto(ctx) {
+        assert!(size <= limit || size <= ctx.approx_size());
+        return applied.clone();
+    }
+    let writes = &outcome.writes;
     let mut next = ctx.clone();
     for w in writes {
         next.apply(w).unwrap();

@@ -109,10 +109,19 @@ impl Context {
         Ok(ctx)
     }
 
+    /// Whether `other` is this very context: every scope the same shared value, so nothing was
+    /// written to either since one was copied from the other.
+    pub fn same_as(&self, other: &Context) -> bool {
+        Arc::ptr_eq(&self.call, &other.call)
+            && Arc::ptr_eq(&self.user, &other.user)
+            && Arc::ptr_eq(&self.workflow, &other.workflow)
+            && Arc::ptr_eq(&self.agents, &other.agents)
+            && Arc::ptr_eq(&self.flags, &other.flags)
+    }
+
     /// The active agent's name (`call.agent`).
     pub fn active_agent(&self) -> &str {
-        self.call
-            .get("agent")
+        crate::field::of(&self.call, "agent")
             .and_then(Value::as_str)
             .unwrap_or_default()
     }
@@ -178,7 +187,7 @@ impl Context {
         }
         let mut node = match scope {
             Scope::Workflow => Some(&*self.workflow),
-            Scope::Agent(name) => self.agents.get(name.as_str()),
+            Scope::Agent(name) => crate::field::of(&self.agents, name),
         };
         for (i, key) in keys.iter().enumerate() {
             let Some(n) = node.filter(|n| !n.is_null()) else {
@@ -190,7 +199,7 @@ impl Context {
                     reason: format!("`{}` is {}, not an object", keys[..i].join("."), kind(n)),
                 });
             };
-            node = m.get(key);
+            node = crate::field::get(m, key);
         }
         match node {
             Some(slot) if append && !slot.is_null() && !slot.is_array() => Err(WriteError {

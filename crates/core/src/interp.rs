@@ -22,7 +22,7 @@ use crate::context::{Context, Write};
 use crate::effect::{EffectOutcome, EffectRequest};
 use crate::error::{ErrorCode, ToolError};
 use crate::json_bounds;
-use crate::result::{Handoff, LogEntry, LogLevel, Outcome};
+use crate::result::{Applied, Handoff, LogEntry, LogLevel, Outcome};
 use crate::tool::{SharedTool, Tool};
 use crate::transfer::ReferConfig;
 
@@ -54,6 +54,9 @@ static EMPTY_OBJECT: LazyLock<Arc<Value>> = LazyLock::new(|| Arc::new(Value::Obj
 fn empty_object() -> Arc<Value> {
     Arc::clone(&EMPTY_OBJECT)
 }
+
+/// One `null` shared by every run that has had no effect's response yet.
+static NULL: LazyLock<Arc<Value>> = LazyLock::new(|| Arc::new(Value::Null));
 
 impl RunInput {
     /// Input for a function call, with empty config.
@@ -104,6 +107,10 @@ pub(crate) struct RunState {
     /// Writes from this index on are recorded but not yet applied to `ctx`.
     #[serde(default)]
     pub(crate) pending: usize,
+    /// A recorded write that its copy of the context refused when it was applied (checks make
+    /// this unexpected); the run's copy then differs from a commit's, so it is not offered.
+    #[serde(default)]
+    unapplied: bool,
     pub(crate) result: Arc<Value>,
     pub(crate) response: Arc<Value>,
     pub(crate) message: Option<String>,
@@ -120,8 +127,10 @@ impl RunState {
     /// Applies the recorded writes to the run's copy of the context, so reads see them.
     pub(crate) fn materialize(&mut self) {
         for w in &self.writes[self.pending..] {
-            // Each write was checked when it was recorded; the copy cannot refuse it now.
-            let _ = self.ctx.apply(w);
+            // Each write was checked when it was recorded; the copy should not refuse it now.
+            if self.ctx.apply(w).is_err() {
+                self.unapplied = true;
+            }
         }
         self.pending = self.writes.len();
     }
@@ -217,8 +226,9 @@ pub fn start(tool: &Arc<Tool>, input: RunInput, arguments_json: &str, context: &
         ctx: context.clone(),
         writes: Vec::new(),
         pending: 0,
-        result: Arc::new(Value::Object(Map::new())),
-        response: Arc::new(Value::Null),
+        unapplied: false,
+        result: empty_object(),
+        response: Arc::clone(&NULL),
         message: None,
         logs: Vec::new(),
         handoff: None,
@@ -305,6 +315,7 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
             st.phase = Phase::OnFailure;
             st.writes.clear();
             st.pending = 0;
+            st.unapplied = false;
             st.ctx = st.base.clone();
             st.message = None;
             st.handoff = None;
@@ -324,34 +335,41 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
     }
 }
 
-/// How big the context would be with the run's writes, when that is over the tool's limit.
-fn over_limit(tool: &Tool, st: &RunState) -> Option<(usize, usize)> {
+/// Applies the run's writes still pending to its copy of the context, and offers that copy to
+/// the commit; `Err((size, limit))` when the context would pass the tool's limit.
+fn settle(tool: &Tool, st: &mut RunState) -> Result<Applied, (usize, usize)> {
     if st.writes.is_empty() {
-        return None;
+        return Ok(Applied::default());
     }
-    let size = st.ctx.approx_size()
-        + st.writes[st.pending..]
-            .iter()
-            .map(Write::approx_size)
-            .sum::<usize>();
+    st.materialize();
+    let size = st.ctx.approx_size();
     let limit = tool.limits.max_context_bytes;
-    (size > limit).then_some((size, limit))
+    if size > limit {
+        return Err((size, limit));
+    }
+    Ok(match st.unapplied {
+        false => Applied::new(st.base.clone(), st.ctx.clone(), size),
+        true => Applied::default(),
+    })
 }
 
 /// The success outcome, or `None` after turning an over-limit context into a failure.
 fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
-    if let Some((size, limit)) = over_limit(tool, st) {
-        let e = ToolError::new(
-            ErrorCode::ToolExecutionFailed,
-            format!(
-                "{}: the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes); nothing was saved",
-                tool.name()
-            ),
-        );
-        fail(st, e, "");
-        return None;
-    }
-    let data = match Arc::unwrap_or_clone(std::mem::take(&mut st.result)) {
+    let applied = match settle(tool, st) {
+        Ok(applied) => applied,
+        Err((size, limit)) => {
+            let e = ToolError::new(
+                ErrorCode::ToolExecutionFailed,
+                format!(
+                    "{}: the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes); nothing was saved",
+                    tool.name()
+                ),
+            );
+            fail(st, e, "");
+            return None;
+        }
+    };
+    let data = match Arc::unwrap_or_clone(std::mem::replace(&mut st.result, Arc::clone(&NULL))) {
         Value::Object(m) => m,
         _ => Map::new(),
     };
@@ -363,13 +381,15 @@ fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
         writes: std::mem::take(&mut st.writes),
         handoff: st.handoff.take(),
         logs: std::mem::take(&mut st.logs),
+        applied,
     })
 }
 
 /// The failure outcome. `on_failure`'s writes are held to the same context limit as the
 /// tool's: over it, none of them is kept, and the error says so.
 fn finish_failure(tool: &Tool, mut st: RunState) -> Outcome {
-    if let Some((size, limit)) = over_limit(tool, &st) {
+    let applied = settle(tool, &mut st);
+    if let Err((size, limit)) = applied {
         let why = format!(
             "the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes)"
         );
@@ -396,6 +416,7 @@ fn finish_failure(tool: &Tool, mut st: RunState) -> Outcome {
         writes: st.writes,
         handoff: st.handoff,
         logs: st.logs,
+        applied: applied.unwrap_or_default(),
     }
 }
 

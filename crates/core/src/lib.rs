@@ -24,6 +24,7 @@ pub mod context;
 pub mod diag;
 pub mod effect;
 pub mod error;
+pub mod field;
 pub mod function;
 pub mod interp;
 pub mod json_bounds;

@@ -497,6 +497,45 @@ impl Parameters {
     }
 }
 
+/// Parses the arguments' text. An object (the usual case) is read straight into a map with
+/// room for every declared parameter, so filling in the absent ones does not grow it.
+fn parse_arguments(raw: &str, parameters: usize) -> Result<Value, serde_json::Error> {
+    if !raw.trim_start().starts_with('{') {
+        return serde_json::from_str(raw);
+    }
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let args = serde::de::DeserializeSeed::deserialize(ArgsObject(parameters), &mut de)?;
+    de.end()?;
+    Ok(Value::Object(args))
+}
+
+/// A JSON object read into a map made with room for `.0` entries.
+struct ArgsObject(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ArgsObject {
+    type Value = Map<String, Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ArgsObject {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Map::with_capacity(self.0.max(map.size_hint().unwrap_or(0)));
+        while let Some((k, v)) = map.next_entry::<String, Value>()? {
+            out.insert(k, v);
+        }
+        Ok(out)
+    }
+}
+
 /// Validates a model's arguments against a tool's schema, compiled once per tool version.
 pub struct ArgValidator {
     validator: jsonschema::Validator,
@@ -581,7 +620,7 @@ impl ArgValidator {
         } else {
             arguments_json
         };
-        let parsed: Value = serde_json::from_str(raw).map_err(|e| {
+        let parsed = parse_arguments(raw, self.names.len()).map_err(|e| {
             ToolError::new(ErrorCode::ToolArgsParseError, format!("The arguments for {tool} are not valid JSON ({e}). Send them as one JSON object."))
         })?;
         let Value::Object(mut args) = parsed else {
@@ -661,7 +700,7 @@ impl ArgValidator {
             return Ok(args);
         };
         for (name, default) in &self.fill {
-            if !args.contains_key(name) {
+            if crate::field::get(&args, name).is_none() {
                 args.insert(name.clone(), default.clone());
             }
         }
@@ -819,5 +858,35 @@ mod tests {
             err.message
         );
         assert!(err.message.contains("date-time"), "{}", err.message);
+    }
+
+    /// The arguments' object is read as any JSON is: text after it, a second object or an
+    /// unfinished one is not valid JSON; a repeated key keeps its last value; space before it
+    /// is fine.
+    #[test]
+    fn the_arguments_object_is_read_as_json_is() {
+        let v = validator();
+        for bad in [
+            r#"{"meal_type":"lunch","dishes":[]} x"#,
+            r#"{"meal_type":"lunch"}{"dishes":[]}"#,
+            r#"{"meal_type":"lunch","#,
+            r#"{"meal_type" "lunch"}"#,
+        ] {
+            let err = v.validate("save_meal", bad).unwrap_err();
+            assert_eq!(err.code, ErrorCode::ToolArgsParseError, "{bad}");
+            assert!(err.message.contains("not valid JSON"), "{}", err.message);
+        }
+        let args = v
+            .validate(
+                "save_meal",
+                " \n {\"meal_type\":\"breakfast\",\"dishes\":[\"egg\"],\"meal_type\":\"dinner\"} ",
+            )
+            .unwrap();
+        assert_eq!(
+            args,
+            json!({"meal_type": "dinner", "dishes": ["egg"], "portions": 1, "at": null})
+        );
+        let err = v.validate("save_meal", "\"lunch\"").unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArguments);
     }
 }

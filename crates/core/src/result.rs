@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::context::Write;
+use crate::context::{Context, Write};
 use crate::error::{ErrorCode, ToolError};
 
 /// A finished run: its answer to the model and what the call must apply.
@@ -22,6 +22,53 @@ pub struct Outcome {
     pub handoff: Option<Handoff>,
     /// `log` actions and notable events, kept in the invocation record.
     pub logs: Vec<LogEntry>,
+    /// The run's own copy of the context with `writes` applied, for a commit onto a context
+    /// nothing else has changed since the run read it.
+    #[serde(skip)]
+    pub applied: Applied,
+}
+
+/// A run's copy of the call's context with all of its writes applied, and the context the run
+/// started from. A commit onto a context that is still that one (no other tool committed
+/// meanwhile) can take this copy instead of applying the writes a second time; otherwise it
+/// applies them to the context as it is.
+///
+/// A shortcut, not part of what the outcome says: it is neither serialised nor compared, and
+/// an outcome without one (`Applied::default()`) commits the ordinary way.
+#[derive(Debug, Clone, Default)]
+pub struct Applied(Option<AppliedContext>);
+
+#[derive(Debug, Clone)]
+struct AppliedContext {
+    base: Context,
+    context: Context,
+    size: usize,
+}
+
+impl Applied {
+    /// `context` is `base` with the run's writes applied, and `size` its `approx_size()`.
+    pub(crate) fn new(base: Context, context: Context, size: usize) -> Self {
+        Applied(Some(AppliedContext {
+            base,
+            context,
+            size,
+        }))
+    }
+
+    /// The run's context and its size, when `live` is still the context the run started from.
+    pub fn onto(&self, live: &Context) -> Option<(&Context, usize)> {
+        self.0
+            .as_ref()
+            .filter(|a| a.base.same_as(live))
+            .map(|a| (&a.context, a.size))
+    }
+}
+
+impl PartialEq for Applied {
+    /// Always equal: outcomes are compared by what they say, not by how they commit.
+    fn eq(&self, _: &Applied) -> bool {
+        true
+    }
 }
 
 /// A `handoff` the run asked for.
@@ -64,6 +111,7 @@ impl Outcome {
             writes: Vec::new(),
             handoff: None,
             logs: Vec::new(),
+            applied: Applied::default(),
         }
     }
 
@@ -201,6 +249,7 @@ mod tests {
             writes: Vec::new(),
             handoff: None,
             logs: Vec::new(),
+            applied: Applied::default(),
         };
         let silent = Outcome {
             message: None,

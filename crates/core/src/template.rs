@@ -158,7 +158,7 @@ impl PathExpr {
         let mut node = vars.get(&self.root).ok_or_else(|| self.root.clone())?;
         for (i, seg) in self.segs.iter().enumerate() {
             let next = match (seg, node) {
-                (Seg::Key(k), Value::Object(m)) => m.get(k),
+                (Seg::Key(k), Value::Object(m)) => crate::field::get(m, k),
                 (Seg::Index(i), Value::Array(a)) => a.get(*i),
                 _ => None,
             };
@@ -291,6 +291,21 @@ impl Expr {
     }
 
     /// Evaluates to a JSON value.
+    /// Evaluates, borrowing the value when the expression is a plain path to it.
+    pub fn eval_cow<'v>(&self, vars: &Vars<'v>) -> Result<Cow<'v, Value>, EvalError> {
+        match self {
+            Expr::Path(p) => {
+                p.lookup(vars)
+                    .map(Cow::Borrowed)
+                    .map_err(|name| EvalError::Undefined {
+                        expr: self.source(),
+                        name,
+                    })
+            }
+            Expr::Jinja { .. } => self.eval(vars).map(Cow::Owned),
+        }
+    }
+
     pub fn eval(&self, vars: &Vars<'_>) -> Result<Value, EvalError> {
         match self {
             Expr::Path(p) => p
@@ -717,6 +732,19 @@ impl StrTemplate {
         self.eval_sized(vars, limit).map(|(v, _)| v)
     }
 
+    /// Evaluates as [`StrTemplate::eval`] does, borrowing the value when the template is one
+    /// hole holding a plain path (`"{{workflow.items}}"`), so a value only read is not copied.
+    pub fn eval_cow<'v>(&self, vars: &Vars<'v>, limit: usize) -> Result<Cow<'v, Value>, EvalError> {
+        match self {
+            StrTemplate::Whole(e @ Expr::Path(_)) => {
+                let v = e.eval_cow(vars)?;
+                bounded(&v, limit)?;
+                Ok(v)
+            }
+            _ => self.eval(vars, limit).map(Cow::Owned),
+        }
+    }
+
     /// Evaluates, and says about how many bytes the result takes as JSON.
     fn eval_sized(&self, vars: &Vars<'_>, limit: usize) -> Result<(Value, usize), EvalError> {
         match self {
@@ -1004,23 +1032,89 @@ pub struct Vars<'a> {
     entries: &'a [(&'static str, VarRef<'a>)],
 }
 
-/// One scope: a shared JSON value, or one key of it (`agent` is `agents[<active agent>]`).
+/// One scope: a JSON value, or one key of it (`agent` is `agents[<active agent>]`).
 #[derive(Debug, Clone, Copy)]
 pub struct VarRef<'a> {
-    pub value: &'a Arc<Value>,
-    pub key: Option<&'a str>,
+    value: &'a Value,
+    /// The same value as a shared one, when it is: the template engine then views it in place;
+    /// otherwise an expression that needs the engine copies it.
+    shared: Option<&'a Arc<Value>>,
+    key: Key<'a>,
+}
+
+/// Which part of the value a scope is.
+#[derive(Debug, Clone, Copy)]
+enum Key<'a> {
+    Whole,
+    Named(&'a str),
+    /// The key is the string at `field` of `holder`, looked up only when the scope is read.
+    ReadFrom(&'a Value, &'static str),
 }
 
 impl<'a> VarRef<'a> {
     /// The whole value of a scope.
     pub fn whole(value: &'a Arc<Value>) -> Self {
-        VarRef { value, key: None }
+        VarRef {
+            value,
+            shared: Some(value),
+            key: Key::Whole,
+        }
+    }
+
+    /// One key of a scope's value (an empty object when it has none).
+    pub fn key(value: &'a Arc<Value>, key: &'a str) -> Self {
+        VarRef {
+            value,
+            shared: Some(value),
+            key: Key::Named(key),
+        }
+    }
+
+    /// One key of a scope's value, the key being the string at `field` of `holder` (`agents`
+    /// keyed by `call.agent`). Most templates never read such a scope, so the key is only
+    /// looked up when one does.
+    pub fn key_read_from(value: &'a Arc<Value>, holder: &'a Value, field: &'static str) -> Self {
+        VarRef {
+            value,
+            shared: Some(value),
+            key: Key::ReadFrom(holder, field),
+        }
+    }
+
+    /// A value borrowed from elsewhere, such as a list's item.
+    pub fn borrowed(value: &'a Value) -> Self {
+        VarRef {
+            value,
+            shared: None,
+            key: Key::Whole,
+        }
+    }
+
+    fn key_name(&self) -> Option<&'a str> {
+        match self.key {
+            Key::Whole => None,
+            Key::Named(k) => Some(k),
+            Key::ReadFrom(holder, field) => Some(
+                holder
+                    .get(field)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
+        }
     }
 
     fn resolve(&self) -> &'a Value {
-        match self.key {
+        match self.key_name() {
             None => self.value,
-            Some(k) => self.value.get(k).unwrap_or(&EMPTY_OBJECT),
+            Some(k) => crate::field::of(self.value, k).unwrap_or(&EMPTY_OBJECT),
+        }
+    }
+
+    /// The value as a shared one for the engine's views.
+    fn to_shared(self) -> Arc<Value> {
+        match self.shared {
+            Some(v) => Arc::clone(v),
+            None => Arc::new(self.value.clone()),
         }
     }
 }
@@ -1046,13 +1140,13 @@ impl<'a> Vars<'a> {
             .filter(|(name, _)| roots.iter().any(|r| r == name))
             .map(|(name, v)| {
                 let path = v
-                    .key
+                    .key_name()
                     .map(|k| vec![Seg::Key(k.to_owned())])
                     .unwrap_or_default();
                 (
                     *name,
                     JsonView {
-                        root: Arc::clone(v.value),
+                        root: v.to_shared(),
                         path,
                     },
                 )
@@ -1092,7 +1186,7 @@ impl JsonView {
         let mut node: &Value = &self.root;
         for seg in &self.path {
             node = match (seg, node) {
-                (Seg::Key(k), Value::Object(m)) => m.get(k),
+                (Seg::Key(k), Value::Object(m)) => crate::field::get(m, k),
                 (Seg::Index(i), Value::Array(a)) => a.get(*i),
                 _ => None,
             }
@@ -1136,7 +1230,7 @@ impl Object for JsonView {
         let (seg, child) = match node {
             Value::Object(m) => {
                 let k = key.as_str()?;
-                (Seg::Key(k.to_owned()), m.get(k)?)
+                (Seg::Key(k.to_owned()), crate::field::get(m, k)?)
             }
             Value::Array(a) => {
                 let i = key.as_i64()?;
@@ -1229,13 +1323,7 @@ mod tests {
         let entries = [
             ("params", VarRef::whole(&params)),
             ("workflow", VarRef::whole(&workflow)),
-            (
-                "agent",
-                VarRef {
-                    value: &agents,
-                    key: Some("meal"),
-                },
-            ),
+            ("agent", VarRef::key(&agents, "meal")),
         ];
         f(&Vars::new(&entries))
     }

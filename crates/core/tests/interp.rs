@@ -70,8 +70,24 @@ fn run(tool: &Value, args: &str, workflow: Value, outcomes: Vec<EffectOutcome>) 
             .next()
             .expect("an effect the case gave no outcome for")
     });
+    let base = ctx.clone();
     for w in &outcome.writes {
         ctx.apply(w).unwrap();
+    }
+    // The run's own copy, offered to a commit onto the unchanged context, is exactly the
+    // context its writes make.
+    match outcome.applied.onto(&base) {
+        Some((applied, size)) => {
+            assert_eq!(
+                *applied, ctx,
+                "the run's copy differs from its writes applied"
+            );
+            assert_eq!(size, ctx.approx_size());
+        }
+        None => assert!(
+            outcome.writes.is_empty(),
+            "a run with writes offered no copy"
+        ),
     }
     json!({
         "output": outcome.output(),
@@ -381,6 +397,46 @@ fn each_action_type() {
             json!({"items": [{"price": 1}, {"price": 5}]}),
             vec![],
             json!({"output": {"data": {"total": 6}}}),
+        ),
+        (
+            "transform map through the template engine, items read in place",
+            t(
+                json!([{"type": "transform", "input": "{{workflow.items}}", "op": "map", "expr": "item.name | upper", "into": "result.names"}]),
+            ),
+            "{}",
+            json!({"items": [{"name": "a"}, {"name": "b"}]}),
+            vec![],
+            json!({"output": {"data": {"names": ["A", "B"]}}}),
+        ),
+        (
+            "transform filter through the template engine keeps whole items",
+            t(
+                json!([{"type": "transform", "input": "workflow.items", "op": "filter", "expr": "item.tags | length > 1", "into": "tagged"}]),
+            ),
+            "{}",
+            json!({"items": [{"tags": ["x"]}, {"tags": ["x", "y"], "n": 2}]}),
+            vec![],
+            json!({"workflow": {"tagged": [{"tags": ["x", "y"], "n": 2}]}}),
+        ),
+        (
+            "transform reduce through the template engine",
+            t(
+                json!([{"type": "transform", "input": "workflow.items | reverse | list", "op": "reduce", "expr": "acc ~ item.name", "initial": "", "into": "result.joined"}]),
+            ),
+            "{}",
+            json!({"items": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}),
+            vec![],
+            json!({"output": {"data": {"joined": "cba"}}}),
+        ),
+        (
+            "transform over the list it replaces",
+            t(
+                json!([{"type": "transform", "input": "{{workflow.items}}", "op": "map", "expr": "item + 1", "into": "workflow.items"}, {"type": "transform", "input": "{{workflow.items}}", "op": "map", "expr": "item * 10", "into": "result.items"}]),
+            ),
+            "{}",
+            json!({"items": [1, 2]}),
+            vec![],
+            json!({"workflow": {"items": [2, 3]}, "output": {"data": {"items": [20, 30]}}}),
         ),
         (
             "log",

@@ -32,6 +32,29 @@ pub enum Refusal {
     TooLarge { size: usize, limit: usize },
 }
 
+/// Commits a finished run onto `ctx`, as [`apply_all`] does with its writes and handoff. When
+/// `ctx` is still the context the run started from (no other tool committed meanwhile), the
+/// run's own copy with its writes already applied is taken instead of applying them again: the
+/// same context, without copying the call's state a second time.
+pub fn apply_outcome(
+    ctx: &Context,
+    outcome: &Outcome,
+    limit: usize,
+) -> Result<Option<Context>, Refusal> {
+    let handoff = outcome.handoff.as_ref().map(|h| h.agent.as_str());
+    let Some((applied, size)) = outcome.applied.onto(ctx) else {
+        return apply_all(ctx, &outcome.writes, handoff, limit);
+    };
+    if size > limit && size > ctx.approx_size() {
+        return Err(Refusal::TooLarge { size, limit });
+    }
+    let mut next = applied.clone();
+    if let Some(agent) = handoff {
+        next.set_active_agent(agent);
+    }
+    Ok(Some(next))
+}
+
 /// Applies `writes` and `handoff` to a copy of `ctx`, all or nothing: `Ok(Some(new))` when the
 /// context changed, `Ok(None)` when there was nothing to change. A context may not grow past
 /// `limit` (one already over it may still shrink).
@@ -173,8 +196,9 @@ pub enum CommitError {
 mod tests {
     use super::*;
     use serde_json::json;
-    use switchboard_core::CallInfo;
+    use std::sync::Arc;
     use switchboard_core::context::Scope;
+    use switchboard_core::{CallInfo, Limits, RunInput, Tool, run_to_end};
 
     fn ctx() -> Context {
         let call = CallInfo {
@@ -227,5 +251,57 @@ mod tests {
         };
         assert!(apply_all(&grown, &[shrink], None, 100).is_ok());
         assert_eq!(apply_all(&live, &[], None, 100), Ok(None));
+    }
+
+    /// A run's own copy is committed onto the context it read, and is what its writes make
+    /// there; onto a context another tool changed meanwhile, its writes are applied to that
+    /// one instead, so neither tool's change is lost; the limit holds either way.
+    #[test]
+    fn a_run_commits_its_copy_onto_an_unchanged_context_and_its_writes_onto_a_changed_one() {
+        let def = json!({
+            "name": "note", "description": "Note what the caller said",
+            "parameters": [{"name": "text", "type": "string", "required": true}],
+            "actions": [
+                {"type": "context.set", "data": {"notes[+]": "{{params.text}}"}},
+                {"type": "flag.set", "flags": ["noted"]},
+                {"type": "handoff", "agent": "billing"}
+            ]
+        });
+        let tool = Arc::new(Tool::parse(&def, &Limits::default()).unwrap());
+        let live = ctx();
+        let outcome = run_to_end(
+            &tool,
+            RunInput::new("fc_1"),
+            r#"{"text":"hi"}"#,
+            &live,
+            |r| panic!("no effect expected: {r:?}"),
+        );
+        assert!(outcome.ok(), "{outcome:?}");
+        assert!(outcome.applied.onto(&live).is_some());
+
+        let taken = apply_outcome(&live, &outcome, 1 << 20).unwrap().unwrap();
+        let applied = apply_all(&live, &outcome.writes, Some("billing"), 1 << 20)
+            .unwrap()
+            .unwrap();
+        assert_eq!(taken, applied);
+        assert_eq!(taken.workflow["notes"], json!(["hi"]));
+        assert_eq!(taken.active_agent(), "billing");
+
+        let mut changed = live.clone();
+        changed
+            .apply(&Write::Append {
+                scope: Scope::Workflow,
+                keys: vec!["notes".into()],
+                value: json!("earlier"),
+            })
+            .unwrap();
+        assert!(outcome.applied.onto(&changed).is_none());
+        let next = apply_outcome(&changed, &outcome, 1 << 20).unwrap().unwrap();
+        assert_eq!(next.workflow["notes"], json!(["earlier", "hi"]));
+        assert_eq!(next.flags["noted"], json!(true));
+        assert_eq!(next.active_agent(), "billing");
+
+        let e = apply_outcome(&live, &outcome, 10).unwrap_err();
+        assert!(matches!(e, Refusal::TooLarge { limit: 10, .. }), "{e:?}");
     }
 }

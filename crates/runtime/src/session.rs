@@ -37,7 +37,7 @@ use crate::BoxFuture;
 use crate::bookkeeping::{
     Answered, DedupeAnswers, DedupeKey, RecentRecords, Responses, dedupe_digest,
 };
-use crate::commit::{CommitError, apply_all, refused_outcome, unsaved_outcome, with_retry};
+use crate::commit::{CommitError, apply_outcome, refused_outcome, unsaved_outcome, with_retry};
 use crate::effects::{CallAction, TransferLedger};
 use crate::executor::{CallConfig, Execution, Executor, Gate};
 use crate::invocation::{Delivery, Invocation, InvocationRecord, OutputSink};
@@ -979,6 +979,7 @@ impl Actor {
             writes: Vec::new(),
             handoff: None,
             logs: Vec::new(),
+            applied: Default::default(),
         };
         let mut c = Conclusion::new(inv, tool, nothing, started, started_at);
         c.result_override = Some(result);
@@ -1143,7 +1144,7 @@ impl Actor {
     ) -> Result<(), CommitError> {
         let writes = &c.outcome.writes;
         let handoff = c.outcome.handoff.as_ref().map(|h| h.agent.as_str());
-        let next = apply_all(&self.ctx, writes, handoff, c.max_context_bytes)
+        let next = apply_outcome(&self.ctx, &c.outcome, c.max_context_bytes)
             .map_err(CommitError::Refused)?;
         let handoffs = match handoff {
             Some(_) => self.handoffs.saturating_add(1),

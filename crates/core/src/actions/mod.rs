@@ -517,13 +517,7 @@ impl Exec<'_> {
             ("user", VarRef::whole(&st.ctx.user)),
             ("workflow", VarRef::whole(&st.ctx.workflow)),
             ("agents", VarRef::whole(&st.ctx.agents)),
-            (
-                "agent",
-                VarRef {
-                    value: &st.ctx.agents,
-                    key: Some(st.ctx.active_agent()),
-                },
-            ),
+            ("agent", VarRef::key(&st.ctx.agents, st.ctx.active_agent())),
             ("flags", VarRef::whole(&st.ctx.flags)),
             ("call", VarRef::whole(&st.ctx.call)),
             ("config", VarRef::whole(&st.input.config)),
@@ -559,13 +553,6 @@ impl Exec<'_> {
 
     /// Renders a JSON value with templates.
     pub(crate) fn eval(&self, t: &ValueTemplate) -> Result<Value, ToolError> {
-        let limit = self.limit();
-        self.with_vars(&[], |v| t.eval(v, limit))
-            .map_err(|e| self.eval_error(e))
-    }
-
-    /// Evaluates a template string; a whole-string hole keeps its type.
-    pub(crate) fn value(&self, t: &StrTemplate) -> Result<Value, ToolError> {
         let limit = self.limit();
         self.with_vars(&[], |v| t.eval(v, limit))
             .map_err(|e| self.eval_error(e))

@@ -100,21 +100,28 @@ impl Transform {
     }
 
     fn compute(&self, x: &Exec<'_>) -> Result<Value, ToolError> {
-        let limits = &x.tool.limits;
-        let input = match &self.input {
-            Input::Template(t) => x.value(t)?,
-            Input::Expr(e) => x
-                .with_vars(&[], |v| e.eval(v))
-                .and_then(|v| bounded(&v, limits.max_template_output).map(|_| v))
-                .map_err(|e| x.eval_error(e))?,
-        };
-        let Value::Array(items) = input else {
-            return Err(x.internal(format!(
-                "the transform input must be a list, found {}",
-                type_name(&input)
-            )));
-        };
-        let max = limits.max_transform_items;
+        let limit = x.tool.limits.max_template_output;
+        // The input is read where it lies (a plain path is borrowed, not copied); each item is
+        // bound to `item` in place, and only what the expression makes is new.
+        x.with_vars(&[], |vars| {
+            let input = match &self.input {
+                Input::Template(t) => t.eval_cow(vars, limit),
+                Input::Expr(e) => e.eval_cow(vars).and_then(|v| bounded(&v, limit).map(|_| v)),
+            }
+            .map_err(|e| x.eval_error(e))?;
+            let Value::Array(items) = &*input else {
+                return Err(x.internal(format!(
+                    "the transform input must be a list, found {}",
+                    type_name(&input)
+                )));
+            };
+            self.over(x, items)
+        })
+    }
+
+    /// The op over the input's items.
+    fn over(&self, x: &Exec<'_>, items: &[Value]) -> Result<Value, ToolError> {
+        let max = x.tool.limits.max_transform_items;
         if items.len() > max {
             return Err(ToolError::new(
                 ErrorCode::ToolExecutionFailed,
@@ -131,22 +138,19 @@ impl Transform {
             items: items.len(),
             spent: 0,
         };
-        // The input is the run's own copy: each item moves into the scope `item` (and the
-        // accumulator into `acc`) without being copied.
-        let eval = |item: &Arc<Value>, acc: Option<&Arc<Value>>| -> Result<Value, ToolError> {
-            let item = ("item", VarRef::whole(item));
+        let eval = |item: &Value, acc: Option<&Arc<Value>>| -> Result<Value, ToolError> {
+            let item = ("item", VarRef::borrowed(item));
             let result = match acc {
                 None => x.with_vars(&[item], |v| self.expr.eval(v)),
                 Some(a) => x.with_vars(&[item, ("acc", VarRef::whole(a))], |v| self.expr.eval(v)),
             };
             result.map_err(|e| x.eval_error(e))
         };
-        let items = items.into_iter().map(Arc::new);
         match self.op {
             Op::Map => {
                 let mut out = Vec::with_capacity(budget.items);
-                for (i, item) in items.enumerate() {
-                    let v = eval(&item, None)?;
+                for (i, item) in items.iter().enumerate() {
+                    let v = eval(item, None)?;
                     budget.spend(i, &v)?;
                     out.push(v);
                 }
@@ -154,22 +158,24 @@ impl Transform {
             }
             Op::Filter => {
                 let mut kept = Vec::new();
-                for (i, item) in items.enumerate() {
-                    let v = eval(&item, None)?;
+                for (i, item) in items.iter().enumerate() {
+                    let v = eval(item, None)?;
                     budget.spend(i, &v)?;
                     if truthy(&v) {
-                        kept.push(Arc::unwrap_or_clone(item));
+                        kept.push(item.clone());
                     }
                 }
                 Ok(Value::Array(kept))
             }
             Op::Reduce => {
+                // The accumulator is shared, so an expression the engine evaluates views it
+                // without copying it for every item.
                 let mut acc = Arc::new(match &self.initial {
                     Some(t) => x.eval(t)?,
                     None => Value::Null,
                 });
-                for (i, item) in items.enumerate() {
-                    acc = Arc::new(eval(&item, Some(&acc))?);
+                for (i, item) in items.iter().enumerate() {
+                    acc = Arc::new(eval(item, Some(&acc))?);
                     budget.spend(i, &acc)?;
                 }
                 Ok(Arc::unwrap_or_clone(acc))
