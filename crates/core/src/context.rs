@@ -170,7 +170,7 @@ impl Context {
         };
         let path = || {
             let mut s = scope.to_string();
-            for k in keys {
+            for k in keys.iter() {
                 s.push('.');
                 s.push_str(k);
             }
@@ -260,23 +260,27 @@ pub enum Scope {
     Agent(String),
 }
 
+/// The keys below a scope that a write names, shared between a tool's write path and every
+/// write it records (a copy is a count, not a list).
+pub type Keys = Arc<[String]>;
+
 /// One change to a call's context, recorded by a tool and applied when it commits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Write {
     Set {
         scope: Scope,
-        keys: Vec<String>,
+        keys: Keys,
         value: Value,
     },
     Append {
         scope: Scope,
-        keys: Vec<String>,
+        keys: Keys,
         value: Value,
     },
     Delete {
         scope: Scope,
-        keys: Vec<String>,
+        keys: Keys,
     },
     SetFlag {
         name: String,
@@ -441,7 +445,7 @@ impl fmt::Display for Scope {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WritePath {
     pub target: Target,
-    pub keys: Vec<String>,
+    pub keys: Keys,
     /// A trailing `[+]`: append to the list there, creating it.
     pub append: bool,
 }
@@ -467,7 +471,7 @@ impl fmt::Display for WritePath {
             Target::Result => "result".to_owned(),
         };
         write!(f, "{head}")?;
-        for k in &self.keys {
+        for k in self.keys.iter() {
             write!(f, ".{k}")?;
         }
         if self.append {
@@ -561,7 +565,7 @@ impl WritePath {
         }
         Ok(WritePath {
             target,
-            keys,
+            keys: keys.into(),
             append,
         })
     }
@@ -650,7 +654,7 @@ mod tests {
         for (src, target, keys, append) in cases {
             let p = WritePath::parse(src).unwrap();
             assert_eq!(
-                (&p.target, p.keys.as_slice(), p.append),
+                (&p.target, &p.keys[..], p.append),
                 (
                     target,
                     &keys.iter().map(|k| k.to_string()).collect::<Vec<_>>()[..],
@@ -682,12 +686,12 @@ mod tests {
         let mut live = ctx();
         let w1 = Write::Append {
             scope: Scope::Workflow,
-            keys: vec!["meals".into()],
+            keys: vec!["meals".into()].into(),
             value: json!("a"),
         };
         let w2 = Write::Append {
             scope: Scope::Workflow,
-            keys: vec!["meals".into()],
+            keys: vec!["meals".into()].into(),
             value: json!("b"),
         };
         live.apply(&w1).unwrap();
@@ -700,19 +704,19 @@ mod tests {
         let mut c = ctx();
         c.apply(&Write::Set {
             scope: Scope::Agent("meal".into()),
-            keys: vec!["a".into(), "b".into()],
+            keys: vec!["a".into(), "b".into()].into(),
             value: json!(1),
         })
         .unwrap();
         assert_eq!(c.agents["meal"]["a"]["b"], json!(1));
         c.apply(&Write::Delete {
             scope: Scope::Agent("meal".into()),
-            keys: vec!["a".into(), "b".into()],
+            keys: vec!["a".into(), "b".into()].into(),
         })
         .unwrap();
         c.apply(&Write::Delete {
             scope: Scope::Workflow,
-            keys: vec!["nope".into(), "x".into()],
+            keys: vec!["nope".into(), "x".into()].into(),
         })
         .unwrap();
         assert_eq!(c.agents["meal"]["a"], json!({}));
@@ -727,14 +731,14 @@ mod tests {
         let mut c = ctx();
         c.apply(&Write::Set {
             scope: Scope::Workflow,
-            keys: vec!["x".into()],
+            keys: vec!["x".into()].into(),
             value: json!("s"),
         })
         .unwrap();
         let e = c
             .apply(&Write::Append {
                 scope: Scope::Workflow,
-                keys: vec!["x".into()],
+                keys: vec!["x".into()].into(),
                 value: json!(1),
             })
             .unwrap_err();
@@ -742,7 +746,7 @@ mod tests {
         let e = c
             .apply(&Write::Set {
                 scope: Scope::Workflow,
-                keys: vec!["x".into(), "y".into()],
+                keys: vec!["x".into(), "y".into()].into(),
                 value: json!(1),
             })
             .unwrap_err();

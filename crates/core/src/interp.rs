@@ -203,9 +203,8 @@ fn internal_failure(tool: &Tool, message: &str) -> Outcome {
 /// Starts a run: validates `arguments_json`, then runs until done or until an effect is needed.
 pub fn start(tool: &Arc<Tool>, input: RunInput, arguments_json: &str, context: &Context) -> Step {
     // Every door's arguments pass here: too deep, they are refused before they are parsed.
-    let depth = json_bounds::text_depth(arguments_json.as_bytes());
     let max = tool.limits.json_depth();
-    if depth > max {
+    if let Some(depth) = json_bounds::text_deeper_than(arguments_json.as_bytes(), max) {
         let e = ToolError::new(
             ErrorCode::InvalidArguments,
             format!(
@@ -232,15 +231,23 @@ pub fn start(tool: &Arc<Tool>, input: RunInput, arguments_json: &str, context: &
         message: None,
         logs: Vec::new(),
         handoff: None,
-        frames: vec![Frame {
-            block: ACTIONS,
-            next: 0,
-        }],
+        frames: first_frames(),
         phase: Phase::Actions,
         failure: None,
         awaiting: None,
     };
     drive(SharedTool(Arc::clone(tool)), Box::new(state))
+}
+
+/// The frames of a run that starts: its actions, with room for a few nested blocks
+/// (`conditional`, `on_success`) so entering them does not grow the list.
+fn first_frames() -> Vec<Frame> {
+    let mut frames = Vec::with_capacity(4);
+    frames.push(Frame {
+        block: ACTIONS,
+        next: 0,
+    });
+    frames
 }
 
 /// Runs actions until the tool is done or suspends.

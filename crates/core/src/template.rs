@@ -769,6 +769,15 @@ impl StrTemplate {
             StrTemplate::Literal(s) => out.push_str(s),
             StrTemplate::Whole(e) => e.render_into(vars, &mut out)?,
             StrTemplate::Text(pieces) => {
+                // Room for the text and a short value per hole, so most renders grow once.
+                let room = pieces
+                    .iter()
+                    .map(|p| match p {
+                        Piece::Lit(s) => s.len(),
+                        Piece::Hole(_) => 16,
+                    })
+                    .sum::<usize>();
+                out.reserve(room.min(limit));
                 for p in pieces {
                     match p {
                         Piece::Lit(s) => out.push_str(s),

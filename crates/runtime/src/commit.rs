@@ -247,7 +247,7 @@ mod tests {
         let grown = apply_all(&live, &[big], None, 1 << 20).unwrap().unwrap();
         let shrink = Write::Delete {
             scope: Scope::Workflow,
-            keys: vec!["blob".into()],
+            keys: vec!["blob".into()].into(),
         };
         assert!(apply_all(&grown, &[shrink], None, 100).is_ok());
         assert_eq!(apply_all(&live, &[], None, 100), Ok(None));
@@ -291,7 +291,7 @@ mod tests {
         changed
             .apply(&Write::Append {
                 scope: Scope::Workflow,
-                keys: vec!["notes".into()],
+                keys: vec!["notes".into()].into(),
                 value: json!("earlier"),
             })
             .unwrap();

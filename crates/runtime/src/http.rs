@@ -851,11 +851,10 @@ fn parse_body(body: &[u8], content_type: Option<&str>, max_depth: usize) -> Resu
             .find(|b| !b.is_ascii_whitespace())
             .is_some_and(|b| matches!(b, b'[' | b'{'))
     };
-    if declared || (content_type.is_none() && looks_like_json()) {
-        let depth = switchboard_core::json_bounds::text_depth(body);
-        if depth > max_depth {
-            return Err(TooDeep(depth));
-        }
+    if (declared || (content_type.is_none() && looks_like_json()))
+        && let Some(depth) = switchboard_core::json_bounds::text_deeper_than(body, max_depth)
+    {
+        return Err(TooDeep(depth));
     }
     if (declared || content_type.is_none())
         && let Ok(value) = serde_json::from_slice(body)

@@ -6,7 +6,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use serde::de::DeserializeOwned;
-use switchboard_core::json_bounds::text_depth;
+use switchboard_core::json_bounds::text_deeper_than;
 use switchboard_core::limits::BODY_ENVELOPE_DEPTH;
 
 use crate::error::ApiError;
@@ -42,11 +42,10 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
 }
 
 fn check_depth(bytes: &[u8], max_value_depth: usize) -> Result<(), ApiError> {
-    let depth = text_depth(bytes);
     let max = max_value_depth + BODY_ENVELOPE_DEPTH;
-    if depth <= max {
+    let Some(depth) = text_deeper_than(bytes, max) else {
         return Ok(());
-    }
+    };
     Err(ApiError::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "too_deep",

@@ -344,7 +344,7 @@ fn checkpoint(call_id: &str, fc: &str) -> Checkpoint {
 fn append_item(i: usize) -> Write {
     Write::Append {
         scope: Scope::Workflow,
-        keys: vec!["items".to_owned()],
+        keys: vec!["items".to_owned()].into(),
         value: json!(i),
     }
 }
@@ -1498,7 +1498,7 @@ async fn update_call_context_refusals(h: Harness) {
         .update_call_context("acme", "rtc_4", |c| {
             c.apply(&Write::Set {
                 scope: Scope::Workflow,
-                keys: vec!["x".into()],
+                keys: vec!["x".into()].into(),
                 value: json!("text"),
             })
         })
@@ -1511,12 +1511,12 @@ async fn update_call_context_refusals(h: Harness) {
         .update_call_context("acme", "rtc_4", |c| {
             c.apply(&Write::Set {
                 scope: Scope::Workflow,
-                keys: vec!["y".into()],
+                keys: vec!["y".into()].into(),
                 value: json!(1),
             })?;
             c.apply(&Write::Append {
                 scope: Scope::Workflow,
-                keys: vec!["x".into()],
+                keys: vec!["x".into()].into(),
                 value: json!(1),
             })
         })

@@ -66,7 +66,7 @@ impl ContextGet {
                     (
                         WritePath {
                             target: Target::Result,
-                            keys: vec![k],
+                            keys: vec![k].into(),
                             append: false,
                         },
                         v,
