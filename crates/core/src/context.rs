@@ -148,13 +148,13 @@ impl Context {
             }
             Write::SetFlag { name } => {
                 if let Value::Object(m) = Arc::make_mut(&mut self.flags) {
-                    m.insert(name.clone(), Value::Bool(true));
+                    m.insert(name.to_string(), Value::Bool(true));
                 }
                 Ok(())
             }
             Write::ClearFlag { name } => {
                 if let Value::Object(m) = Arc::make_mut(&mut self.flags) {
-                    m.shift_remove(name);
+                    m.shift_remove(&**name);
                 }
                 Ok(())
             }
@@ -283,10 +283,10 @@ pub enum Write {
         keys: Keys,
     },
     SetFlag {
-        name: String,
+        name: Arc<str>,
     },
     ClearFlag {
-        name: String,
+        name: Arc<str>,
     },
 }
 

@@ -316,7 +316,7 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
             st.logs.push(LogEntry {
                 level: LogLevel::Warn,
                 message: error.to_string(),
-                action: at.to_owned(),
+                action: at.into(),
             });
             st.failure = Some(error);
             st.phase = Phase::OnFailure;
@@ -335,7 +335,7 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
             st.logs.push(LogEntry {
                 level: LogLevel::Error,
                 message: format!("on_failure stopped: {error}"),
-                action: at.to_owned(),
+                action: at.into(),
             });
             st.frames.clear();
         }
@@ -403,7 +403,7 @@ fn finish_failure(tool: &Tool, mut st: RunState) -> Outcome {
         st.logs.push(LogEntry {
             level: LogLevel::Error,
             message: format!("on_failure's changes were not saved: {why}"),
-            action: String::new(),
+            action: "".into(),
         });
         st.writes.clear();
         st.handoff = None;

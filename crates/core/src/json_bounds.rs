@@ -61,24 +61,79 @@ pub fn text_deeper_than(text: &[u8], max: usize) -> Option<usize> {
 
 /// Checks that a value nests at most `max` levels; stops at the first container past it.
 pub fn check_depth(v: &Value, max: usize) -> Result<(), Exceeded> {
-    if !is_container(v) {
-        return Ok(());
+    let deeper = if max <= crate::limits::JSON_DEPTH_CEILING {
+        nests_deeper(v, max)
+    } else {
+        nests_deeper_walk(v, max)
+    };
+    if deeper {
+        Err(Exceeded::Depth(max))
+    } else {
+        Ok(())
     }
-    // Most values a run makes are a list or an object of plain values: no walk needed.
-    if max >= 1 && !has_container_child(v) {
-        return Ok(());
+}
+
+/// Whether `v` holds more than `levels` containers on some path down: recursion at most
+/// `levels + 1` calls deep, so only for limits up to the ceiling.
+fn nests_deeper(v: &Value, levels: usize) -> bool {
+    match v {
+        Value::Array(_) | Value::Object(_) if levels == 0 => true,
+        Value::Array(a) => a.iter().any(|c| nests_deeper(c, levels - 1)),
+        Value::Object(o) => o.values().any(|c| nests_deeper(c, levels - 1)),
+        _ => false,
     }
+}
+
+/// [`nests_deeper`] for any limit, on a stack of its own.
+fn nests_deeper_walk(v: &Value, max: usize) -> bool {
     // Each entry is a node and the number of containers above it.
     let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
     while let Some((node, above)) = stack.pop() {
         if is_container(node) {
             if above + 1 > max {
-                return Err(Exceeded::Depth(max));
+                return true;
             }
             push_children(node, above + 1, &mut stack);
         }
     }
-    Ok(())
+    false
+}
+
+/// The approximate serialised size of a value (as [`measure`] counts it), or `None` past
+/// `max_bytes`. No depth limit: values up to the limits' ceiling deep are summed by recursion,
+/// deeper ones on a stack of their own.
+pub fn size_within(v: &Value, max_bytes: usize) -> Option<usize> {
+    let mut size = 0usize;
+    match add_sizes(v, max_bytes, &mut size, 0) {
+        Ok(()) => Some(size),
+        Err(Stop::Size) => None,
+        Err(Stop::Deep) => measure(v, max_bytes, usize::MAX).ok(),
+    }
+}
+
+/// Why [`add_sizes`] stopped.
+enum Stop {
+    Size,
+    Deep,
+}
+
+fn add_sizes(v: &Value, max_bytes: usize, size: &mut usize, depth: usize) -> Result<(), Stop> {
+    if depth > crate::limits::JSON_DEPTH_CEILING {
+        return Err(Stop::Deep);
+    }
+    *size = size.saturating_add(node_size(v));
+    if *size > max_bytes {
+        return Err(Stop::Size);
+    }
+    match v {
+        Value::Array(a) => a
+            .iter()
+            .try_for_each(|c| add_sizes(c, max_bytes, size, depth + 1)),
+        Value::Object(o) => o
+            .values()
+            .try_for_each(|c| add_sizes(c, max_bytes, size, depth + 1)),
+        _ => Ok(()),
+    }
 }
 
 /// The approximate serialised size of a value (the measure of `context::json_size`), checking
@@ -292,9 +347,52 @@ mod tests {
         }
     }
 
+    /// The recursive check and the walk on its own stack answer alike.
+    #[test]
+    fn both_depth_checks_agree() {
+        let values = [
+            json!(1),
+            json!([]),
+            json!({"a": [1, {"b": []}], "c": {}}),
+            json!([[], [[[]]], 3]),
+            nested(12),
+        ];
+        for v in &values {
+            for max in 0..16 {
+                assert_eq!(nests_deeper(v, max), nests_deeper_walk(v, max), "{v} {max}");
+            }
+        }
+    }
+
+    /// The size without a depth limit is `measure`'s, for shallow and deep values alike.
+    #[test]
+    fn size_within_agrees_with_measure() {
+        let values = [
+            json!(1),
+            json!("text"),
+            json!({"a": [1, {"b": []}], "c": {}, "d": "xyz"}),
+            json!([[], [[["deep"]]], 3.5, null, true]),
+            nested(200),
+        ];
+        for v in &values {
+            let size = json_size(v);
+            for max in [0, 1, size / 2, size - 1, size, size + 1, usize::MAX] {
+                assert_eq!(
+                    size_within(v, max),
+                    measure(v, max, usize::MAX).ok(),
+                    "{v} {max}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn deep_values_do_not_overflow_the_stack() {
         let v = nested(100_000);
+        assert_eq!(
+            size_within(&v, usize::MAX),
+            measure(&v, usize::MAX, usize::MAX).ok()
+        );
         assert_eq!(check_depth(&v, 64), Err(Exceeded::Depth(64)));
         assert!(check_depth(&v, 200_000).is_ok());
         assert!(measure(&v, usize::MAX, usize::MAX).is_ok());

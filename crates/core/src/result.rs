@@ -1,5 +1,7 @@
 //! What a finished tool run produced, and the JSON string the model receives.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -96,8 +98,8 @@ pub enum LogLevel {
 pub struct LogEntry {
     pub level: LogLevel,
     pub message: String,
-    /// JSON Pointer of the action that logged it.
-    pub action: String,
+    /// JSON Pointer of the action that logged it (shared with the action).
+    pub action: Arc<str>,
 }
 
 impl Outcome {

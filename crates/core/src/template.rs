@@ -644,7 +644,7 @@ fn engine_error(source: &str, e: &minijinja::Error) -> EvalError {
 
 /// The size of a template's result as JSON, or `TooLarge` past `limit`; the walk stops there.
 pub fn bounded(v: &Value, limit: usize) -> Result<usize, EvalError> {
-    crate::json_bounds::measure(v, limit, usize::MAX).map_err(|_| EvalError::TooLarge { limit })
+    crate::json_bounds::size_within(v, limit).ok_or(EvalError::TooLarge { limit })
 }
 
 /// Jinja truthiness of a JSON value.

@@ -117,7 +117,7 @@ pub fn refused_outcome(outcome: &Outcome, refusal: &Refusal) -> Outcome {
     logs.push(switchboard_core::result::LogEntry {
         level: switchboard_core::result::LogLevel::Error,
         message: format!("nothing was committed: {why}"),
-        action: String::new(),
+        action: "".into(),
     });
     Outcome {
         logs,
@@ -135,7 +135,7 @@ pub fn unsaved_outcome(outcome: &Outcome, error: &JournalError) -> Outcome {
     logs.push(switchboard_core::result::LogEntry {
         level: switchboard_core::result::LogLevel::Error,
         message: format!("nothing was committed: {error}"),
-        action: String::new(),
+        action: "".into(),
     });
     Outcome {
         logs,

@@ -149,7 +149,7 @@ mod tests {
         let entry = |m: &str| LogEntry {
             level: switchboard_core::result::LogLevel::Info,
             message: m.to_owned(),
-            action: "/actions/0".to_owned(),
+            action: "/actions/0".into(),
         };
         let mut logs = vec![entry(&"x".repeat(200)); 10];
         bound_logs(&mut logs, 500);

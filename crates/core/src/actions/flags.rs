@@ -1,5 +1,7 @@
 //! `flag.set` and `flag.clear`: workflow flags, read as `flags.name`.
 
+use std::sync::Arc;
+
 use super::{Exec, Flow, ParseCx};
 use crate::reader::Obj;
 
@@ -7,7 +9,8 @@ pub(crate) const FIELDS: &[&str] = &["type", "flags"];
 
 #[derive(Debug)]
 pub(crate) struct Flags {
-    names: Vec<String>,
+    /// Shared with every write that sets or clears them.
+    names: Vec<Arc<str>>,
 }
 
 pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Option<Flags> {
@@ -21,7 +24,7 @@ pub(crate) fn parse(cx: &mut ParseCx<'_>, obj: &Obj<'_>, _depth: usize) -> Optio
                 "use letters, digits and underscores, so it reads as `flags.name`",
             );
         } else {
-            names.push(name.to_owned());
+            names.push(name.into());
         }
     }
     Some(Flags { names })

@@ -88,7 +88,7 @@ pub(crate) struct Action {
     /// idempotency keys.
     pub(crate) id: u32,
     /// JSON Pointer in the definition, for messages.
-    pub(crate) ptr: String,
+    pub(crate) ptr: Arc<str>,
     pub(crate) kind: ActionKind,
     /// Whether its templates read the call's context (`workflow`, `agent(s)`, `flags`): the
     /// run's pending writes are applied to its copy before such an action runs.
@@ -319,7 +319,7 @@ impl<'s> ParseCx<'s> {
         let reads_context = std::mem::replace(&mut self.reads_context, outer_reads);
         Some(Action {
             id,
-            ptr: ptr.to_owned(),
+            ptr: ptr.into(),
             kind: kind?,
             reads_context,
         })
@@ -691,15 +691,12 @@ impl Exec<'_> {
     }
 
     /// Records a flag change.
-    pub(crate) fn flag(&mut self, name: &str, set: bool) {
+    pub(crate) fn flag(&mut self, name: &Arc<str>, set: bool) {
+        let name = Arc::clone(name);
         let w = if set {
-            Write::SetFlag {
-                name: name.to_owned(),
-            }
+            Write::SetFlag { name }
         } else {
-            Write::ClearFlag {
-                name: name.to_owned(),
-            }
+            Write::ClearFlag { name }
         };
         let _ = self.record(w);
     }
