@@ -1,0 +1,603 @@
+//! The session's loop: what it does with each command — new function calls, their claims
+//! and runs, cancelled responses, restored runs and the call's end.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use switchboard_core::{
+    EffectRequest, ErrorCode, Outcome, SideEffect, Suspended, ToolError, ToolResult,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinError;
+use tracing::Instrument;
+
+use crate::bookkeeping::{Answered, DedupeKey, dedupe_digest};
+use crate::commit::{CommitError, with_retry};
+use crate::executor::Execution;
+use crate::invocation::{Delivery, Invocation, InvocationRecord};
+use crate::journal::{Checkpoint, Claim, JournalEntry, JournalError};
+
+use super::{Actor, Cmd, Conclusion, Lookup, Pending, SessionGate, SessionSizes, shown};
+
+impl Actor {
+    /// The session's loop. Each command's work is boxed: an idle call's task then holds only
+    /// the loop's own state, not room for the largest command's (see docs/benchmarks.md).
+    pub(super) async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
+        while let Some(cmd) = rx.recv().await {
+            match cmd {
+                Cmd::Submit(inv) => Box::pin(self.submit(*inv, true)).await,
+                Cmd::Rerun(inv) => {
+                    tracing::info!(name: "tool_run_restarted_from_claim", function_call_id = %inv.function_call_id, tool_name = %shown(&inv.name), "tool_run_restarted_from_claim");
+                    Box::pin(self.submit(*inv, false)).await
+                }
+                Cmd::Resume(cp) => Box::pin(self.resume(*cp)).await,
+                Cmd::CancelResponse(id) => Box::pin(self.cancel_response(&id)).await,
+                Cmd::ResponseDone(id) => self.response_done(&id),
+                Cmd::HoldTerminal { response_id, reply } => self.hold_terminal(&response_id, reply),
+                Cmd::Finished {
+                    function_call_id,
+                    result,
+                } => Box::pin(self.finished(&function_call_id, *result)).await,
+                Cmd::Snapshot(reply) => {
+                    let _ = reply.send(self.snapshot(false));
+                }
+                Cmd::Lookup(fc, reply) => {
+                    let found = if self.pending.contains_key(&fc)
+                        || self
+                            .pending
+                            .values()
+                            .any(|p| p.followers.iter().any(|(i, _, _)| i.function_call_id == fc))
+                    {
+                        Some(Lookup::Pending)
+                    } else if let Some(r) = self.records.find(&fc) {
+                        Some(Lookup::Done(Box::new(r.clone())))
+                    } else {
+                        Box::pin(self.forgotten_record(&fc)).await.map(Lookup::Done)
+                    };
+                    let _ = reply.send(found);
+                }
+                Cmd::Sizes(reply) => {
+                    let _ = reply.send(SessionSizes {
+                        records: self.records.len(),
+                        responses: self.responses.len(),
+                        dedupe_answers: self.dedupe.len(),
+                        pending: self.pending.len(),
+                    });
+                }
+                Cmd::End(reply) => {
+                    Box::pin(self.end()).await;
+                    let _ = reply.send(self.snapshot(true));
+                    break;
+                }
+            }
+            if self.released {
+                break;
+            }
+        }
+        metrics::gauge!("switchboard_active_calls").decrement(1.0);
+    }
+
+    /// Takes a function call: answered from what the call knows (a repeat, a duplicate write,
+    /// an unknown tool) or claimed in the journal (`claim`; a rerun has its claim) and run.
+    async fn submit(&mut self, inv: Invocation, claim: bool) {
+        let fc = inv.function_call_id.clone();
+        if self.pending.contains_key(&fc) {
+            tracing::info!(name: "tool_invocation_ignored_already_pending", function_call_id = %fc, tool_name = %shown(&inv.name), "tool_invocation_ignored_already_pending");
+            return;
+        }
+        if self.records.contains(&fc) || self.recorded_in_journal(&fc).await {
+            tracing::info!(name: "tool_invocation_ignored_already_executed", function_call_id = %fc, tool_name = %shown(&inv.name), "tool_invocation_ignored_already_executed");
+            return;
+        }
+        let (started, started_at) = (Instant::now(), crate::now_rfc3339());
+        let agent = self.ctx.active_agent().to_owned();
+        let tool = match self.deps.config.resolve(&agent, &inv.name) {
+            Ok(entry) => Arc::clone(&entry.tool),
+            Err(e) => {
+                if e.code == ErrorCode::ToolNotFound {
+                    tracing::info!(name: "tool_not_found", tool_name = %shown(&inv.name), agent = %agent, "tool_not_found");
+                }
+                let name = shown(&inv.name).into_owned();
+                let outcome = Outcome::failed(&name, e);
+                let mut c = Conclusion::new(inv, name, outcome, started, started_at);
+                c.unverified_tool = true;
+                self.conclude(c).await;
+                return;
+            }
+        };
+        let window = Duration::from_secs(tool.dedupe_window_s());
+        let dedupe_key = (tool.side_effect() == SideEffect::Write && !window.is_zero())
+            .then(|| dedupe_key(&agent, &inv))
+            .flatten();
+        if let Some(key) = &dedupe_key {
+            if let Some(first) = self.dedupe.get(key) {
+                let (first_id, output) = (first.function_call_id.clone(), first.output.clone());
+                tracing::info!(name: "tool_invocation_answered_as_duplicate", function_call_id = %fc, duplicate_of = %first_id, tool_name = %inv.name, "tool_invocation_answered_as_duplicate");
+                self.conclude_duplicate(
+                    inv,
+                    tool.name().to_owned(),
+                    &first_id,
+                    &output,
+                    None,
+                    started,
+                    started_at,
+                )
+                .await;
+                return;
+            }
+            if let Some(first) = self
+                .pending
+                .values_mut()
+                .find(|p| p.dedupe_key.as_ref() == Some(key))
+            {
+                tracing::info!(name: "tool_invocation_joined_identical_write", function_call_id = %fc, duplicate_of = %first.invocation.function_call_id, "tool_invocation_joined_identical_write");
+                first.followers.push((inv, started, started_at));
+                return;
+            }
+        }
+        if claim && !self.claim(&inv, &tool, started, &started_at).await {
+            return;
+        }
+        self.schedule(inv, tool, dedupe_key, None, started, started_at)
+            .await;
+    }
+
+    /// Claims a function call in the journal before it runs, so no other node ever runs it;
+    /// `false` when it must not run here. A claim taken before is left to whoever holds it (a
+    /// run resumed here after a takeover, or one answered already); a journal that keeps
+    /// failing answers the call with an error, nothing run.
+    async fn claim(
+        &mut self,
+        inv: &Invocation,
+        tool: &switchboard_core::Tool,
+        started: Instant,
+        started_at: &str,
+    ) -> bool {
+        let journal = Arc::clone(&self.deps.journal);
+        let call_id = self.call_id.clone();
+        let claimed = with_retry(self.deps.options.commit_retry, || {
+            let claim = journal.claim(&call_id, inv);
+            async move { claim.await.map_err(CommitError::from) }
+        })
+        .await;
+        match claimed {
+            Ok(Claim::Claimed) => true,
+            Ok(Claim::Taken) => {
+                tracing::info!(name: "tool_invocation_ignored_claimed", function_call_id = %inv.function_call_id, tool_name = %tool.name(), "tool_invocation_ignored_claimed");
+                false
+            }
+            Err(CommitError::Journal(e)) if e.is_fenced() => {
+                self.release(&e);
+                false
+            }
+            Err(e) => {
+                let name = tool.name().to_owned();
+                let err = ToolError::new(
+                    ErrorCode::ToolExecutionFailed,
+                    format!(
+                        "{name}: could not be started (the call's storage did not answer), so nothing was done. Tell the caller it cannot be done right now."
+                    ),
+                );
+                tracing::error!(name: "tool_claim_failed", function_call_id = %inv.function_call_id, error = %e, "tool_claim_failed");
+                let outcome = Outcome::failed(&name, err);
+                let c = Conclusion::new(inv.clone(), name, outcome, started, started_at.to_owned());
+                self.conclude(c).await;
+                false
+            }
+        }
+    }
+
+    /// Another node owns the call now: stop every run here without answering (their answers
+    /// are the new owner's, from the journal), tell the door, and stop the session.
+    pub(super) fn release(&mut self, why: &JournalError) {
+        if self.released {
+            return;
+        }
+        self.released = true;
+        tracing::warn!(name: "call_released_to_new_owner", error = %why, running = self.pending.len(), "call_released_to_new_owner");
+        for (_, p) in self.pending.drain() {
+            p.abort.abort();
+            metrics::gauge!("switchboard_pending_tools").decrement(1.0);
+        }
+        for state in self.responses.all_mut() {
+            for held in state.held.drain(..) {
+                let _ = held.send(false);
+            }
+        }
+        self.deps.sink.released();
+    }
+
+    /// Whether the journal recorded this function call although the session no longer holds
+    /// its record (see [`Actor::forgotten_record`]).
+    async fn recorded_in_journal(&self, function_call_id: &str) -> bool {
+        self.forgotten_record(function_call_id).await.is_some()
+    }
+
+    /// The journal's record of a function call the session no longer holds (it was dropped
+    /// for the bound, or never loaded). Only asked when the session has let records go: it
+    /// holds every other one. A journal that cannot say is logged and taken as "none".
+    async fn forgotten_record(&self, function_call_id: &str) -> Option<Box<InvocationRecord>> {
+        if !self.records.forgotten() {
+            return None;
+        }
+        match self
+            .deps
+            .journal
+            .recorded(&self.call_id, function_call_id)
+            .await
+        {
+            Ok(found) => found.map(Box::new),
+            Err(e) => {
+                tracing::error!(name: "journal_read_failed", error = %e, "journal_read_failed");
+                None
+            }
+        }
+    }
+
+    async fn resume(&mut self, cp: Checkpoint) {
+        let (started, started_at) = (Instant::now(), crate::now_rfc3339());
+        let inv = cp.invocation.clone();
+        match serde_json::from_value::<Suspended>(cp.suspended) {
+            Ok(suspended) => {
+                tracing::info!(name: "tool_run_resumed_from_checkpoint", function_call_id = %inv.function_call_id, tool_name = %inv.name, "tool_run_resumed_from_checkpoint");
+                let tool = Arc::clone(suspended.tool());
+                self.schedule(
+                    inv,
+                    tool,
+                    None,
+                    Some((cp.request, suspended)),
+                    started,
+                    started_at,
+                )
+                .await;
+            }
+            Err(e) => {
+                let err = ToolError::new(
+                    ErrorCode::ToolExecutionFailed,
+                    format!("The tool could not be resumed after a restart ({e})."),
+                );
+                let name = shown(&inv.name).into_owned();
+                let outcome = Outcome::failed(&name, err);
+                let mut c = Conclusion::new(inv, name, outcome, started, started_at);
+                c.unverified_tool = true;
+                self.conclude(c).await;
+            }
+        }
+    }
+
+    /// Starts a tool's run in its own task, with a monitor that reports how it ended.
+    async fn schedule(
+        &mut self,
+        inv: Invocation,
+        tool: Arc<switchboard_core::Tool>,
+        dedupe_key: Option<DedupeKey>,
+        resume_from: Option<(EffectRequest, Suspended)>,
+        started: Instant,
+        started_at: String,
+    ) {
+        let fc = inv.function_call_id.clone();
+        let gate = SessionGate {
+            call_id: self.call_id.clone(),
+            invocation: inv.clone(),
+            hold: self.deps.options.hold_terminal_effects && inv.response_id.is_some(),
+            tx: self.tx.clone(),
+            journal: Arc::clone(&self.deps.journal),
+        };
+        let (config, executor, transfers, semaphore) = (
+            Arc::clone(&self.deps.config),
+            self.deps.executor.clone(),
+            Arc::clone(&self.transfers),
+            Arc::clone(&self.semaphore),
+        );
+        let ctx = self.ctx.clone();
+        let run_inv = inv.clone();
+        let span = tracing::info_span!("invocation", function_call_id = %fc, tool = %tool.name());
+        let task = tokio::spawn(
+            async move {
+                // The semaphore is never closed, so acquiring only waits for a free slot.
+                let _permit = semaphore.acquire_owned().await;
+                match resume_from {
+                    None => {
+                        executor
+                            .execute(&config, &ctx, &run_inv, &gate, &transfers)
+                            .await
+                    }
+                    Some((request, suspended)) => {
+                        executor
+                            .resume(&config, &run_inv, request, suspended, &gate, &transfers)
+                            .await
+                    }
+                }
+            }
+            .instrument(span),
+        );
+        let abort = task.abort_handle();
+        let tx = self.tx.clone();
+        let id = fc.clone();
+        let monitor = tokio::spawn(async move {
+            let result = task.await;
+            let _ = tx.send(Cmd::Finished {
+                function_call_id: id,
+                result: Box::new(result),
+            });
+        });
+        let is_async = tool.is_async();
+        self.pending.insert(
+            fc.clone(),
+            Pending {
+                invocation: inv.clone(),
+                tool: tool.name().to_owned(),
+                side_effect: tool.side_effect(),
+                is_async,
+                abort,
+                monitor,
+                started,
+                started_at,
+                dedupe_key,
+                dedupe_window: Duration::from_secs(tool.dedupe_window_s()),
+                max_context_bytes: tool.limits().max_context_bytes,
+                followers: Vec::new(),
+            },
+        );
+        metrics::gauge!("switchboard_pending_tools").increment(1.0);
+        tracing::info!(
+            name: "tool_invocation_scheduled",
+            function_call_id = %fc,
+            tool_name = %tool.name(),
+            response_id = inv.response_id.as_deref().unwrap_or_default(),
+            side_effect = ?tool.side_effect(),
+            pending_tool_calls = self.pending.len(),
+            "tool_invocation_scheduled"
+        );
+        if is_async {
+            // Answered at once; the outcome follows as news when the run ends.
+            let result = ToolResult {
+                function_call_id: fc,
+                ok: true,
+                error: None,
+                output: json!({"ok": true, "message": "started"}).to_string(),
+            };
+            let delivery = Delivery {
+                result,
+                tool: tool.name().to_owned(),
+                response_id: inv.response_id,
+                interrupted: false,
+                async_completion: false,
+                handoff: None,
+                duplicate_of: None,
+                actions: Vec::new(),
+            };
+            self.deps.sink.deliver(delivery).await;
+        }
+    }
+
+    async fn finished(&mut self, fc: &str, result: Result<Execution, JoinError>) {
+        // Absent when it was answered already: aborted by an interruption or by the call's end.
+        let Some(p) = self.pending.remove(fc) else {
+            return;
+        };
+        metrics::gauge!("switchboard_pending_tools").decrement(1.0);
+        let (mut outcome, actions, trace) = match result {
+            Ok(exec) => (exec.outcome, exec.call_actions, exec.trace),
+            Err(e) => {
+                tracing::error!(name: "tool_run_panicked", function_call_id = %fc, tool_name = %p.tool, panicked = e.is_panic(), "tool_run_panicked");
+                let err = ToolError::new(
+                    ErrorCode::ToolExecutionFailed,
+                    "The tool failed unexpectedly. Tell the caller it cannot be done right now.",
+                );
+                (Outcome::failed(&p.tool, err), Vec::new(), None)
+            }
+        };
+        if outcome.ok()
+            && outcome.handoff.is_some()
+            && self.handoffs >= self.deps.options.max_handoffs
+        {
+            tracing::warn!(name: "agent_handoff_refused_loop", handoffs = self.handoffs, "agent_handoff_refused_loop");
+            outcome = Outcome::failed(
+                &p.tool,
+                ToolError::new(
+                    ErrorCode::HandoffFailed,
+                    "This call has been handed over too many times. Go on helping the caller yourself.",
+                ),
+            );
+        }
+        let interrupted = self.interrupted(&p.invocation);
+        let mut c = Conclusion::new(
+            p.invocation,
+            p.tool.clone(),
+            outcome,
+            p.started,
+            p.started_at,
+        );
+        c.interrupted = interrupted;
+        c.async_completion = p.is_async;
+        c.answer_first = self.deps.options.answer_before_journal
+            && p.side_effect == SideEffect::Read
+            && c.outcome.writes.is_empty()
+            && c.outcome.handoff.is_none();
+        c.actions = actions;
+        c.trace = trace;
+        c.max_context_bytes = p.max_context_bytes;
+        let first_id = fc.to_owned();
+        let answered = self.conclude(c).await;
+        let (output, error) = (answered.output, answered.error);
+        if let (None, Some(key)) = (error, p.dedupe_key) {
+            let answered = Answered {
+                function_call_id: first_id.clone(),
+                output: output.clone(),
+                expires: Instant::now() + p.dedupe_window,
+            };
+            self.dedupe.insert(key, answered);
+        }
+        for (inv, started, started_at) in p.followers {
+            self.conclude_duplicate(
+                inv,
+                p.tool.clone(),
+                &first_id,
+                &output,
+                error,
+                started,
+                started_at,
+            )
+            .await;
+        }
+    }
+
+    fn interrupted(&self, inv: &Invocation) -> bool {
+        inv.response_id
+            .as_ref()
+            .and_then(|r| self.responses.get(r))
+            .is_some_and(|r| r.cancelled)
+    }
+
+    async fn cancel_response(&mut self, response_id: &str) {
+        self.response_ended(response_id);
+        let state = self.responses.entry(response_id);
+        state.cancelled = true;
+        state.done = true;
+        for held in state.held.drain(..) {
+            let _ = held.send(false);
+        }
+        let aborted: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| {
+                p.invocation.response_id.as_deref() == Some(response_id)
+                    && p.side_effect == SideEffect::Read
+                    && !p.is_async
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &aborted {
+            let Some(p) = self.pending.remove(id) else {
+                continue;
+            };
+            p.abort.abort();
+            metrics::gauge!("switchboard_pending_tools").decrement(1.0);
+            tracing::info!(name: "tool_cancelled_for_response", response_id = %response_id, function_call_id = %id, tool_name = %p.tool, "tool_cancelled_for_response");
+            let c = Conclusion::cancelled(
+                p.invocation,
+                &p.tool,
+                p.started,
+                p.started_at,
+                "The caller interrupted; this request was cancelled.",
+            );
+            self.conclude(c).await;
+        }
+        tracing::info!(name: "tool_cancel_for_response_finished", response_id = %response_id, cancelled_count = aborted.len(), "tool_cancel_for_response_finished");
+    }
+
+    /// Remembers that a response ended, forgetting the oldest ended ones past the bound that
+    /// no running tool belongs to.
+    fn response_ended(&mut self, response_id: &str) {
+        let pending = &self.pending;
+        self.responses.ended(response_id, |id| {
+            pending.values().any(|p| {
+                p.invocation.response_id.as_deref() == Some(id)
+                    || p.followers
+                        .iter()
+                        .any(|(i, _, _)| i.response_id.as_deref() == Some(id))
+            })
+        });
+    }
+
+    fn response_done(&mut self, response_id: &str) {
+        self.response_ended(response_id);
+        let state = self.responses.entry(response_id);
+        state.done = true;
+        let release = !state.cancelled;
+        for held in state.held.drain(..) {
+            tracing::info!(name: "tool_terminal_released", response_id = %response_id, performed = release, "tool_terminal_released");
+            let _ = held.send(release);
+        }
+    }
+
+    fn hold_terminal(&mut self, response_id: &str, reply: oneshot::Sender<bool>) {
+        let state = self.responses.entry(response_id);
+        if state.cancelled {
+            let _ = reply.send(false);
+        } else if state.done {
+            let _ = reply.send(true);
+        } else {
+            tracing::info!(name: "tool_terminal_held", response_id = %response_id, "tool_terminal_held");
+            state.held.push(reply);
+        }
+    }
+
+    async fn end(&mut self) {
+        tracing::info!(name: "tool_cancel_all_started", cancellable_tasks = self.pending.len(), "tool_cancel_all_started");
+        for state in self.responses.all_mut() {
+            for held in state.held.drain(..) {
+                let _ = held.send(false);
+            }
+        }
+        let pending: Vec<(String, Pending)> = self.pending.drain().collect();
+        let mut monitors = Vec::with_capacity(pending.len());
+        for (_, p) in pending {
+            p.abort.abort();
+            monitors.push(p.monitor);
+            metrics::gauge!("switchboard_pending_tools").decrement(1.0);
+            const ENDED: &str = "The call ended before this finished.";
+            self.conclude(Conclusion::cancelled(
+                p.invocation,
+                &p.tool,
+                p.started,
+                p.started_at,
+                ENDED,
+            ))
+            .await;
+            for (inv, started, started_at) in p.followers {
+                self.conclude(Conclusion::cancelled(
+                    inv, &p.tool, started, started_at, ENDED,
+                ))
+                .await;
+            }
+        }
+        // Wait until every run has really stopped, so nothing acts for this call afterwards.
+        for m in monitors {
+            let _ = m.await;
+        }
+        if let Err(e) = self
+            .deps
+            .journal
+            .append(&self.call_id, JournalEntry::Ended)
+            .await
+        {
+            tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+        }
+        tracing::info!(name: "tool_cancel_all_finished", remaining_tasks = self.pending.len(), "tool_cancel_all_finished");
+    }
+}
+
+/// The dedupe key of a write call: the agent, the tool, and the arguments in canonical form.
+fn dedupe_key(agent: &str, inv: &Invocation) -> Option<DedupeKey> {
+    let args: Value = serde_json::from_str(if inv.arguments_json.trim().is_empty() {
+        "{}"
+    } else {
+        &inv.arguments_json
+    })
+    .ok()?;
+    Some(dedupe_digest(&format!(
+        "{agent}\u{0}{}\u{0}{}",
+        inv.name,
+        canonical(&args)
+    )))
+}
+
+/// JSON with object keys sorted at every level, so equal arguments give equal text.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&m[k])))
+                    .collect::<Map<_, _>>(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
