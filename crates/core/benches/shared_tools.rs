@@ -73,20 +73,19 @@ fn invoke(tool: &Arc<Tool>, fresh: &Context, arguments: &str) -> (String, Contex
     )
 }
 
-/// The call session's in-memory commit (the runtime's `apply_outcome`): the run's own copy of
-/// the context when the call's is still the one the run read, else every write on a copy of
-/// the context; then its size against the limit; all or nothing.
+/// The call session's in-memory commit (the runtime's `apply_outcome`): from the run's own
+/// copy of the context when the call's is still the one the run read (applying the writes it
+/// does not hold yet), else every write on a copy of the context; then its size against the
+/// limit; all or nothing.
 fn commit(ctx: &Context, outcome: &Outcome, limit: usize) -> Context {
-    if let Some((applied, size)) = outcome.applied.onto(ctx) {
-        assert!(size <= limit || size <= ctx.approx_size());
-        return applied.clone();
-    }
-    let writes = &outcome.writes;
-    let mut next = ctx.clone();
-    for w in writes {
+    let (mut next, rest) = match outcome.applied.onto(ctx) {
+        Some((run_ctx, holds)) => (run_ctx.clone(), &outcome.writes[holds..]),
+        None => (ctx.clone(), &outcome.writes[..]),
+    };
+    for w in rest {
         next.apply(w).unwrap();
     }
-    if !writes.is_empty() {
+    if !outcome.writes.is_empty() {
         let size = next.approx_size();
         assert!(size <= limit || size <= ctx.approx_size());
     }

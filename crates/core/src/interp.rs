@@ -342,40 +342,43 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
     }
 }
 
-/// Applies the run's writes still pending to its copy of the context, and offers that copy to
-/// the commit; `Err((size, limit))` when the context would pass the tool's limit.
-fn settle(tool: &Tool, st: &mut RunState) -> Result<Applied, (usize, usize)> {
+/// How big the context would be with the run's writes, when that is over the tool's limit.
+fn over_limit(tool: &Tool, st: &RunState) -> Option<(usize, usize)> {
     if st.writes.is_empty() {
-        return Ok(Applied::default());
+        return None;
     }
-    st.materialize();
-    let size = st.ctx.approx_size();
+    let size = st.ctx.approx_size()
+        + st.writes[st.pending..]
+            .iter()
+            .map(Write::approx_size)
+            .sum::<usize>();
     let limit = tool.limits.max_context_bytes;
-    if size > limit {
-        return Err((size, limit));
+    (size > limit).then_some((size, limit))
+}
+
+/// The run's copy of the context, offered to the commit with the writes it already holds (the
+/// ones the run read back); the rest are applied only by a commit that takes the copy.
+fn offered(st: &RunState) -> Applied {
+    if st.writes.is_empty() || st.unapplied {
+        return Applied::default();
     }
-    Ok(match st.unapplied {
-        false => Applied::new(st.base.clone(), st.ctx.clone(), size),
-        true => Applied::default(),
-    })
+    Applied::new(st.base.clone(), st.ctx.clone(), st.pending)
 }
 
 /// The success outcome, or `None` after turning an over-limit context into a failure.
 fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
-    let applied = match settle(tool, st) {
-        Ok(applied) => applied,
-        Err((size, limit)) => {
-            let e = ToolError::new(
-                ErrorCode::ToolExecutionFailed,
-                format!(
-                    "{}: the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes); nothing was saved",
-                    tool.name()
-                ),
-            );
-            fail(st, e, "");
-            return None;
-        }
-    };
+    if let Some((size, limit)) = over_limit(tool, st) {
+        let e = ToolError::new(
+            ErrorCode::ToolExecutionFailed,
+            format!(
+                "{}: the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes); nothing was saved",
+                tool.name()
+            ),
+        );
+        fail(st, e, "");
+        return None;
+    }
+    let applied = offered(st);
     let data = match Arc::unwrap_or_clone(std::mem::replace(&mut st.result, Arc::clone(&NULL))) {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -395,8 +398,7 @@ fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
 /// The failure outcome. `on_failure`'s writes are held to the same context limit as the
 /// tool's: over it, none of them is kept, and the error says so.
 fn finish_failure(tool: &Tool, mut st: RunState) -> Outcome {
-    let applied = settle(tool, &mut st);
-    if let Err((size, limit)) = applied {
+    if let Some((size, limit)) = over_limit(tool, &st) {
         let why = format!(
             "the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes)"
         );
@@ -415,6 +417,7 @@ fn finish_failure(tool: &Tool, mut st: RunState) -> Outcome {
             );
         }
     }
+    let applied = offered(&st);
     Outcome {
         tool: tool.name().to_owned(),
         error: st.failure,
@@ -423,7 +426,7 @@ fn finish_failure(tool: &Tool, mut st: RunState) -> Outcome {
         writes: st.writes,
         handoff: st.handoff,
         logs: st.logs,
-        applied: applied.unwrap_or_default(),
+        applied,
     }
 }
 

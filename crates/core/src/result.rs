@@ -24,16 +24,16 @@ pub struct Outcome {
     pub handoff: Option<Handoff>,
     /// `log` actions and notable events, kept in the invocation record.
     pub logs: Vec<LogEntry>,
-    /// The run's own copy of the context with `writes` applied, for a commit onto a context
-    /// nothing else has changed since the run read it.
+    /// The run's own copy of the context with its first writes applied, for a commit onto a
+    /// context nothing else has changed since the run read it.
     #[serde(skip)]
     pub applied: Applied,
 }
 
-/// A run's copy of the call's context with all of its writes applied, and the context the run
-/// started from. A commit onto a context that is still that one (no other tool committed
-/// meanwhile) can take this copy instead of applying the writes a second time; otherwise it
-/// applies them to the context as it is.
+/// A run's own copy of the call's context, holding the run's first writes (those it read back
+/// while it ran), and the context the run started from. A commit onto a context that is still
+/// that one (no other tool committed meanwhile) starts from this copy and applies only the rest
+/// of the writes; otherwise it applies them all to the context as it is.
 ///
 /// A shortcut, not part of what the outcome says: it is neither serialised nor compared, and
 /// an outcome without one (`Applied::default()`) commits the ordinary way.
@@ -44,25 +44,26 @@ pub struct Applied(Option<AppliedContext>);
 struct AppliedContext {
     base: Context,
     context: Context,
-    size: usize,
+    holds: usize,
 }
 
 impl Applied {
-    /// `context` is `base` with the run's writes applied, and `size` its `approx_size()`.
-    pub(crate) fn new(base: Context, context: Context, size: usize) -> Self {
+    /// `context` is `base` with the first `holds` of the run's writes applied.
+    pub(crate) fn new(base: Context, context: Context, holds: usize) -> Self {
         Applied(Some(AppliedContext {
             base,
             context,
-            size,
+            holds,
         }))
     }
 
-    /// The run's context and its size, when `live` is still the context the run started from.
+    /// The run's context and how many of its writes it holds, when `live` is still the
+    /// context the run started from.
     pub fn onto(&self, live: &Context) -> Option<(&Context, usize)> {
         self.0
             .as_ref()
             .filter(|a| a.base.same_as(live))
-            .map(|a| (&a.context, a.size))
+            .map(|a| (&a.context, a.holds))
     }
 }
 

@@ -34,23 +34,31 @@ pub enum Refusal {
 
 /// Commits a finished run onto `ctx`, as [`apply_all`] does with its writes and handoff. When
 /// `ctx` is still the context the run started from (no other tool committed meanwhile), the
-/// run's own copy with its writes already applied is taken instead of applying them again: the
-/// same context, without copying the call's state a second time.
+/// run's own copy, which already holds the writes the run read back, is the starting point and
+/// only the rest are applied: the same context, without copying and applying those again.
 pub fn apply_outcome(
     ctx: &Context,
     outcome: &Outcome,
     limit: usize,
 ) -> Result<Option<Context>, Refusal> {
     let handoff = outcome.handoff.as_ref().map(|h| h.agent.as_str());
-    let Some((applied, size)) = outcome.applied.onto(ctx) else {
+    let shortcut = outcome
+        .applied
+        .onto(ctx)
+        .and_then(|(run_ctx, holds)| Some((run_ctx, outcome.writes.get(holds..)?)));
+    let Some((run_ctx, rest)) = shortcut else {
         return apply_all(ctx, &outcome.writes, handoff, limit);
     };
-    if size > limit && size > ctx.approx_size() {
-        return Err(Refusal::TooLarge { size, limit });
+    let mut next = run_ctx.clone();
+    for w in rest {
+        next.apply(w).map_err(Refusal::Conflict)?;
     }
-    let mut next = applied.clone();
     if let Some(agent) = handoff {
         next.set_active_agent(agent);
+    }
+    let size = next.approx_size();
+    if size > limit && size > ctx.approx_size() {
+        return Err(Refusal::TooLarge { size, limit });
     }
     Ok(Some(next))
 }
