@@ -31,13 +31,7 @@ fuzz_target!(|data: &[u8]| {
         ("call", VarRef::whole(&call)),
         ("workflow", VarRef::whole(&workflow)),
         ("agents", VarRef::whole(&agents)),
-        (
-            "agent",
-            VarRef {
-                value: &agents,
-                key: Some("main"),
-            },
-        ),
+        ("agent", VarRef::key(&agents, "main")),
         ("flags", VarRef::whole(&flags)),
     ];
     let vars = Vars::new(&entries);
