@@ -62,30 +62,31 @@ fn fresh_context() -> Context {
 /// returned too so that nothing of the commit is optimised away.
 fn invoke(tool: &Arc<Tool>, fresh: &Context, arguments: &str) -> (String, Context) {
     let ctx = fresh.clone();
-    let outcome = match start(tool, RunInput::new("call_1"), arguments, &ctx) {
+    let mut outcome = match start(tool, RunInput::new("call_1"), arguments, &ctx) {
         Step::Done(o) => o,
         Step::Effect(..) => panic!("the shared tools perform no effects"),
     };
-    let committed = commit(&ctx, &outcome, tool.limits().max_context_bytes);
-    (
-        ToolResult::from_outcome("call_1", &outcome).output,
-        committed,
-    )
+    let output = ToolResult::from_outcome("call_1", &outcome).output;
+    let committed = commit(&ctx, &mut outcome, tool.limits().max_context_bytes);
+    (output, committed)
 }
 
-/// The call session's in-memory commit (the runtime's `apply_outcome`): from the run's own
-/// copy of the context when the call's is still the one the run read (applying the writes it
-/// does not hold yet), else every write on a copy of the context; then its size against the
-/// limit; all or nothing.
-fn commit(ctx: &Context, outcome: &Outcome, limit: usize) -> Context {
-    let (mut next, rest) = match outcome.applied.onto(ctx) {
-        Some((run_ctx, holds)) => (run_ctx.clone(), &outcome.writes[holds..]),
-        None => (ctx.clone(), &outcome.writes[..]),
+/// The call session's in-memory commit (the runtime's `apply_outcome`), after the answer is
+/// rendered: from the run's own copy of the context when the call's is still the one the run
+/// read (applying the writes it does not hold yet), else every write on a copy of the context,
+/// the writes' values moved rather than copied; then its size against the limit; all or
+/// nothing.
+fn commit(ctx: &Context, outcome: &mut Outcome, limit: usize) -> Context {
+    let writes = std::mem::take(&mut outcome.writes);
+    let (mut next, holds) = match outcome.applied.onto(ctx) {
+        Some((run_ctx, holds)) => (run_ctx.clone(), holds),
+        None => (ctx.clone(), 0),
     };
-    for w in rest {
-        next.apply(w).unwrap();
+    let wrote = !writes.is_empty();
+    for w in writes.into_iter().skip(holds) {
+        next.apply_owned(w).unwrap();
     }
-    if !outcome.writes.is_empty() {
+    if wrote {
         let size = next.approx_size();
         assert!(size <= limit || size <= ctx.approx_size());
     }

@@ -133,7 +133,7 @@ impl Context {
         }
     }
 
-    /// Applies one write.
+    /// Applies one write, copying its value.
     pub fn apply(&mut self, write: &Write) -> Result<(), WriteError> {
         match write {
             Write::Set { scope, keys, value } => {
@@ -142,22 +142,45 @@ impl Context {
             Write::Append { scope, keys, value } => {
                 set_at(self.scope_mut(scope), scope, keys, value.clone(), true)
             }
-            Write::Delete { scope, keys } => {
-                delete_in(self.scope_mut(scope), keys);
+            other => {
+                self.apply_valueless(other);
                 Ok(())
             }
+        }
+    }
+
+    /// Applies one write, moving its value into the context: what a commit does with writes
+    /// it has no further use for.
+    pub fn apply_owned(&mut self, write: Write) -> Result<(), WriteError> {
+        match write {
+            Write::Set { scope, keys, value } => {
+                set_at(self.scope_mut(&scope), &scope, &keys, value, false)
+            }
+            Write::Append { scope, keys, value } => {
+                set_at(self.scope_mut(&scope), &scope, &keys, value, true)
+            }
+            other => {
+                self.apply_valueless(&other);
+                Ok(())
+            }
+        }
+    }
+
+    /// A delete or a flag: writes that carry no value and cannot fail.
+    fn apply_valueless(&mut self, write: &Write) {
+        match write {
+            Write::Delete { scope, keys } => delete_in(self.scope_mut(scope), keys),
             Write::SetFlag { name } => {
                 if let Value::Object(m) = Arc::make_mut(&mut self.flags) {
                     m.insert(name.to_string(), Value::Bool(true));
                 }
-                Ok(())
             }
             Write::ClearFlag { name } => {
                 if let Value::Object(m) = Arc::make_mut(&mut self.flags) {
                     m.shift_remove(&**name);
                 }
-                Ok(())
             }
+            Write::Set { .. } | Write::Append { .. } => {}
         }
     }
 
@@ -751,5 +774,66 @@ mod tests {
             })
             .unwrap_err();
         assert!(e.reason.contains("not an object"), "{e}");
+    }
+
+    /// Moving a write's value in lands exactly what copying it does, errors included, and
+    /// leaves the context as copying would at every step.
+    #[test]
+    fn an_owned_write_lands_as_a_copied_one() {
+        let keys = |k: &[&str]| -> Keys { k.iter().map(|s| s.to_string()).collect() };
+        let writes = [
+            Write::Append {
+                scope: Scope::Workflow,
+                keys: keys(&["meals"]),
+                value: json!({"meal_type": "lunch", "dishes": ["soup", "salad"]}),
+            },
+            Write::Set {
+                scope: Scope::Agent("meal".into()),
+                keys: keys(&["last", "dish"]),
+                value: json!("soup"),
+            },
+            Write::Set {
+                scope: Scope::Workflow,
+                keys: keys(&[]),
+                value: json!({"replaced": [1, 2]}),
+            },
+            Write::SetFlag {
+                name: "meal_logged".into(),
+            },
+            Write::Append {
+                scope: Scope::Workflow,
+                keys: keys(&["replaced"]),
+                value: json!(3),
+            },
+            // Refused: `replaced` is a list, not an object.
+            Write::Set {
+                scope: Scope::Workflow,
+                keys: keys(&["replaced", "x"]),
+                value: json!(1),
+            },
+            // Refused: a whole scope cannot be appended to.
+            Write::Append {
+                scope: Scope::Workflow,
+                keys: keys(&[]),
+                value: json!(1),
+            },
+            Write::Delete {
+                scope: Scope::Agent("meal".into()),
+                keys: keys(&["last", "dish"]),
+            },
+            Write::ClearFlag {
+                name: "meal_logged".into(),
+            },
+        ];
+        let (mut copied, mut owned) = (ctx(), ctx());
+        for w in writes {
+            let by_copy = copied.apply(&w);
+            let by_move = owned.apply_owned(w.clone());
+            assert_eq!(by_move, by_copy, "{w:?}");
+            assert_eq!(owned, copied, "after {w:?}");
+        }
+        assert_eq!(*owned.workflow, json!({"replaced": [1, 2, 3]}));
+        assert_eq!(owned.agents["meal"], json!({"last": {}}));
+        assert_eq!(*owned.flags, json!({}));
     }
 }

@@ -65,7 +65,9 @@ impl RunInput {
             function_call_id: function_call_id.into(),
             config: empty_object(),
             secrets: empty_object(),
-            ..Default::default()
+            agents: None,
+            refer: None,
+            now: Arc::clone(&NULL),
         }
     }
 }

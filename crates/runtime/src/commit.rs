@@ -36,31 +36,30 @@ pub enum Refusal {
 /// `ctx` is still the context the run started from (no other tool committed meanwhile), the
 /// run's own copy, which already holds the writes the run read back, is the starting point and
 /// only the rest are applied: the same context, without copying and applying those again.
+///
+/// The writes are taken out of `outcome` and their values moved into the new context rather
+/// than copied: a commit is their last use (the journal keeps the context, not the writes). A
+/// refused commit leaves `outcome` without writes; its caller answers with
+/// [`refused_outcome`] instead.
 pub fn apply_outcome(
     ctx: &Context,
-    outcome: &Outcome,
+    outcome: &mut Outcome,
     limit: usize,
 ) -> Result<Option<Context>, Refusal> {
+    let writes = std::mem::take(&mut outcome.writes);
     let handoff = outcome.handoff.as_ref().map(|h| h.agent.as_str());
-    let shortcut = outcome
-        .applied
-        .onto(ctx)
-        .and_then(|(run_ctx, holds)| Some((run_ctx, outcome.writes.get(holds..)?)));
-    let Some((run_ctx, rest)) = shortcut else {
-        return apply_all(ctx, &outcome.writes, handoff, limit);
+    if writes.is_empty() && handoff.is_none() {
+        return Ok(None);
+    }
+    let (mut next, holds) = match outcome.applied.onto(ctx) {
+        Some((run_ctx, holds)) if holds <= writes.len() => (run_ctx.clone(), holds),
+        _ => (ctx.clone(), 0),
     };
-    let mut next = run_ctx.clone();
-    for w in rest {
-        next.apply(w).map_err(Refusal::Conflict)?;
+    let wrote = !writes.is_empty();
+    for w in writes.into_iter().skip(holds) {
+        next.apply_owned(w).map_err(Refusal::Conflict)?;
     }
-    if let Some(agent) = handoff {
-        next.set_active_agent(agent);
-    }
-    let size = next.approx_size();
-    if size > limit && size > ctx.approx_size() {
-        return Err(Refusal::TooLarge { size, limit });
-    }
-    Ok(Some(next))
+    finish(ctx, next, handoff, wrote, limit)
 }
 
 /// Applies `writes` and `handoff` to a copy of `ctx`, all or nothing: `Ok(Some(new))` when the
@@ -79,10 +78,21 @@ pub fn apply_all(
     for w in writes {
         next.apply(w).map_err(Refusal::Conflict)?;
     }
+    finish(ctx, next, handoff, !writes.is_empty(), limit)
+}
+
+/// The handoff and the size check every commit ends with.
+fn finish(
+    ctx: &Context,
+    mut next: Context,
+    handoff: Option<&str>,
+    wrote: bool,
+    limit: usize,
+) -> Result<Option<Context>, Refusal> {
     if let Some(agent) = handoff {
         next.set_active_agent(agent);
     }
-    if !writes.is_empty() {
+    if wrote {
         let size = next.approx_size();
         if size > limit && size > ctx.approx_size() {
             return Err(Refusal::TooLarge { size, limit });
@@ -287,7 +297,9 @@ mod tests {
         assert!(outcome.ok(), "{outcome:?}");
         assert!(outcome.applied.onto(&live).is_some());
 
-        let taken = apply_outcome(&live, &outcome, 1 << 20).unwrap().unwrap();
+        let taken = apply_outcome(&live, &mut outcome.clone(), 1 << 20)
+            .unwrap()
+            .unwrap();
         let applied = apply_all(&live, &outcome.writes, Some("billing"), 1 << 20)
             .unwrap()
             .unwrap();
@@ -304,12 +316,16 @@ mod tests {
             })
             .unwrap();
         assert!(outcome.applied.onto(&changed).is_none());
-        let next = apply_outcome(&changed, &outcome, 1 << 20).unwrap().unwrap();
+        let next = apply_outcome(&changed, &mut outcome.clone(), 1 << 20)
+            .unwrap()
+            .unwrap();
         assert_eq!(next.workflow["notes"], json!(["earlier", "hi"]));
         assert_eq!(next.flags["noted"], json!(true));
         assert_eq!(next.active_agent(), "billing");
 
-        let e = apply_outcome(&live, &outcome, 10).unwrap_err();
+        let mut refused = outcome.clone();
+        let e = apply_outcome(&live, &mut refused, 10).unwrap_err();
+        assert!(refused.writes.is_empty(), "a commit takes the writes");
         assert!(matches!(e, Refusal::TooLarge { limit: 10, .. }), "{e:?}");
     }
 }

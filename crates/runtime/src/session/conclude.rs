@@ -70,7 +70,7 @@ impl Actor {
             let (result, record) = self.settle(&c);
             self.account(&c, &result, record.clone());
             self.deliver(&c, result.clone()).await;
-            match self.commit(&record, &c).await {
+            match self.commit(&record, &mut c).await {
                 Err(CommitError::Journal(e)) if e.is_fenced() => self.release(&e),
                 Err(e) => {
                     tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed")
@@ -80,7 +80,7 @@ impl Actor {
             return result;
         }
         let (mut result, mut record) = self.settle(&c);
-        match self.commit(&record, &c).await {
+        match self.commit(&record, &mut c).await {
             Ok(()) => {}
             Err(CommitError::Journal(e)) if e.is_fenced() => {
                 // Not answered here: the new owner resumes or reruns it from the journal.
@@ -93,7 +93,7 @@ impl Actor {
                 c.result_override = None;
                 (result, record) = self.settle(&c);
                 // The record of the refusal; the context stays as it is.
-                match self.commit(&record, &c).await {
+                match self.commit(&record, &mut c).await {
                     Err(CommitError::Journal(e)) if e.is_fenced() => {
                         self.release(&e);
                         return result;
@@ -207,12 +207,12 @@ impl Actor {
     async fn commit(
         &mut self,
         record: &InvocationRecord,
-        c: &Conclusion,
+        c: &mut Conclusion,
     ) -> Result<(), CommitError> {
-        let writes = &c.outcome.writes;
-        let handoff = c.outcome.handoff.as_ref().map(|h| h.agent.as_str());
-        let next = apply_outcome(&self.ctx, &c.outcome, c.max_context_bytes)
+        let writes = c.outcome.writes.len();
+        let next = apply_outcome(&self.ctx, &mut c.outcome, c.max_context_bytes)
             .map_err(CommitError::Refused)?;
+        let handoff = c.outcome.handoff.as_ref().map(|h| h.agent.as_str());
         let handoffs = match handoff {
             Some(_) => self.handoffs.saturating_add(1),
             None => self.handoffs,
@@ -238,7 +238,7 @@ impl Actor {
             tracing::info!(name: "agent_handoff", agent = %agent, handoffs = self.handoffs, "agent_handoff");
         }
         if changed {
-            tracing::info!(name: "context_committed", writes = writes.len(), "context_committed");
+            tracing::info!(name: "context_committed", writes, "context_committed");
         }
         Ok(())
     }
