@@ -74,19 +74,19 @@ fn invoke(tool: &Arc<Tool>, fresh: &Context, arguments: &str) -> (String, Contex
 /// The call session's in-memory commit (the runtime's `apply_outcome`), after the answer is
 /// rendered: from the run's own copy of the context when the call's is still the one the run
 /// read (applying the writes it does not hold yet), else every write on a copy of the context,
-/// the writes' values moved rather than copied; then its size against the limit; all or
-/// nothing.
+/// the writes' values moved rather than copied; then its size against the limit, unless the
+/// run bounded it within; all or nothing.
 fn commit(ctx: &Context, outcome: &mut Outcome, limit: usize) -> Context {
     let writes = std::mem::take(&mut outcome.writes);
-    let (mut next, holds) = match outcome.applied.onto(ctx) {
-        Some((run_ctx, holds)) => (run_ctx.clone(), holds),
-        None => (ctx.clone(), 0),
+    let (mut next, holds, bound) = match outcome.applied.onto(ctx) {
+        Some(o) => (o.context.clone(), o.holds, Some(o.size_bound)),
+        None => (ctx.clone(), 0, None),
     };
-    let wrote = !writes.is_empty();
+    let measure = !writes.is_empty() && bound.is_none_or(|b| b > limit);
     for w in writes.into_iter().skip(holds) {
         next.apply_owned(w).unwrap();
     }
-    if wrote {
+    if measure {
         let size = next.approx_size();
         assert!(size <= limit || size <= ctx.approx_size());
     }

@@ -443,16 +443,52 @@ impl Write {
         }
     }
 
-    /// Approximate bytes the write adds to a context.
-    pub fn approx_size(&self) -> usize {
+    /// The bytes of JSON (as [`json_size`] counts them) the write adds to a context: about
+    /// (`approx`: its value and keys, what the context limit is judged by) and at most (`bound`:
+    /// also every object, list and agent state it may have to create on the way), whatever the
+    /// context it is applied to.
+    pub fn size(&self) -> WriteSize {
         match self {
-            Write::Set { value, keys, .. } | Write::Append { value, keys, .. } => {
-                json_size(value) + keys.iter().map(|k| k.len() + 4).sum::<usize>()
+            Write::Set { scope, value, keys }
+            | Write::Append {
+                scope, value, keys, ..
+            } => {
+                let value = json_size(value);
+                let keys_len = keys.iter().map(String::len).sum::<usize>();
+                let agent = match scope {
+                    Scope::Workflow => 0,
+                    Scope::Agent(name) => name.len() + 6,
+                };
+                WriteSize {
+                    approx: value + keys_len + 4 * keys.len(),
+                    bound: value + keys_len + 6 * keys.len() + 1 + agent,
+                }
             }
-            Write::SetFlag { name } => name.len() + 8,
-            Write::Delete { .. } | Write::ClearFlag { .. } => 0,
+            Write::SetFlag { name } => WriteSize {
+                approx: name.len() + 8,
+                bound: name.len() + 9,
+            },
+            // A delete in an agent's state makes that state (empty) if it has none.
+            Write::Delete { scope, .. } => WriteSize {
+                approx: 0,
+                bound: match scope {
+                    Scope::Workflow => 0,
+                    Scope::Agent(name) => name.len() + 6,
+                },
+            },
+            Write::ClearFlag { .. } => WriteSize {
+                approx: 0,
+                bound: 0,
+            },
         }
     }
+}
+
+/// What one write adds to a context's size; see [`Write::size`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteSize {
+    pub approx: usize,
+    pub bound: usize,
 }
 
 impl fmt::Display for Scope {

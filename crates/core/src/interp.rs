@@ -344,32 +344,52 @@ fn fail(st: &mut RunState, error: ToolError, at: &str) {
     }
 }
 
-/// How big the context would be with the run's writes, when that is over the tool's limit.
-fn over_limit(tool: &Tool, st: &RunState) -> Option<(usize, usize)> {
+/// How big the run's context would be with its writes: about (the size the limit judges) and at
+/// most (so that a commit of the run's copy may skip measuring it).
+struct Sizes {
+    approx: usize,
+    bound: usize,
+}
+
+fn sizes(st: &RunState) -> Sizes {
     if st.writes.is_empty() {
-        return None;
+        return Sizes {
+            approx: 0,
+            bound: 0,
+        };
     }
-    let size = st.ctx.approx_size()
-        + st.writes[st.pending..]
-            .iter()
-            .map(Write::approx_size)
-            .sum::<usize>();
+    let base = st.ctx.approx_size();
+    st.writes[st.pending..].iter().map(Write::size).fold(
+        Sizes {
+            approx: base,
+            bound: base,
+        },
+        |s, w| Sizes {
+            approx: s.approx.saturating_add(w.approx),
+            bound: s.bound.saturating_add(w.bound),
+        },
+    )
+}
+
+/// The size and the limit, when the context would grow past the tool's limit.
+fn over_limit(tool: &Tool, sizes: &Sizes) -> Option<(usize, usize)> {
     let limit = tool.limits.max_context_bytes;
-    (size > limit).then_some((size, limit))
+    (sizes.approx > limit).then_some((sizes.approx, limit))
 }
 
 /// The run's copy of the context, offered to the commit with the writes it already holds (the
 /// ones the run read back); the rest are applied only by a commit that takes the copy.
-fn offered(st: &RunState) -> Applied {
+fn offered(st: &RunState, sizes: &Sizes) -> Applied {
     if st.writes.is_empty() || st.unapplied {
         return Applied::default();
     }
-    Applied::new(st.base.clone(), st.ctx.clone(), st.pending)
+    Applied::new(st.base.clone(), st.ctx.clone(), st.pending, sizes.bound)
 }
 
 /// The success outcome, or `None` after turning an over-limit context into a failure.
 fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
-    if let Some((size, limit)) = over_limit(tool, st) {
+    let sizes = sizes(st);
+    if let Some((size, limit)) = over_limit(tool, &sizes) {
         let e = ToolError::new(
             ErrorCode::ToolExecutionFailed,
             format!(
@@ -380,7 +400,7 @@ fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
         fail(st, e, "");
         return None;
     }
-    let applied = offered(st);
+    let applied = offered(st, &sizes);
     let data = match Arc::unwrap_or_clone(std::mem::replace(&mut st.result, Arc::clone(&NULL))) {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -400,7 +420,8 @@ fn finish_success(tool: &Tool, st: &mut RunState) -> Option<Outcome> {
 /// The failure outcome. `on_failure`'s writes are held to the same context limit as the
 /// tool's: over it, none of them is kept, and the error says so.
 fn finish_failure(tool: &Tool, mut st: RunState) -> Outcome {
-    if let Some((size, limit)) = over_limit(tool, &st) {
+    let sizes = sizes(&st);
+    if let Some((size, limit)) = over_limit(tool, &sizes) {
         let why = format!(
             "the call's context would hold about {size} bytes, over the limit of {limit} (max_context_bytes)"
         );
@@ -419,7 +440,7 @@ fn finish_failure(tool: &Tool, mut st: RunState) -> Outcome {
             );
         }
     }
-    let applied = offered(&st);
+    let applied = offered(&st, &sizes);
     Outcome {
         tool: tool.name().to_owned(),
         error: st.failure,

@@ -45,25 +45,43 @@ struct AppliedContext {
     base: Context,
     context: Context,
     holds: usize,
+    size_bound: usize,
+}
+
+/// The run's copy, for a commit onto the context the run started from.
+#[derive(Debug, Clone, Copy)]
+pub struct Onto<'a> {
+    /// The run's copy of the context.
+    pub context: &'a Context,
+    /// How many of the run's writes it holds; the rest are still to apply.
+    pub holds: usize,
+    /// At most how big (`Context::approx_size`) the copy is with the rest applied: a commit
+    /// whose limit is at least this need not measure it.
+    pub size_bound: usize,
 }
 
 impl Applied {
-    /// `context` is `base` with the first `holds` of the run's writes applied.
-    pub(crate) fn new(base: Context, context: Context, holds: usize) -> Self {
+    /// `context` is `base` with the first `holds` of the run's writes applied; with the rest
+    /// applied too, it is at most `size_bound` bytes.
+    pub(crate) fn new(base: Context, context: Context, holds: usize, size_bound: usize) -> Self {
         Applied(Some(AppliedContext {
             base,
             context,
             holds,
+            size_bound,
         }))
     }
 
-    /// The run's context and how many of its writes it holds, when `live` is still the
-    /// context the run started from.
-    pub fn onto(&self, live: &Context) -> Option<(&Context, usize)> {
+    /// The run's copy, when `live` is still the context the run started from.
+    pub fn onto(&self, live: &Context) -> Option<Onto<'_>> {
         self.0
             .as_ref()
             .filter(|a| a.base.same_as(live))
-            .map(|a| (&a.context, a.holds))
+            .map(|a| Onto {
+                context: &a.context,
+                holds: a.holds,
+                size_bound: a.size_bound,
+            })
     }
 }
 

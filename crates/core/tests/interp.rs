@@ -76,13 +76,20 @@ fn run(tool: &Value, args: &str, workflow: Value, outcomes: Vec<EffectOutcome>) 
     }
     // The run's own copy, offered to a commit onto the unchanged context, with the writes it
     // does not hold yet applied, is exactly the context its writes make.
+    // Its size bound holds too.
     match outcome.applied.onto(&base) {
-        Some((applied, holds)) => {
-            let mut next = applied.clone();
-            for w in &outcome.writes[holds..] {
+        Some(o) => {
+            let mut next = o.context.clone();
+            for w in &outcome.writes[o.holds..] {
                 next.apply(w).unwrap();
             }
             assert_eq!(next, ctx, "the run's copy differs from its writes applied");
+            assert!(
+                ctx.approx_size() <= o.size_bound,
+                "the context is {} bytes, over the run's bound of {}",
+                ctx.approx_size(),
+                o.size_bound
+            );
         }
         None => assert!(
             outcome.writes.is_empty(),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
+use switchboard_core::context::{Keys, Scope, Write};
 use switchboard_core::effect::HttpResponse;
 use switchboard_core::{
     CallInfo, Context, EffectOutcome, ErrorCode, Limits, RunInput, Step, Suspended, Tool,
@@ -210,5 +211,55 @@ proptest! {
 
         // Replaying the recorded outcomes is deterministic.
         prop_assert_eq!(straight.output(), resumed.output());
+    }
+}
+
+fn arb_write() -> impl Strategy<Value = Write> {
+    let keys = prop::collection::vec(
+        prop::sample::select(vec!["a", "b", "list", "profile", "x"]).prop_map(str::to_owned),
+        0..4,
+    )
+    .prop_map(Keys::from);
+    let scope = prop_oneof![
+        Just(Scope::Workflow),
+        prop::sample::select(vec!["a", "meal", "billing"]).prop_map(|a| Scope::Agent(a.into())),
+    ];
+    let flag = prop::sample::select(vec!["vip", "done"]).prop_map(|f| -> Arc<str> { f.into() });
+    prop_oneof![
+        (scope.clone(), keys.clone(), arb_json()).prop_map(|(scope, keys, value)| Write::Set {
+            scope,
+            keys,
+            value
+        }),
+        (scope.clone(), keys.clone(), arb_json()).prop_map(|(scope, keys, value)| Write::Append {
+            scope,
+            keys,
+            value
+        }),
+        (scope, keys).prop_map(|(scope, keys)| Write::Delete { scope, keys }),
+        flag.clone().prop_map(|name| Write::SetFlag { name }),
+        flag.prop_map(|name| Write::ClearFlag { name }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// A write never grows a context by more than its bound, whatever the context holds (the
+    /// commit of a run's copy skips measuring a context the run bounded within its limit).
+    #[test]
+    fn a_write_grows_a_context_by_at_most_its_bound(writes in prop::collection::vec(arb_write(), 1..12)) {
+        let mut c = ctx();
+        for w in writes {
+            let before = c.approx_size();
+            if c.apply(&w).is_ok() {
+                let after = c.approx_size();
+                prop_assert!(
+                    after <= before + w.size().bound,
+                    "{w:?} grew the context from {before} to {after} bytes, over its bound of {}",
+                    w.size().bound
+                );
+            }
+        }
     }
 }

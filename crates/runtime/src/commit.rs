@@ -51,15 +51,16 @@ pub fn apply_outcome(
     if writes.is_empty() && handoff.is_none() {
         return Ok(None);
     }
-    let (mut next, holds) = match outcome.applied.onto(ctx) {
-        Some((run_ctx, holds)) if holds <= writes.len() => (run_ctx.clone(), holds),
-        _ => (ctx.clone(), 0),
+    let (mut next, holds, bound) = match outcome.applied.onto(ctx) {
+        Some(o) if o.holds <= writes.len() => (o.context.clone(), o.holds, Some(o.size_bound)),
+        _ => (ctx.clone(), 0, None),
     };
-    let wrote = !writes.is_empty();
+    // A context the run bounds within the limit is not measured again.
+    let measure = !writes.is_empty() && bound.is_none_or(|b| b > limit);
     for w in writes.into_iter().skip(holds) {
         next.apply_owned(w).map_err(Refusal::Conflict)?;
     }
-    finish(ctx, next, handoff, wrote, limit)
+    finish(ctx, next, handoff, measure, limit)
 }
 
 /// Applies `writes` and `handoff` to a copy of `ctx`, all or nothing: `Ok(Some(new))` when the
@@ -81,18 +82,18 @@ pub fn apply_all(
     finish(ctx, next, handoff, !writes.is_empty(), limit)
 }
 
-/// The handoff and the size check every commit ends with.
+/// The handoff and the size check (when `measure`) every commit ends with.
 fn finish(
     ctx: &Context,
     mut next: Context,
     handoff: Option<&str>,
-    wrote: bool,
+    measure: bool,
     limit: usize,
 ) -> Result<Option<Context>, Refusal> {
     if let Some(agent) = handoff {
         next.set_active_agent(agent);
     }
-    if wrote {
+    if measure {
         let size = next.approx_size();
         if size > limit && size > ctx.approx_size() {
             return Err(Refusal::TooLarge { size, limit });
