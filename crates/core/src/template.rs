@@ -17,6 +17,8 @@ use minijinja::value::{Enumerator, Object, ObjectRepr, Value as MjValue, ValueKi
 use minijinja::{Environment, Expression, UndefinedBehavior};
 use serde_json::{Map, Value};
 
+use crate::context::Context;
+
 mod arith;
 pub use arith::{Arith, ArithOp};
 
@@ -1038,7 +1040,46 @@ impl ValueTemplate {
 /// What a template may read: scope names bound to JSON values, borrowed from the run.
 #[derive(Debug, Clone, Copy)]
 pub struct Vars<'a> {
+    /// The run's scopes, resolved by name only when a template reads one.
+    scopes: Option<&'a RunScopes<'a>>,
+    /// Scopes bound by value (a transform's `item` and `acc`), after `scopes`.
     entries: &'a [(&'static str, VarRef<'a>)],
+}
+
+/// A run's scopes, each looked up by name when a template reads it, so nothing is bound for
+/// the scopes a template does not read.
+#[derive(Debug, Clone, Copy)]
+pub struct RunScopes<'a> {
+    pub params: &'a Arc<Value>,
+    /// `user`, `workflow`, `agents`, `agent` (the active one's), `flags` and `call`.
+    pub context: &'a Context,
+    pub config: &'a Arc<Value>,
+    pub secrets: &'a Arc<Value>,
+    pub response: &'a Arc<Value>,
+    pub result: &'a Arc<Value>,
+    pub now: &'a Arc<Value>,
+}
+
+impl<'a> RunScopes<'a> {
+    /// The scope `name`, with its name as the template engine knows it.
+    fn get(&self, name: &str) -> Option<(&'static str, VarRef<'a>)> {
+        let c = self.context;
+        Some(match name {
+            "params" => ("params", VarRef::whole(self.params)),
+            "user" => ("user", VarRef::whole(&c.user)),
+            "workflow" => ("workflow", VarRef::whole(&c.workflow)),
+            "agents" => ("agents", VarRef::whole(&c.agents)),
+            "agent" => ("agent", VarRef::key(&c.agents, c.active_agent())),
+            "flags" => ("flags", VarRef::whole(&c.flags)),
+            "call" => ("call", VarRef::whole(&c.call)),
+            "config" => ("config", VarRef::whole(self.config)),
+            "secrets" => ("secrets", VarRef::whole(self.secrets)),
+            "response" => ("response", VarRef::whole(self.response)),
+            "result" => ("result", VarRef::whole(self.result)),
+            "now" => ("now", VarRef::whole(self.now)),
+            _ => return None,
+        })
+    }
 }
 
 /// One scope: a JSON value, or one key of it (`agent` is `agents[<active agent>]`).
@@ -1056,8 +1097,6 @@ pub struct VarRef<'a> {
 enum Key<'a> {
     Whole,
     Named(&'a str),
-    /// The key is the string at `field` of `holder`, looked up only when the scope is read.
-    ReadFrom(&'a Value, &'static str),
 }
 
 impl<'a> VarRef<'a> {
@@ -1079,17 +1118,6 @@ impl<'a> VarRef<'a> {
         }
     }
 
-    /// One key of a scope's value, the key being the string at `field` of `holder` (`agents`
-    /// keyed by `call.agent`). Most templates never read such a scope, so the key is only
-    /// looked up when one does.
-    pub fn key_read_from(value: &'a Arc<Value>, holder: &'a Value, field: &'static str) -> Self {
-        VarRef {
-            value,
-            shared: Some(value),
-            key: Key::ReadFrom(holder, field),
-        }
-    }
-
     /// A value borrowed from elsewhere, such as a list's item.
     pub fn borrowed(value: &'a Value) -> Self {
         VarRef {
@@ -1103,12 +1131,6 @@ impl<'a> VarRef<'a> {
         match self.key {
             Key::Whole => None,
             Key::Named(k) => Some(k),
-            Key::ReadFrom(holder, field) => Some(
-                holder
-                    .get(field)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            ),
         }
     }
 
@@ -1131,36 +1153,51 @@ impl<'a> VarRef<'a> {
 impl<'a> Vars<'a> {
     /// Binds scope names to values.
     pub fn new(entries: &'a [(&'static str, VarRef<'a>)]) -> Self {
-        Vars { entries }
+        Vars {
+            scopes: None,
+            entries,
+        }
+    }
+
+    /// The scopes `scopes` resolves, then `entries`: a run's scopes are looked up only when a
+    /// template reads them, not bound one by one for every template it evaluates.
+    pub fn resolved(scopes: &'a RunScopes<'a>, entries: &'a [(&'static str, VarRef<'a>)]) -> Self {
+        Vars {
+            scopes: Some(scopes),
+            entries,
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<(&'static str, VarRef<'a>)> {
+        if let Some(found) = self.scopes.and_then(|scopes| scopes.get(name)) {
+            return Some(found);
+        }
+        self.entries.iter().find(|(n, _)| *n == name).copied()
     }
 
     /// The value of one scope.
     pub fn get(&self, name: &str) -> Option<&'a Value> {
-        self.entries
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.resolve())
+        self.lookup(name).map(|(_, v)| v.resolve())
     }
 
     fn to_minijinja(self, roots: &[String]) -> MjValue {
-        let scopes = self
-            .entries
-            .iter()
-            .filter(|(name, _)| roots.iter().any(|r| r == name))
-            .map(|(name, v)| {
-                let path = v
-                    .key_name()
-                    .map(|k| vec![Seg::Key(k.to_owned())])
-                    .unwrap_or_default();
-                (
-                    *name,
-                    JsonView {
-                        root: v.to_shared(),
-                        path,
-                    },
-                )
-            })
-            .collect();
+        let mut scopes: Vec<(&'static str, JsonView)> = Vec::with_capacity(roots.len());
+        for (name, v) in roots.iter().filter_map(|r| self.lookup(r)) {
+            if scopes.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            let path = v
+                .key_name()
+                .map(|k| vec![Seg::Key(k.to_owned())])
+                .unwrap_or_default();
+            scopes.push((
+                name,
+                JsonView {
+                    root: v.to_shared(),
+                    path,
+                },
+            ));
+        }
         MjValue::from_object(ScopesObject { scopes })
     }
 }
@@ -1380,6 +1417,68 @@ mod tests {
                 );
             }
         });
+    }
+
+    /// A run's scopes resolve by name, each to its own value (`agent` to the active agent's
+    /// state), both by a path and through the engine; names bound by value come after them, and
+    /// a name neither knows is undefined.
+    #[test]
+    fn run_scopes_resolve_by_name() {
+        let call = crate::context::CallInfo {
+            id: "rtc_1".into(),
+            tenant_id: "acme".into(),
+            agent: "meal".into(),
+            from: None,
+            to: None,
+            started_at: "2026-11-24T10:00:00Z".into(),
+        };
+        let mut context = Context::new(&call, json!({"id": "u-1"}));
+        context.workflow = Arc::new(json!({"w": 1}));
+        context.agents = Arc::new(json!({"meal": {"a": 2}, "billing": {"a": 3}}));
+        context.flags = Arc::new(json!({"vip": true}));
+        let one = |k: &str| Arc::new(json!({ k: k }));
+        let (params, config, secrets) = (one("params"), one("config"), one("secrets"));
+        let (response, result, now) = (one("response"), one("result"), Arc::new(json!("t")));
+        let scopes = RunScopes {
+            params: &params,
+            context: &context,
+            config: &config,
+            secrets: &secrets,
+            response: &response,
+            result: &result,
+            now: &now,
+        };
+        let item = json!({"i": 4});
+        let extra = [
+            ("item", VarRef::borrowed(&item)),
+            ("params", VarRef::borrowed(&item)),
+        ];
+        let vars = Vars::resolved(&scopes, &extra);
+        let cases = [
+            ("params", json!({"params": "params"})),
+            ("user", json!({"id": "u-1"})),
+            ("workflow", json!({"w": 1})),
+            ("agents", json!({"meal": {"a": 2}, "billing": {"a": 3}})),
+            ("agent", json!({"a": 2})),
+            ("flags", json!({"vip": true})),
+            ("call", serde_json::to_value(&*context.call).unwrap()),
+            ("config", json!({"config": "config"})),
+            ("secrets", json!({"secrets": "secrets"})),
+            ("response", json!({"response": "response"})),
+            ("result", json!({"result": "result"})),
+            ("now", json!("t")),
+            ("item", json!({"i": 4})),
+        ];
+        for (name, want) in &cases {
+            assert_eq!(vars.get(name), Some(want), "{name}");
+            let engine = Expr::compile(&format!("{name} | tojson")).unwrap();
+            let text = engine.eval(&vars).unwrap();
+            let seen: Value = serde_json::from_str(text.as_str().unwrap()).unwrap();
+            assert_eq!(&seen, want, "{name} through the engine");
+        }
+        assert_eq!(vars.get("nope"), None);
+        let e = Expr::compile("agent.a + item.i + (params | length)").unwrap();
+        assert_eq!(e.eval(&vars).unwrap(), json!(7));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::json_bounds;
 use crate::limits::Limits;
 use crate::reader::{Obj, list, type_name};
 use crate::result::{LogEntry, LogLevel};
-use crate::template::{EvalError, Expr, StrTemplate, ValueTemplate, VarRef, Vars};
+use crate::template::{EvalError, Expr, RunScopes, StrTemplate, ValueTemplate, VarRef, Vars};
 use crate::tool::Tool;
 
 mod api_call;
@@ -512,39 +512,16 @@ impl Exec<'_> {
         f: impl FnOnce(&Vars<'_>) -> R,
     ) -> R {
         let st = &*self.st;
-        let base = [
-            ("params", VarRef::whole(&st.params)),
-            ("user", VarRef::whole(&st.ctx.user)),
-            ("workflow", VarRef::whole(&st.ctx.workflow)),
-            ("agents", VarRef::whole(&st.ctx.agents)),
-            ("agent", VarRef::key(&st.ctx.agents, st.ctx.active_agent())),
-            ("flags", VarRef::whole(&st.ctx.flags)),
-            ("call", VarRef::whole(&st.ctx.call)),
-            ("config", VarRef::whole(&st.input.config)),
-            ("secrets", VarRef::whole(&st.input.secrets)),
-            ("response", VarRef::whole(&st.response)),
-            ("result", VarRef::whole(&st.result)),
-            ("now", VarRef::whole(&st.input.now)),
-        ];
-        match extra {
-            [] => f(&Vars::new(&base)),
-            // A transform binds one or two more scopes for each item: on the stack, not the heap.
-            [one] => {
-                let [a, b, c, d, e, g, h, i, j, k, l, m] = base;
-                f(&Vars::new(&[a, b, c, d, e, g, h, i, j, k, l, m, *one]))
-            }
-            [one, two] => {
-                let [a, b, c, d, e, g, h, i, j, k, l, m] = base;
-                f(&Vars::new(&[
-                    a, b, c, d, e, g, h, i, j, k, l, m, *one, *two,
-                ]))
-            }
-            _ => {
-                let mut all = base.to_vec();
-                all.extend_from_slice(extra);
-                f(&Vars::new(&all))
-            }
-        }
+        let scopes = RunScopes {
+            params: &st.params,
+            context: &st.ctx,
+            config: &st.input.config,
+            secrets: &st.input.secrets,
+            response: &st.response,
+            result: &st.result,
+            now: &st.input.now,
+        };
+        f(&Vars::resolved(&scopes, extra))
     }
 
     fn limit(&self) -> usize {
