@@ -136,7 +136,8 @@ async fn tenant(node: &Serve, admin: &str, upstream: &str) -> String {
 
 /// A model's side of a call over HTTP: sends a function call to one of `bases` (a random one
 /// each try, as behind a load balancer) until it is answered, retrying the same function call
-/// id on a 503 or a broken connection as a client does. `None` when no answer came in `limit`.
+/// id on a 503, a 429 (after the wait it names) or a broken connection as a client does. `None`
+/// when no answer came in `limit`.
 async fn invoke_until_answered(
     client: &reqwest::Client,
     bases: &[String],
@@ -163,6 +164,10 @@ async fn invoke_until_answered(
             Ok(r)
                 if r.status() == StatusCode::SERVICE_UNAVAILABLE
                     || r.status() == StatusCode::GATEWAY_TIMEOUT => {}
+            Ok(r) if r.status() == StatusCode::TOO_MANY_REQUESTS => {
+                tokio::time::sleep(retry_after(r).await).await;
+                continue;
+            }
             Ok(r) => {
                 let status = r.status();
                 let text = r.text().await.unwrap_or_default();
@@ -175,8 +180,19 @@ async fn invoke_until_answered(
     None
 }
 
+/// How long a rate-limited answer (429) asks a client to wait: its `retry_after_s`, as a client
+/// honours it before sending the same request again (the request was refused before it reached
+/// the call, so sending it again is safe).
+async fn retry_after(r: reqwest::Response) -> Duration {
+    let body: Value = r.json().await.unwrap_or(Value::Null);
+    let secs = body["error"]["details"]["retry_after_s"]
+        .as_u64()
+        .unwrap_or(1);
+    Duration::from_secs(secs.clamp(1, 5))
+}
+
 /// Sends a request that must succeed eventually (a call's start, its end, a cancel), on any
-/// of `bases`, retrying unavailable answers and broken connections.
+/// of `bases`, retrying unavailable and rate-limited answers and broken connections.
 async fn until_ok(
     client: &reqwest::Client,
     bases: &[String],
@@ -197,6 +213,9 @@ async fn until_ok(
         match req.send().await {
             Ok(r) if r.status().is_success() => return r.json().await.unwrap_or(Value::Null),
             Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {}
+            Ok(r) if r.status() == StatusCode::TOO_MANY_REQUESTS => {
+                tokio::time::sleep(retry_after(r).await).await;
+            }
             Ok(r) => {
                 let status = r.status();
                 panic!(
