@@ -1,0 +1,270 @@
+//! Calls: their pinned versions, their context under concurrent updates, their list, and their one
+//! owner.
+
+use super::*;
+
+on_both_backends!(
+    create_call_then_started_keeps_pinned_versions,
+    concurrent_context_updates_all_land,
+    update_call_context_refusals,
+    calls_list_newest_first_with_a_cursor,
+    a_call_has_one_owner_and_a_stale_owner_is_fenced_off,
+);
+
+async fn create_call_then_started_keeps_pinned_versions(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_3");
+    let ctx = Context::new(&info, json!({"auth_token": "t"}));
+    let pinned = json!({"save_meal": 3, "request_transfer": 1});
+    let row = s.create_call("acme", &info, &pinned, &ctx).await.unwrap();
+    assert_eq!(row.version, 0);
+    assert_eq!(row.status, CallStatus::Active);
+    assert_eq!(
+        s.get_call("acme", "rtc_3").await.unwrap(),
+        Some(row.clone())
+    );
+    let e = s
+        .create_call("acme", &info, &pinned, &ctx)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+
+    s.journal_append(
+        "acme",
+        "rtc_3",
+        JournalEntry::Started {
+            call: info.clone(),
+            context: ctx.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let after = s.get_call("acme", "rtc_3").await.unwrap().unwrap();
+    assert_eq!(after.pinned, pinned);
+    assert_eq!(after.context, ctx);
+    let state = s.journal_load("acme", "rtc_3").await.unwrap().unwrap();
+    assert_eq!(state.call, Some(info));
+}
+
+async fn concurrent_context_updates_all_land(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_busy");
+    s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    // Two stores on one database stand for two nodes; 50 tasks, each on its own connection.
+    let options = StoreOptions {
+        max_connections: 25,
+        ..StoreOptions::default()
+    };
+    let mut nodes = Vec::new();
+    for _ in 0..2 {
+        nodes.push(
+            Store::connect_with(&h.url, h.key.clone(), options.clone())
+                .await
+                .unwrap(),
+        );
+    }
+    let gate = Arc::new(tokio::sync::Barrier::new(50));
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let node = nodes[i % 2].clone();
+        let gate = gate.clone();
+        tasks.push(tokio::spawn(async move {
+            gate.wait().await;
+            node.update_call_context("acme", "rtc_busy", |c| c.apply(&append_item(i)))
+                .await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let row = s.get_call("acme", "rtc_busy").await.unwrap().unwrap();
+    let items: BTreeSet<u64> = row.context.workflow["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(items, (0..50).collect::<BTreeSet<u64>>());
+    assert_eq!(row.context.workflow["items"].as_array().unwrap().len(), 50);
+    assert_eq!(row.version, 50);
+    for n in nodes {
+        n.close().await;
+    }
+}
+
+async fn update_call_context_refusals(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_4");
+    s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    let ctx = s
+        .update_call_context("acme", "rtc_4", |c| {
+            c.apply(&Write::Set {
+                scope: Scope::Workflow,
+                keys: vec!["x".into()].into(),
+                value: json!("text"),
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(ctx.workflow["x"], json!("text"));
+
+    // A write the context refuses changes nothing.
+    let e = s
+        .update_call_context("acme", "rtc_4", |c| {
+            c.apply(&Write::Set {
+                scope: Scope::Workflow,
+                keys: vec!["y".into()].into(),
+                value: json!(1),
+            })?;
+            c.apply(&Write::Append {
+                scope: Scope::Workflow,
+                keys: vec!["x".into()].into(),
+                value: json!(1),
+            })
+        })
+        .await
+        .unwrap_err();
+    let StoreError::Rejected(inner) = &e else {
+        panic!("expected Rejected, got {e:?}");
+    };
+    assert!(inner.to_string().contains("not a list"), "{inner}");
+    let row = s.get_call("acme", "rtc_4").await.unwrap().unwrap();
+    assert_eq!(row.version, 1);
+    assert_eq!(row.context.workflow.get("y"), None);
+
+    let e = s
+        .update_call_context("acme", "rtc_nope", |_c| Ok::<(), std::io::Error>(()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
+
+    s.journal_append("acme", "rtc_4", JournalEntry::Ended)
+        .await
+        .unwrap();
+    let e = s
+        .update_call_context("acme", "rtc_4", |_c| Ok::<(), std::io::Error>(()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+}
+
+async fn calls_list_newest_first_with_a_cursor(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let info = call_info("acme", &format!("call_{i}"));
+        s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+            .await
+            .unwrap();
+        ids.push(info.id);
+    }
+    let mut page = Page::first(3);
+    let mut seen = Vec::new();
+    loop {
+        let got = s.list_calls("acme", page).await.unwrap();
+        seen.extend(got.items.into_iter().map(|c| (c.created_at, c.id)));
+        match got.next {
+            Some(n) => page = Page::after(3, n),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 7);
+    let mut expected = seen.clone();
+    expected.sort_by(|a, b| b.cmp(a));
+    assert_eq!(seen, expected, "newest first, ties by id");
+    let got: BTreeSet<String> = seen.into_iter().map(|(_, id)| id).collect();
+    assert_eq!(got, ids.into_iter().collect::<BTreeSet<_>>());
+}
+
+async fn a_call_has_one_owner_and_a_stale_owner_is_fenced_off(h: Harness) {
+    use std::time::Duration;
+    use switchboard_runtime::journal::JournalError;
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "c1");
+    let ctx = Context::new(&info, json!({}));
+    s.register_node("n1", Some("http://10.0.0.1:8080"), Duration::from_secs(60))
+        .await
+        .unwrap();
+    s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Http))
+        .await
+        .unwrap()
+        .unwrap();
+    let owner = s.call_owner("acme", "c1").await.unwrap().unwrap();
+    let node = owner.node.clone().unwrap();
+    assert_eq!((node.id.as_str(), node.alive, owner.fence), ("n1", true, 1));
+    assert!(!owner.orphaned());
+    assert!(s.orphaned_calls(Door::Http, 10).await.unwrap().is_empty());
+
+    // n1's journal claims a function call: once.
+    let n1 = s.journal("acme").fenced(1);
+    let inv = |fc: &str| Invocation {
+        call_id: "c1".into(),
+        function_call_id: fc.into(),
+        name: "save_meal".into(),
+        arguments_json: "{}".into(),
+        response_id: None,
+        item_id: None,
+    };
+    assert_eq!(n1.claim("c1", &inv("fc_1")).await.unwrap(), Claim::Claimed);
+    assert_eq!(n1.claim("c1", &inv("fc_1")).await.unwrap(), Claim::Taken);
+
+    // A new process at n1's address: n1 is dead, its call an orphan; n2 takes it over, once.
+    s.register_node("n2", Some("http://10.0.0.1:8080"), Duration::from_secs(60))
+        .await
+        .unwrap();
+    let owner = s.call_owner("acme", "c1").await.unwrap().unwrap();
+    assert!(owner.orphaned(), "{owner:?}");
+    assert_eq!(s.orphaned_calls(Door::Http, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        s.take_over_call("acme", "c1", "n2", 1).await.unwrap(),
+        Some(2)
+    );
+    assert_eq!(s.take_over_call("acme", "c1", "n3", 1).await.unwrap(), None);
+
+    // n1 wakes up: every write it tries is refused, nothing stored.
+    let fenced = |r: Result<(), JournalError>| matches!(r, Err(JournalError::Fenced(_)));
+    assert!(matches!(
+        n1.claim("c1", &inv("fc_2")).await,
+        Err(JournalError::Fenced(_))
+    ));
+    let finished = JournalEntry::Finished {
+        record: Box::new(record("fc_1", true)),
+        context: None,
+        handoffs: 0,
+    };
+    assert!(fenced(n1.append("c1", finished.clone()).await));
+    assert!(fenced(n1.append("c1", JournalEntry::Ended).await));
+
+    // The new owner finds n1's claimed run, which never reached an effect, and runs it.
+    let n2 = s.journal("acme").fenced(2);
+    let state = n2.load("c1").await.unwrap().unwrap();
+    assert_eq!(state.claimed.keys().collect::<Vec<_>>(), ["fc_1"]);
+    assert_eq!(state.claimed["fc_1"], inv("fc_1"));
+    assert!(state.records.is_empty() && !state.ended);
+    let mut after = ctx.clone();
+    after.apply(&append_item(1)).unwrap();
+    let finished = JournalEntry::Finished {
+        record: Box::new(record("fc_1", true)),
+        context: Some(after),
+        handoffs: 0,
+    };
+    n2.append("c1", finished).await.unwrap();
+    let state = n2.load("c1").await.unwrap().unwrap();
+    assert_eq!(state.context.unwrap().workflow["items"], json!([1]));
+    assert!(state.claimed.is_empty(), "the record replaces the claim");
+    // Recorded: not claimed again.
+    assert_eq!(n2.claim("c1", &inv("fc_1")).await.unwrap(), Claim::Taken);
+    n2.append("c1", JournalEntry::Ended).await.unwrap();
+    assert!(s.orphaned_calls(Door::Http, 10).await.unwrap().is_empty());
+    s.retire_node("n2").await.unwrap();
+}

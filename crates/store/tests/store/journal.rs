@@ -1,0 +1,459 @@
+//! The call journal: its fold, idempotent appends, claims and finishes in groups, and the
+//! connections and files under it.
+
+use super::*;
+
+on_both_backends!(
+    journal_round_trip_equals_the_in_memory_fold,
+    journal_appends_are_idempotent_and_ended_clears_checkpoints,
+    concurrent_claims_and_finishes_each_land_once_and_a_fenced_one_is_refused,
+    a_claim_racing_its_function_calls_finish_is_taken,
+    a_write_dropped_while_its_transaction_begins_leaves_the_pool_clean,
+);
+
+async fn journal_round_trip_equals_the_in_memory_fold(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_1");
+    let start = Context::new(&info, json!({"auth_token": "SENTINEL-CONTEXT-TOKEN"}));
+    let mut changed = start.clone();
+    changed.apply(&append_item(1)).unwrap();
+    changed.set_active_agent("billing");
+    let entries = vec![
+        JournalEntry::Started {
+            call: info.clone(),
+            context: start.clone(),
+        },
+        JournalEntry::Checkpoint {
+            function_call_id: "fc_1".into(),
+            checkpoint: Box::new(checkpoint("rtc_1", "fc_1")),
+        },
+        JournalEntry::Checkpoint {
+            function_call_id: "fc_2".into(),
+            checkpoint: Box::new(checkpoint("rtc_1", "fc_2")),
+        },
+        JournalEntry::Finished {
+            record: Box::new(record("fc_1", true)),
+            context: Some(changed.clone()),
+            handoffs: 1,
+        },
+        JournalEntry::Finished {
+            record: Box::new(record("fc_3", false)),
+            context: None,
+            handoffs: 1,
+        },
+    ];
+    let journal: Arc<dyn CallJournal> = Arc::new(s.journal("acme"));
+    let mut folded = CallState::default();
+    for e in entries {
+        folded.apply(e.clone());
+        journal.append("rtc_1", e).await.unwrap();
+    }
+    let loaded = journal.load("rtc_1").await.unwrap().unwrap();
+    assert_eq!(loaded, folded);
+    assert_eq!(
+        loaded.checkpoints.len(),
+        1,
+        "fc_2 still waits at its effect"
+    );
+    assert_eq!(loaded.context.as_ref(), Some(&changed));
+    assert_eq!(journal.load("rtc_unknown").await.unwrap(), None);
+
+    // The checkpoint's run may hold credentials: it is sealed at rest.
+    assert_absent(&h, "call_checkpoints", "SENTINEL-CHECKPOINT-TOKEN").await;
+    // The context holds the user's tokens: it is sealed at rest too.
+    assert_absent(&h, "calls", "SENTINEL-CONTEXT-TOKEN").await;
+    assert_absent(&h, "calls", "auth_token").await;
+
+    let row = s.get_call("acme", "rtc_1").await.unwrap().unwrap();
+    assert_eq!(row.status, CallStatus::Active);
+    assert_eq!(row.agent, "billing");
+    assert_eq!(row.context, changed);
+    assert_eq!(row.handoffs, 1);
+    assert_eq!(row.version, 1, "one context write after Started");
+    assert_eq!(
+        s.invocations("acme", "rtc_1").await.unwrap(),
+        loaded.records
+    );
+
+    folded.apply(JournalEntry::Ended);
+    journal.append("rtc_1", JournalEntry::Ended).await.unwrap();
+    let loaded = journal.load("rtc_1").await.unwrap().unwrap();
+    assert_eq!(loaded, folded);
+    assert!(loaded.ended && loaded.checkpoints.is_empty());
+    let row = s.get_call("acme", "rtc_1").await.unwrap().unwrap();
+    assert_eq!(row.status, CallStatus::Ended);
+    assert!(row.ended_at.is_some());
+
+    // Entries for a call that never started are errors, not silently dropped.
+    let e = journal
+        .append(
+            "rtc_nope",
+            JournalEntry::Finished {
+                record: Box::new(record("fc_1", true)),
+                context: None,
+                handoffs: 0,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("rtc_nope"), "{e}");
+    assert!(
+        journal
+            .append("rtc_nope", JournalEntry::Ended)
+            .await
+            .is_err()
+    );
+}
+
+async fn journal_appends_are_idempotent_and_ended_clears_checkpoints(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_2");
+    let ctx = Context::new(&info, json!({}));
+    s.journal_append(
+        "acme",
+        "rtc_2",
+        JournalEntry::Started {
+            call: info.clone(),
+            context: ctx.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let mut first = ctx.clone();
+    first.apply(&append_item(1)).unwrap();
+    let finished = |c: Option<Context>| JournalEntry::Finished {
+        record: Box::new(record("fc_1", true)),
+        context: c,
+        handoffs: 0,
+    };
+    s.journal_append("acme", "rtc_2", finished(Some(first.clone())))
+        .await
+        .unwrap();
+    // A retried append of the same function call changes nothing, not even the context.
+    let mut other = ctx.clone();
+    other.apply(&append_item(99)).unwrap();
+    s.journal_append("acme", "rtc_2", finished(Some(other)))
+        .await
+        .unwrap();
+    let state = s.journal_load("acme", "rtc_2").await.unwrap().unwrap();
+    assert_eq!(state.records.len(), 1);
+    assert_eq!(state.context, Some(first));
+    assert_eq!(
+        s.get_call("acme", "rtc_2").await.unwrap().unwrap().version,
+        1
+    );
+
+    // A checkpoint is replaced by a later one of the same function call.
+    let mut cp = checkpoint("rtc_2", "fc_9");
+    s.journal_append(
+        "acme",
+        "rtc_2",
+        JournalEntry::Checkpoint {
+            function_call_id: "fc_9".into(),
+            checkpoint: Box::new(cp.clone()),
+        },
+    )
+    .await
+    .unwrap();
+    cp.suspended = json!({"pc": 4});
+    s.journal_append(
+        "acme",
+        "rtc_2",
+        JournalEntry::Checkpoint {
+            function_call_id: "fc_9".into(),
+            checkpoint: Box::new(cp.clone()),
+        },
+    )
+    .await
+    .unwrap();
+    let state = s.journal_load("acme", "rtc_2").await.unwrap().unwrap();
+    assert_eq!(state.checkpoints.get("fc_9"), Some(&cp));
+
+    s.journal_append("acme", "rtc_2", JournalEntry::Ended)
+        .await
+        .unwrap();
+    let ended_at = s.get_call("acme", "rtc_2").await.unwrap().unwrap().ended_at;
+    s.journal_append("acme", "rtc_2", JournalEntry::Ended)
+        .await
+        .unwrap();
+    let state = s.journal_load("acme", "rtc_2").await.unwrap().unwrap();
+    assert!(state.ended);
+    assert!(state.checkpoints.is_empty());
+    assert!(raw_cells(&h, "call_checkpoints").await.is_empty());
+    assert_eq!(
+        s.get_call("acme", "rtc_2").await.unwrap().unwrap().ended_at,
+        ended_at,
+        "the first end time stays"
+    );
+}
+
+/// Many calls' claims and finishes at once (on SQLite, written in groups by one thread): each
+/// is answered once, every record lands with the context it changed, no claim is left over,
+/// and a finish of a node fenced off, sent among the others, is refused with nothing stored.
+async fn concurrent_claims_and_finishes_each_land_once_and_a_fenced_one_is_refused(h: Harness) {
+    use std::time::Duration;
+    use switchboard_runtime::journal::JournalError;
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    s.register_node("n1", None, Duration::from_secs(60))
+        .await
+        .unwrap();
+    for c in 0..8 {
+        let info = call_info("acme", &format!("c{c}"));
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Http))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    // c7 changes owner: its fence 1 is stale.
+    s.register_node("n2", None, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.take_over_call("acme", "c7", "n2", 1).await.unwrap(),
+        Some(2)
+    );
+    let journal = s.journal("acme").fenced(1);
+    let mut runs = tokio::task::JoinSet::new();
+    for c in 0..8 {
+        for i in 0..25 {
+            let journal = journal.clone();
+            runs.spawn(async move {
+                let call = format!("c{c}");
+                let fc = format!("fc_{i}");
+                let inv = Invocation {
+                    call_id: call.clone(),
+                    function_call_id: fc.clone(),
+                    name: "save_meal".into(),
+                    arguments_json: "{}".into(),
+                    response_id: None,
+                    item_id: None,
+                };
+                let claimed = journal.claim(&call, &inv).await;
+                let mut ctx = Context::new(&call_info("acme", &call), json!({}));
+                ctx.workflow = std::sync::Arc::new(json!({ "last": i }));
+                let finished = journal
+                    .append(
+                        &call,
+                        JournalEntry::Finished {
+                            record: Box::new(record(&fc, true)),
+                            context: Some(ctx),
+                            handoffs: 0,
+                        },
+                    )
+                    .await;
+                (c, claimed, finished)
+            });
+        }
+    }
+    while let Some(run) = runs.join_next().await {
+        let (c, claimed, finished) = run.unwrap();
+        if c == 7 {
+            assert!(
+                matches!(claimed, Err(JournalError::Fenced(_))),
+                "{claimed:?}"
+            );
+            assert!(
+                matches!(finished, Err(JournalError::Fenced(_))),
+                "{finished:?}"
+            );
+        } else {
+            assert_eq!(claimed.unwrap(), Claim::Claimed);
+            finished.unwrap();
+        }
+    }
+    for c in 0..7 {
+        let state = journal.load(&format!("c{c}")).await.unwrap().unwrap();
+        assert_eq!(state.records.len(), 25, "c{c}: every finish recorded once");
+        assert!(
+            state.claimed.is_empty(),
+            "c{c}: the records settled the claims"
+        );
+        let ctx = state.context.expect("a started call has a context");
+        assert!(ctx.workflow["last"].is_u64(), "c{c}: {:?}", ctx.workflow);
+    }
+    let n2 = s.journal("acme").fenced(2);
+    let state = n2.load("c7").await.unwrap().unwrap();
+    assert!(
+        state.records.is_empty() && state.claimed.is_empty(),
+        "the stale node stored nothing"
+    );
+    assert_eq!(*state.context.expect("c7's context").workflow, json!({}));
+}
+
+/// A claim that waits while its function call's finish commits (another path recording the
+/// same function call) must see that record: `Taken`, never a second run.
+async fn a_claim_racing_its_function_calls_finish_is_taken(h: Harness) {
+    use std::time::Duration;
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "c1");
+    let ctx = Context::new(&info, json!({}));
+    s.register_node("n1", None, Duration::from_secs(60))
+        .await
+        .unwrap();
+    s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Http))
+        .await
+        .unwrap()
+        .unwrap();
+    let journal = s.journal("acme").fenced(1);
+    let inv = Invocation {
+        call_id: "c1".into(),
+        function_call_id: "fc_r".into(),
+        name: "save_meal".into(),
+        arguments_json: "{}".into(),
+        response_id: None,
+        item_id: None,
+    };
+    // A finish in flight on another connection: the call's row locked, the record written,
+    // not yet committed.
+    let record = "INSERT INTO call_invocations (tenant_id, call_id, function_call_id, record, created_at) \
+                  VALUES ('acme', 'c1', 'fc_r', '{}', '2026-11-24T00:00:00.000Z')";
+    macro_rules! race {
+        ($conn:expr, $begin:expr) => {{
+            let mut conn = $conn;
+            conn.execute($begin).await.unwrap();
+            conn.execute(
+                "UPDATE calls SET handoffs = handoffs WHERE tenant_id = 'acme' AND id = 'c1'",
+            )
+            .await
+            .unwrap();
+            conn.execute(record).await.unwrap();
+            let claiming = {
+                let journal = journal.clone();
+                let inv = inv.clone();
+                tokio::spawn(async move { journal.claim("c1", &inv).await })
+            };
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            conn.execute("COMMIT").await.unwrap();
+            claiming.await.unwrap().unwrap()
+        }};
+    }
+    let claim = match h.backend {
+        Backend::Sqlite => race!(
+            sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
+                .await
+                .unwrap(),
+            "BEGIN IMMEDIATE"
+        ),
+        Backend::Postgres => race!(sqlx::PgConnection::connect(&h.url).await.unwrap(), "BEGIN"),
+    };
+    assert_eq!(
+        claim,
+        Claim::Taken,
+        "a recorded function call is claimed again"
+    );
+}
+
+/// The journal's writer leaves SQLite's checkpoints to a connection of its own: while tool
+/// calls keep writing, the write-ahead log is still copied back and rewound, so it does not
+/// grow with every write the node ever made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_write_ahead_log_stays_small_while_the_journal_writes() {
+    use std::time::Duration;
+    use switchboard_store::Door;
+    run(Backend::Sqlite, |h| async move {
+        let s = &h.store;
+        tenant(s, "acme").await;
+        s.register_node("n1", None, Duration::from_secs(60))
+            .await
+            .unwrap();
+        let info = call_info("acme", "c1");
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Http))
+            .await
+            .unwrap()
+            .unwrap();
+        let journal = s.journal("acme").fenced(1);
+        let wal = format!("{}-wal", h.url);
+        let mut largest = 0;
+        for round in 0..10 {
+            // One after another: a transaction each, as tool calls spread over time are.
+            for i in 0..300 {
+                let fc = format!("fc_{round}_{i}");
+                let inv = Invocation {
+                    call_id: "c1".into(),
+                    function_call_id: fc.clone(),
+                    name: "save_meal".into(),
+                    arguments_json: "{}".into(),
+                    response_id: None,
+                    item_id: None,
+                };
+                journal.claim("c1", &inv).await.unwrap();
+                let finished = JournalEntry::Finished {
+                    record: Box::new(record(&fc, true)),
+                    context: None,
+                    handoffs: 0,
+                };
+                journal.append("c1", finished).await.unwrap();
+            }
+            largest = largest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+            tokio::time::sleep(Duration::from_millis(400)).await;
+        }
+        // 6,000 transactions; uncheckpointed, the log holds all of them (tens of MiB).
+        eprintln!("largest write-ahead log: {largest} bytes");
+        assert!(
+            largest < 32 << 20,
+            "the write-ahead log grew to {largest} bytes"
+        );
+        for fc in ["fc_0_0", "fc_9_299"] {
+            assert!(journal.recorded("c1", fc).await.unwrap().is_some(), "{fc}");
+        }
+    })
+    .await;
+}
+
+/// A request dropped while its transaction begins (its client went away) leaves the pooled
+/// connection as it found it: every later statement and transaction on it works. On
+/// PostgreSQL a `BEGIN` abandoned between sending and its answer used to leave the server
+/// inside a transaction sqlx did not count: later users' statements ran inside it, uncommitted,
+/// and the next `BEGIN ISOLATION LEVEL …` on that connection failed, and with it every
+/// statement after (`current transaction is aborted`).
+async fn a_write_dropped_while_its_transaction_begins_leaves_the_pool_clean(h: Harness) {
+    let options = StoreOptions {
+        max_connections: 1,
+        ..StoreOptions::default()
+    };
+    let s = Store::connect_with(&h.url, h.key.clone(), options)
+        .await
+        .unwrap();
+    tenant(&s, "acme").await;
+    let info = call_info("acme", "c1");
+    s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    let journal = s.journal("acme");
+    // A write is polled `polls` times, then dropped: for some of these, while its `BEGIN` is
+    // on its way to the server.
+    for polls in 1..40 {
+        let entry = JournalEntry::Checkpoint {
+            function_call_id: "fc_1".into(),
+            checkpoint: Box::new(checkpoint("c1", "fc_1")),
+        };
+        let mut write = Box::pin(journal.append("c1", entry));
+        for _ in 0..polls {
+            let ready = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(write.as_mut().poll(cx).is_ready())
+            })
+            .await;
+            if ready {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        drop(write);
+        // A statement of its own, then a transaction, on the same (only) connection.
+        s.call_owner("acme", "c1").await.unwrap();
+        let state = journal.load("c1").await;
+        assert!(
+            matches!(state, Ok(Some(_))),
+            "after a write dropped at its poll {polls}: {state:?}"
+        );
+    }
+    s.close().await;
+}
