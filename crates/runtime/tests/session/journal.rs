@@ -1,0 +1,363 @@
+//! The journal under a session: checkpoints and restarts, moves between nodes, slow and failing
+//! storage.
+
+use super::*;
+
+#[tokio::test]
+async fn a_checkpointed_run_resumes_after_a_restart() {
+    let server = server_with_slow(0).await;
+    let mut h = harness(
+        vec![("main", vec![save_meal(&server.uri())])],
+        SessionOptions::default(),
+    )
+    .await;
+    h.session.submit(inv(
+        "fc1",
+        "save_meal",
+        json!({"meal_type": "lunch", "dishes": ["soup"]}),
+        None,
+    ));
+    h.next().await;
+    // Take the journal as a crash would leave it mid-tool: the last checkpoint of fc1 still open.
+    let state = h.journal.load("rtc_1").await.unwrap().unwrap();
+    assert!(
+        state.checkpoints.is_empty(),
+        "a finished run leaves no checkpoint"
+    );
+    let crashed = Arc::new(MemoryJournal::default());
+    let call = call_info("rtc_1");
+    crashed
+        .append(
+            "rtc_1",
+            switchboard_runtime::journal::JournalEntry::Started {
+                call: call.clone(),
+                context: state.context.clone().unwrap(),
+            },
+        )
+        .await
+        .unwrap();
+    // A second save_meal, stopped at its api_call as the process died.
+    let t = save_meal(&server.uri());
+    let ctx = state.context.clone().unwrap();
+    let step = switchboard_core::start(
+        &t,
+        switchboard_core::RunInput::new("fc2"),
+        r#"{"meal_type":"dinner","dishes":["rice"]}"#,
+        &ctx,
+    );
+    let switchboard_core::Step::Effect(request, suspended) = step else {
+        panic!("save_meal stops at its api_call")
+    };
+    let checkpoint = switchboard_runtime::journal::Checkpoint {
+        invocation: inv(
+            "fc2",
+            "save_meal",
+            json!({"meal_type": "dinner", "dishes": ["rice"]}),
+            None,
+        ),
+        request,
+        suspended: serde_json::to_value(&suspended).unwrap(),
+    };
+    crashed
+        .append(
+            "rtc_1",
+            switchboard_runtime::journal::JournalEntry::Checkpoint {
+                function_call_id: "fc2".into(),
+                checkpoint: Box::new(checkpoint),
+            },
+        )
+        .await
+        .unwrap();
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let deps = SessionDeps {
+        journal: crashed.clone(),
+        sink: Arc::new(ChannelSink(tx)),
+        ..h.deps.clone()
+    };
+    let restored = CallSession::restore("rtc_1", deps)
+        .await
+        .unwrap()
+        .expect("the call is in the journal");
+    let d = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(d.result.function_call_id, "fc2");
+    assert_eq!(output(&d)["message"], "I've logged your dinner!");
+    let meals = restored.snapshot().await.unwrap().context.workflow["logged_meals"].clone();
+    assert_eq!(
+        meals,
+        json!([{"meal_type": "lunch", "dishes": ["soup"]}, {"meal_type": "dinner", "dishes": ["rice"]}])
+    );
+    let keys: Vec<String> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.headers
+                .get("idempotency-key")
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(keys, ["rtc_1-fc1-2", "rtc_1-fc2-2"]);
+    assert!(
+        crashed
+            .load("rtc_1")
+            .await
+            .unwrap()
+            .unwrap()
+            .checkpoints
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_call_moving_between_nodes_on_one_journal_keeps_one_context() {
+    // The call changes owner before every tool call: each node restores it from the journal
+    // (as a takeover does), runs one tool, and lets go. Every new owner reads what the last
+    // one journaled.
+    let append = tool(
+        json!({"name": "note", "description": "d", "parameters": [{"name": "n", "type": "integer", "required": true}],
+        "actions": [{"type": "context.set", "data": {"notes[+]": "{{params.n}}", "count": "{{ workflow.count | default(0) + 1 }}"}}]}),
+    );
+    let journal = Arc::new(MemoryJournal::default());
+    let deps = |tx| {
+        let mut config = CallConfig {
+            tenant_id: "t".into(),
+            ..CallConfig::default()
+        };
+        config.agents.insert(
+            "main".into(),
+            HashMap::from([("note".to_owned(), ToolEntry::new(Arc::clone(&append)))]),
+        );
+        let http = Arc::new(HttpEffects::new(HttpConfig::default()).unwrap());
+        SessionDeps {
+            config: Arc::new(config),
+            executor: Executor::new(Arc::new(Effects::http_only(http))),
+            sink: Arc::new(ChannelSink(tx)),
+            journal: journal.clone(),
+            options: SessionOptions::default(),
+        }
+    };
+    let (tx, _rx) = mpsc::unbounded_channel();
+    drop(
+        CallSession::start(call_info("shared"), json!({}), deps(tx))
+            .await
+            .unwrap(),
+    );
+    let mut last = None;
+    for n in 0..6 {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let session = CallSession::restore("shared", deps(tx))
+            .await
+            .unwrap()
+            .unwrap();
+        session.submit(Invocation {
+            call_id: "shared".into(),
+            ..inv(&format!("fc{n}"), "note", json!({"n": n}), None)
+        });
+        assert!(rx.recv().await.unwrap().result.ok);
+        last = Some(session);
+    }
+    let ctx = last.unwrap().snapshot().await.unwrap().context;
+    assert_eq!(
+        ctx.workflow["notes"],
+        json!([0, 1, 2, 3, 4, 5]),
+        "each owner reads what the one before committed"
+    );
+    assert_eq!(ctx.workflow["count"], json!(6));
+}
+
+/// A journal whose `Finished` entries wait until the test lets them through: a slow disk.
+struct SlowJournal {
+    inner: MemoryJournal,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl switchboard_runtime::CallJournal for SlowJournal {
+    fn append<'a>(
+        &'a self,
+        call_id: &'a str,
+        entry: switchboard_runtime::journal::JournalEntry,
+    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
+    {
+        Box::pin(async move {
+            if matches!(
+                entry,
+                switchboard_runtime::journal::JournalEntry::Finished { .. }
+            ) {
+                self.gate.acquire().await.unwrap().forget();
+            }
+            self.inner.append(call_id, entry).await
+        })
+    }
+
+    fn load<'a>(
+        &'a self,
+        call_id: &'a str,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<
+            Option<switchboard_runtime::journal::CallState>,
+            switchboard_runtime::journal::JournalError,
+        >,
+    > {
+        self.inner.load(call_id)
+    }
+}
+
+#[tokio::test]
+async fn answer_before_journal_answers_unchanged_reads_first_and_holds_writes() {
+    let lookup = tool(
+        json!({"name": "lookup", "description": "Look up.", "actions": [{"type": "respond", "message": "found"}]}),
+    );
+    let note = tool(json!({"name": "note", "description": "Note.", "actions": [
+        {"type": "context.set", "data": {"noted": true}},
+        {"type": "respond", "message": "noted"}]}));
+    for answer_first in [true, false] {
+        let options = SessionOptions {
+            answer_before_journal: answer_first,
+            ..SessionOptions::default()
+        };
+        let h = harness(vec![("main", vec![lookup.clone(), note.clone()])], options).await;
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let deps = SessionDeps {
+            sink: Arc::new(ChannelSink(tx)),
+            journal: Arc::new(SlowJournal {
+                inner: MemoryJournal::default(),
+                gate: gate.clone(),
+            }),
+            ..h.deps.clone()
+        };
+        let session = CallSession::start(call_info("rtc_slow"), json!({}), deps)
+            .await
+            .unwrap();
+        let mut inv_slow = inv("fc1", "lookup", json!({}), None);
+        inv_slow.call_id = "rtc_slow".into();
+        session.submit(inv_slow);
+        let early = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+        assert_eq!(
+            early.is_ok(),
+            answer_first,
+            "a read that changed nothing is answered before the journal has it only when allowed"
+        );
+        gate.add_permits(1);
+        if !answer_first {
+            rx.recv().await.unwrap();
+        }
+        // A tool that changed the context always waits for the journal.
+        let mut inv_write = inv("fc2", "note", json!({}), None);
+        inv_write.call_id = "rtc_slow".into();
+        session.submit(inv_write);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), rx.recv())
+                .await
+                .is_err(),
+            "answered before its writes were journaled"
+        );
+        gate.add_permits(1);
+        let d = rx.recv().await.unwrap();
+        assert_eq!(output(&d)["message"], "noted");
+    }
+}
+
+/// A journal whose first `failures` appends of `Finished` entries fail: a database that is
+/// unavailable for a while.
+struct FailingJournal {
+    inner: MemoryJournal,
+    failures: std::sync::atomic::AtomicUsize,
+}
+
+impl switchboard_runtime::CallJournal for FailingJournal {
+    fn append<'a>(
+        &'a self,
+        call_id: &'a str,
+        entry: switchboard_runtime::journal::JournalEntry,
+    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
+    {
+        use std::sync::atomic::Ordering;
+        let finished = matches!(
+            entry,
+            switchboard_runtime::journal::JournalEntry::Finished { .. }
+        );
+        if finished
+            && self
+                .failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Box::pin(async {
+                Err(switchboard_runtime::journal::JournalError::Failed(
+                    "the disk is unavailable".into(),
+                ))
+            });
+        }
+        self.inner.append(call_id, entry)
+    }
+
+    fn load<'a>(
+        &'a self,
+        call_id: &'a str,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<
+            Option<switchboard_runtime::journal::CallState>,
+            switchboard_runtime::journal::JournalError,
+        >,
+    > {
+        self.inner.load(call_id)
+    }
+}
+
+#[tokio::test]
+async fn a_journal_that_fails_is_retried_and_the_context_stays_as_journaled() {
+    let note = tool(json!({"name": "note", "description": "Note.", "actions": [
+        {"type": "context.set", "data": {"noted": true}},
+        {"type": "respond", "message": "noted"}]}));
+    // Failing for good: an error, and nothing applied; failing for a moment: retried, stored.
+    for (failures, ok) in [(usize::MAX, false), (2, true)] {
+        let options = SessionOptions {
+            commit_retry: Duration::from_millis(300),
+            ..SessionOptions::default()
+        };
+        let h = harness(vec![("main", vec![note.clone()])], options).await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let journal = Arc::new(FailingJournal {
+            inner: MemoryJournal::default(),
+            failures: failures.into(),
+        });
+        let deps = SessionDeps {
+            sink: Arc::new(ChannelSink(tx)),
+            journal: journal.clone(),
+            ..h.deps.clone()
+        };
+        let session = CallSession::start(call_info("rtc_fail"), json!({}), deps)
+            .await
+            .unwrap();
+        let mut i = inv("fc1", "note", json!({}), None);
+        i.call_id = "rtc_fail".into();
+        session.submit(i);
+        let d = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(d.result.ok, ok, "{}", d.result.output);
+        let live = session.snapshot().await.unwrap().context;
+        let stored = journal
+            .inner
+            .load("rtc_fail")
+            .await
+            .unwrap()
+            .unwrap()
+            .context
+            .unwrap();
+        assert_eq!(live, stored);
+        assert_eq!(live.workflow.get("noted").is_some(), ok, "{live:?}");
+    }
+}
