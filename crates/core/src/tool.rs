@@ -121,6 +121,8 @@ pub struct Tool {
     pub(crate) blocks: Vec<Vec<Action>>,
     timeout_ms: u64,
     side_effect: SideEffect,
+    /// Whether an action can ask for an effect (see [`Tool::requests_effects`]).
+    requests_effects: bool,
     dedupe_window_s: u64,
     is_async: bool,
     messages: Messages,
@@ -174,6 +176,14 @@ impl Tool {
     /// Declared, or inferred from the actions (transfer/end_call → terminal; writes → write).
     pub fn side_effect(&self) -> SideEffect {
         self.side_effect
+    }
+
+    /// Whether any action can ask for an effect outside the call (`api_call`, `mcp.call`, a
+    /// toolkit's action, `transfer`, `end_call`), whatever `side_effect` declares. A tool that
+    /// cannot only reads and changes the call's own state (context, flags, agent) and answers,
+    /// in memory: the runtime journals its run as one record, with no claim before it.
+    pub fn requests_effects(&self) -> bool {
+        self.requests_effects
     }
 
     /// Seconds in which the same write with the same arguments is answered from the first run.
@@ -292,6 +302,7 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
     obj.finish(sink);
 
     let side_effect = declared.unwrap_or_else(|| infer_side_effect(&blocks));
+    let requests_effects = blocks.iter().flatten().any(|a| a.kind.requests_effect());
     if is_async && side_effect == SideEffect::Terminal {
         sink.error_fix(
             "/async",
@@ -342,6 +353,7 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         blocks,
         timeout_ms: (timeout_s * 1000.0).round() as u64,
         side_effect,
+        requests_effects,
         dedupe_window_s,
         is_async,
         messages,

@@ -284,6 +284,46 @@ fn side_effects_are_inferred_or_declared() {
 }
 
 #[test]
+fn effects_are_found_in_every_block_whatever_is_declared() {
+    let requests = |actions: Value, extra: Value| {
+        let mut def = json!({"name": "t", "description": "d", "actions": actions});
+        def.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        Tool::parse(&def, &Limits::default())
+            .unwrap()
+            .requests_effects()
+    };
+    // Only the call's own state and the answer: no effect, even when declared a write.
+    let local = json!([
+        {"type": "validate", "rules": [{"check": "true", "message": "m"}]},
+        {"type": "context.set", "data": {"a": 1}},
+        {"type": "context.get", "paths": ["a"], "into": "a"},
+        {"type": "context.delete", "paths": ["a"]},
+        {"type": "flag.set", "flags": ["f"]},
+        {"type": "flag.clear", "flags": ["f"]},
+        {"type": "transform", "input": "{{ params }}", "op": "map", "expr": "{{ item }}", "into": "x"},
+        {"type": "log", "message": "m"},
+        {"type": "conditional", "if": "true", "then": [{"type": "handoff", "agent": "billing"}]},
+        {"type": "respond", "message": "done"}
+    ]);
+    assert!(!requests(local.clone(), json!({})));
+    assert!(!requests(local, json!({"side_effect": "write"})));
+    // Any action that suspends the run for an effect, however deep and whatever is declared.
+    for effect in [
+        json!({"type": "api_call", "method": "GET", "url": "https://x"}),
+        json!({"type": "mcp.call", "server": "s", "tool": "t"}),
+        json!({"type": "memory.search", "query": "q"}),
+        json!({"type": "calendar.check_availability", "date": "2026-11-25"}),
+        json!({"type": "transfer", "target_uri": "tel:+1"}),
+        json!({"type": "end_call"}),
+    ] {
+        let nested = json!([{"type": "conditional", "if": "false", "then": [], "else": [effect]}]);
+        assert!(requests(nested, json!({"side_effect": "read"})), "{effect}");
+    }
+}
+
+#[test]
 fn tool_options_parse() {
     let def = json!({"name": "lookup", "description": "d", "timeout": 2.5, "dedupe_window_s": 0, "async": true,
                      "messages": {"start": "Let me check.", "delayed": "Still checking.", "delayed_after_ms": 800}});

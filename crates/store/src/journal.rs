@@ -7,9 +7,10 @@
 //! over since, the write is refused with [`StoreError::Fenced`] and nothing is stored, so a
 //! node that was paused or cut off cannot write a call it no longer owns.
 //!
-//! **Claims.** A function call is claimed (a row in `call_claims`, holding the sealed
-//! invocation) before it runs, unless it is claimed or recorded already; the claim goes when
-//! its record lands. A node that takes a call over resumes the claimed runs that reached an
+//! **Claims.** A function call whose tool can ask for an effect is claimed (a row in
+//! `call_claims`, holding the sealed invocation) before it runs, unless it is claimed or
+//! recorded already; the claim goes when its record lands. A tool without effects is not
+//! claimed: its record, fenced, is its claim. A node that takes a call over resumes the claimed runs that reached an
 //! effect (their checkpoints) and reruns those that did not.
 //!
 //! Journal appends are idempotent: a `Finished` whose function call id is already recorded is

@@ -127,6 +127,28 @@ impl ActionKind {
         }
     }
 
+    /// Whether the action can suspend the run for an [`EffectRequest`].
+    pub(crate) fn requests_effect(&self) -> bool {
+        match self {
+            ActionKind::ApiCall(_)
+            | ActionKind::McpCall(_)
+            | ActionKind::Toolkit(_)
+            | ActionKind::Transfer(_)
+            | ActionKind::EndCall(_) => true,
+            ActionKind::ContextSet(_)
+            | ActionKind::ContextGet(_)
+            | ActionKind::ContextDelete(_)
+            | ActionKind::Handoff(_)
+            | ActionKind::Respond(_)
+            | ActionKind::FlagSet(_)
+            | ActionKind::FlagClear(_)
+            | ActionKind::Conditional(_)
+            | ActionKind::Validate(_)
+            | ActionKind::Transform(_)
+            | ActionKind::Log(_) => false,
+        }
+    }
+
     fn type_name(&self) -> &'static str {
         match self {
             ActionKind::ContextSet(_) => "context.set",

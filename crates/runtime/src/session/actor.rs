@@ -79,7 +79,8 @@ impl Actor {
     }
 
     /// Takes a function call: answered from what the call knows (a repeat, a duplicate write,
-    /// an unknown tool) or claimed in the journal (`claim`; a rerun has its claim) and run.
+    /// an unknown tool) or run, claimed in the journal first when its tool can request an
+    /// effect (`claim`; a rerun has its claim).
     async fn submit(&mut self, inv: Invocation, claim: bool) {
         let fc = inv.function_call_id.clone();
         if self.pending.contains_key(&fc) {
@@ -136,11 +137,20 @@ impl Actor {
                 return;
             }
         }
-        if claim && !self.claim(&inv, &tool, started, &started_at).await {
+        // A tool that can reach outside the call is claimed before it runs (a rerun has its
+        // claim). One that cannot is claimed by its record: it runs on the session's copy of
+        // the context, and its record, fenced, is the first and only write of its run; its
+        // answer follows it (see `finished`).
+        let claimed = !claim || tool.requests_effects() || tool.is_async();
+        if claim && claimed && !self.claim(&inv, &tool, started, &started_at).await {
             return;
         }
-        self.schedule(inv, tool, dedupe_key, None, started, started_at)
-            .await;
+        let run = Run {
+            dedupe_key,
+            resume_from: None,
+            claimed,
+        };
+        self.schedule(inv, tool, run, started, started_at).await;
     }
 
     /// Claims a function call in the journal before it runs, so no other node ever runs it;
@@ -242,15 +252,12 @@ impl Actor {
             Ok(suspended) => {
                 tracing::info!(name: "tool_run_resumed_from_checkpoint", function_call_id = %inv.function_call_id, tool_name = %inv.name, "tool_run_resumed_from_checkpoint");
                 let tool = Arc::clone(suspended.tool());
-                self.schedule(
-                    inv,
-                    tool,
-                    None,
-                    Some((cp.request, suspended)),
-                    started,
-                    started_at,
-                )
-                .await;
+                let run = Run {
+                    dedupe_key: None,
+                    resume_from: Some((cp.request, suspended)),
+                    claimed: true,
+                };
+                self.schedule(inv, tool, run, started, started_at).await;
             }
             Err(e) => {
                 let err = ToolError::new(
@@ -271,11 +278,15 @@ impl Actor {
         &mut self,
         inv: Invocation,
         tool: Arc<switchboard_core::Tool>,
-        dedupe_key: Option<DedupeKey>,
-        resume_from: Option<(EffectRequest, Suspended)>,
+        run: Run,
         started: Instant,
         started_at: String,
     ) {
+        let Run {
+            dedupe_key,
+            resume_from,
+            claimed,
+        } = run;
         let fc = inv.function_call_id.clone();
         let gate = SessionGate {
             call_id: self.call_id.clone(),
@@ -335,6 +346,7 @@ impl Actor {
                 started,
                 started_at,
                 dedupe_key,
+                claimed,
                 dedupe_window: Duration::from_secs(tool.dedupe_window_s()),
                 max_context_bytes: tool.limits().max_context_bytes,
                 followers: Vec::new(),
@@ -412,7 +424,9 @@ impl Actor {
         );
         c.interrupted = interrupted;
         c.async_completion = p.is_async;
+        // An unclaimed run's record is what fences it: answered only once that has landed.
         c.answer_first = self.deps.options.answer_before_journal
+            && p.claimed
             && p.side_effect == SideEffect::Read
             && c.outcome.writes.is_empty()
             && c.outcome.handoff.is_none();
@@ -600,4 +614,14 @@ fn canonical(v: &Value) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
         other => other.clone(),
     }
+}
+
+/// How a scheduled run starts.
+struct Run {
+    /// A write's key for identical calls in its dedupe window.
+    dedupe_key: Option<DedupeKey>,
+    /// The effect and suspended run of a checkpoint, when resumed from one.
+    resume_from: Option<(EffectRequest, Suspended)>,
+    /// Whether the journal holds a claim or checkpoint of it; if not, its record is its claim.
+    claimed: bool,
 }

@@ -366,6 +366,8 @@ struct Pending {
     started: Instant,
     started_at: String,
     dedupe_key: Option<DedupeKey>,
+    /// Whether the journal held a claim of it before it ran (see `Actor::submit`).
+    claimed: bool,
     /// How long this write's answer is kept for identical calls.
     dedupe_window: Duration,
     /// The tool's `max_context_bytes`, which its commit may not exceed.

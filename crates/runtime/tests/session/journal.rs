@@ -213,18 +213,27 @@ impl switchboard_runtime::CallJournal for SlowJournal {
 
 #[tokio::test]
 async fn answer_before_journal_answers_unchanged_reads_first_and_holds_writes() {
+    let server = server_with_slow(0).await;
+    // A read that asks for an effect is claimed before it runs.
     let lookup = tool(
-        json!({"name": "lookup", "description": "Look up.", "actions": [{"type": "respond", "message": "found"}]}),
+        json!({"name": "lookup", "description": "Look up.", "actions": [
+        {"type": "api_call", "method": "GET", "url": format!("{}/slow", server.uri()), "retry_count": 0},
+        {"type": "respond", "message": "found"}]}),
     );
     let note = tool(json!({"name": "note", "description": "Note.", "actions": [
         {"type": "context.set", "data": {"noted": true}},
         {"type": "respond", "message": "noted"}]}));
+    // A read without effects is claimed by its record alone, so its answer follows it.
+    let local = tool(
+        json!({"name": "local", "description": "Answer.", "actions": [{"type": "respond", "message": "here"}]}),
+    );
     for answer_first in [true, false] {
         let options = SessionOptions {
             answer_before_journal: answer_first,
             ..SessionOptions::default()
         };
-        let h = harness(vec![("main", vec![lookup.clone(), note.clone()])], options).await;
+        let tools = vec![lookup.clone(), note.clone(), local.clone()];
+        let h = harness(vec![("main", tools)], options).await;
         let gate = Arc::new(tokio::sync::Semaphore::new(0));
         let (tx, mut rx) = mpsc::unbounded_channel();
         let deps = SessionDeps {
@@ -264,6 +273,212 @@ async fn answer_before_journal_answers_unchanged_reads_first_and_holds_writes() 
         gate.add_permits(1);
         let d = rx.recv().await.unwrap();
         assert_eq!(output(&d)["message"], "noted");
+        let mut inv_local = inv("fc3", "local", json!({}), None);
+        inv_local.call_id = "rtc_slow".into();
+        session.submit(inv_local);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), rx.recv())
+                .await
+                .is_err(),
+            "an unclaimed read answered before its record was journaled"
+        );
+        gate.add_permits(1);
+        let d = rx.recv().await.unwrap();
+        assert_eq!(output(&d)["message"], "here");
+    }
+}
+
+/// A journal that counts what it is asked, or refuses every write as a journal does once
+/// another node has taken the call over.
+#[derive(Default)]
+struct WatchedJournal {
+    inner: MemoryJournal,
+    claims: Mutex<Vec<String>>,
+    finishes: Mutex<Vec<String>>,
+    fenced: std::sync::atomic::AtomicBool,
+}
+
+impl WatchedJournal {
+    fn refusal(&self) -> Option<switchboard_runtime::journal::JournalError> {
+        self.fenced
+            .load(std::sync::atomic::Ordering::SeqCst)
+            .then(|| {
+                switchboard_runtime::journal::JournalError::Fenced("another node owns it".into())
+            })
+    }
+}
+
+impl switchboard_runtime::CallJournal for WatchedJournal {
+    fn append<'a>(
+        &'a self,
+        call_id: &'a str,
+        entry: switchboard_runtime::journal::JournalEntry,
+    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
+    {
+        if let switchboard_runtime::journal::JournalEntry::Finished { record, .. } = &entry {
+            self.finishes
+                .lock()
+                .unwrap()
+                .push(record.function_call_id.clone());
+        }
+        if let Some(e) = self.refusal() {
+            return Box::pin(async { Err(e) });
+        }
+        self.inner.append(call_id, entry)
+    }
+
+    fn claim<'a>(
+        &'a self,
+        call_id: &'a str,
+        invocation: &'a Invocation,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<switchboard_runtime::journal::Claim, switchboard_runtime::journal::JournalError>,
+    > {
+        self.claims
+            .lock()
+            .unwrap()
+            .push(invocation.function_call_id.clone());
+        if let Some(e) = self.refusal() {
+            return Box::pin(async { Err(e) });
+        }
+        self.inner.claim(call_id, invocation)
+    }
+
+    fn load<'a>(
+        &'a self,
+        call_id: &'a str,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<
+            Option<switchboard_runtime::journal::CallState>,
+            switchboard_runtime::journal::JournalError,
+        >,
+    > {
+        self.inner.load(call_id)
+    }
+}
+
+/// Tools of every kind for [`WatchedJournal`]'s tests: without effects (a write, a read, an
+/// async one, a handoff), and with one (a read and a write over HTTP).
+fn tools_with_and_without_effects(url: &str) -> Vec<Arc<Tool>> {
+    vec![
+        tool(json!({"name": "note", "description": "Note.", "actions": [
+            {"type": "context.set", "data": {"noted": true}},
+            {"type": "respond", "message": "noted"}]})),
+        tool(
+            json!({"name": "local", "description": "Answer.", "actions": [
+            {"type": "respond", "message": "here"}]}),
+        ),
+        tool(
+            json!({"name": "later", "description": "Later.", "async": true, "actions": [
+            {"type": "context.set", "data": {"later": true}}]}),
+        ),
+        tool(
+            json!({"name": "lookup", "description": "Look up.", "actions": [
+            {"type": "api_call", "method": "GET", "url": format!("{url}/slow"), "retry_count": 0}]}),
+        ),
+        tool(json!({"name": "post", "description": "Post.", "actions": [
+            {"type": "api_call", "method": "POST", "url": format!("{url}/slow"), "retry_count": 0}]})),
+    ]
+}
+
+#[tokio::test]
+async fn only_a_tool_that_can_reach_outside_the_call_is_claimed_before_it_runs() {
+    let server = server_with_slow(0).await;
+    let tools = tools_with_and_without_effects(&server.uri());
+    let h = harness(vec![("main", tools)], SessionOptions::default()).await;
+    let journal = Arc::new(WatchedJournal::default());
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let deps = SessionDeps {
+        sink: Arc::new(ChannelSink(tx)),
+        journal: journal.clone(),
+        ..h.deps.clone()
+    };
+    let session = CallSession::start(call_info("rtc_watch"), json!({}), deps)
+        .await
+        .unwrap();
+    let names = ["note", "local", "later", "lookup", "post"];
+    for (n, name) in names.iter().enumerate() {
+        let mut i = inv(&format!("fc_{name}"), name, json!({}), None);
+        i.call_id = "rtc_watch".into();
+        session.submit(i);
+        let d = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(d.result.ok, "{n}: {}", d.result.output);
+    }
+    // The async tool's news follows its "started".
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        *journal.claims.lock().unwrap(),
+        ["fc_later", "fc_lookup", "fc_post"],
+        "claimed: async runs and those that ask for effects"
+    );
+    let mut finished = journal.finishes.lock().unwrap().clone();
+    finished.sort();
+    assert_eq!(
+        finished,
+        ["fc_later", "fc_local", "fc_lookup", "fc_note", "fc_post"],
+        "every run is journaled once"
+    );
+    // The same function calls again are answered by no one: the records stand for the claims.
+    for name in names {
+        let mut i = inv(&format!("fc_{name}"), name, json!({}), None);
+        i.call_id = "rtc_watch".into();
+        session.submit(i);
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), rx.recv())
+            .await
+            .is_err(),
+        "a function call answered twice"
+    );
+    let stored = journal.inner.load("rtc_watch").await.unwrap().unwrap();
+    assert_eq!(stored.records.len(), 5);
+    assert!(stored.claimed.is_empty(), "{:?}", stored.claimed);
+    assert_eq!(stored.context.unwrap().workflow["noted"], json!(true));
+}
+
+#[tokio::test]
+async fn a_node_that_lost_the_call_answers_no_tool_with_or_without_effects() {
+    let server = server_with_slow(0).await;
+    let tools = tools_with_and_without_effects(&server.uri());
+    // Reads are answered before their journal where the door allows it: an unclaimed one
+    // still is not, or a node cut off would answer beside the call's new owner.
+    let options = SessionOptions {
+        answer_before_journal: true,
+        ..SessionOptions::default()
+    };
+    for name in ["note", "local", "later", "lookup", "post"] {
+        let h = harness(vec![("main", tools.clone())], options.clone()).await;
+        let journal = Arc::new(WatchedJournal::default());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let deps = SessionDeps {
+            sink: Arc::new(ChannelSink(tx)),
+            journal: journal.clone(),
+            ..h.deps.clone()
+        };
+        let session = CallSession::start(call_info("rtc_lost"), json!({}), deps)
+            .await
+            .unwrap();
+        journal
+            .fenced
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut i = inv("fc_1", name, json!({}), None);
+        i.call_id = "rtc_lost".into();
+        session.submit(i);
+        // Released, the session stops: its sink closes with nothing sent.
+        let answered = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+        assert!(
+            !matches!(answered, Ok(Some(_))),
+            "`{name}` answered by a node that no longer owns the call: {answered:?}"
+        );
+        assert_eq!(server.received_requests().await.unwrap().len(), 0, "{name}");
     }
 }
 
