@@ -46,6 +46,7 @@ impl WriteGate {
                 SqliteBatches {
                     options,
                     turn: Arc::clone(&turn),
+                    busy_timeout: timeout,
                 },
             )?),
             Writer::Postgres(options) => Some(GroupWriter::start(

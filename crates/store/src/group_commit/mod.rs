@@ -1,7 +1,7 @@
-//! Group commit of the journal's two writes per tool call: a function call's claim and its
-//! finish.
+//! Group commit of the journal's writes per tool call: a function call's claim and its finish.
 //!
-//! Every tool call claims its function call before it runs and records it when it ends. Run as
+//! A tool call that can reach outside the call claims its function call before it runs; every
+//! tool call records it when it ends. Run as
 //! transactions of their own, each costs its round trips and its commit: on SQLite each
 //! statement went to the connection's thread and back and waited in the server runtime's queue
 //! behind the network traffic of a thousand calls while the store's write gate was held; on
@@ -21,7 +21,6 @@ mod sqlite;
 use std::future::Future;
 use std::time::Duration;
 
-use sqlx::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 pub(crate) use postgres::PgBatches;
@@ -93,16 +92,19 @@ pub(crate) struct GroupWriter {
 
 /// How a backend writes a batch, on a connection of the writer's own.
 pub(crate) trait Batches: Send + 'static {
-    type Conn: Connection;
+    type Conn;
+    type Error: std::fmt::Display;
     /// Opens the writer's connection (again, after one failed).
-    fn connect(&self) -> impl Future<Output = Result<Self::Conn, sqlx::Error>>;
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, Self::Error>>;
     /// Writes `batch` in one transaction: the outcome of each job, in order, or the error that
     /// rolled all back.
     fn write(
         &self,
         conn: &mut Self::Conn,
         batch: &[Request],
-    ) -> impl Future<Output = Result<Vec<Done>, sqlx::Error>>;
+    ) -> impl Future<Output = Result<Vec<Done>, Self::Error>>;
+    /// Closes a connection that failed, or the last one.
+    fn close(conn: Self::Conn) -> impl Future<Output = ()>;
     /// Work of the backend's own beside the writer, on the writer's thread (stops with it).
     fn beside(&self) -> impl Future<Output = ()> + Send + 'static;
 }
@@ -156,8 +158,8 @@ async fn write_batches<B: Batches>(writer: B, mut jobs: mpsc::Receiver<Request>)
             };
         }
         let outcome = match conn.as_mut() {
-            Some(c) => writer.write(c, &batch).await,
-            None => Err(sqlx::Error::PoolClosed),
+            Some(c) => writer.write(c, &batch).await.map_err(|e| e.to_string()),
+            None => Err("no connection to the database".to_owned()),
         };
         match outcome {
             Ok(done) => {
@@ -169,7 +171,7 @@ async fn write_batches<B: Batches>(writer: B, mut jobs: mpsc::Receiver<Request>)
                 tracing::warn!(name: "journal_batch_failed", jobs = batch.len(), error = %e, "journal_batch_failed");
                 // A connection that failed is opened again for the next batch.
                 if let Some(c) = conn.take() {
-                    let _ = c.close().await;
+                    B::close(c).await;
                 }
                 for request in batch.drain(..) {
                     let _ = request.reply.send(Done::Undecided);
@@ -180,6 +182,6 @@ async fn write_batches<B: Batches>(writer: B, mut jobs: mpsc::Receiver<Request>)
         }
     }
     if let Some(c) = conn {
-        let _ = c.close().await;
+        B::close(c).await;
     }
 }

@@ -9,8 +9,8 @@
 //! order and never both hold one shared while waiting to update it. A deadlock the database breaks anyway fails the batch,
 //! and its jobs take the ordinary path.
 
-use sqlx::ConnectOptions;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{ConnectOptions, Connection};
 
 use super::{Batches, Done, Job, Request};
 
@@ -31,6 +31,7 @@ pub(crate) struct PgBatches {
 
 impl Batches for PgBatches {
     type Conn = PgConnection;
+    type Error = sqlx::Error;
 
     async fn connect(&self) -> Result<PgConnection, sqlx::Error> {
         self.options.connect().await
@@ -73,6 +74,10 @@ impl Batches for PgBatches {
             }
         }
         Ok(done)
+    }
+
+    async fn close(conn: PgConnection) {
+        let _ = conn.close().await;
     }
 
     /// Nothing: the database checkpoints by itself.
