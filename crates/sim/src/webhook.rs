@@ -116,8 +116,21 @@ pub(crate) async fn post(
         .body(body.to_owned())
         .send()
         .await
-        .map_err(|err| format!("webhook delivery to {url} failed: {err}"))?;
+        .map_err(|err| format!("webhook delivery to {url} failed: {}", with_causes(&err)))?;
     Ok(response.status().as_u16())
+}
+
+/// `err` and each error beneath it, so a failed delivery says why (a refused connection, a
+/// timeout, too many open files) rather than only that the request could not be sent.
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
 }
 
 #[cfg(test)]
@@ -138,5 +151,24 @@ mod tests {
         assert_eq!(a, sign("secret", "wh_1", 1, "{}"));
         assert!(a.starts_with("v1,"));
         assert_ne!(a, sign("secret", "wh_2", 1, "{}"));
+    }
+
+    #[tokio::test]
+    async fn a_failed_delivery_says_why_it_failed() {
+        // A port that was just free: nothing listens there, so the connection is refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let client = client().expect("a client");
+        let url = format!("http://127.0.0.1:{port}/webhook");
+        let err = post(&client, &url, "secret", "wh_1", 1, "{}")
+            .await
+            .expect_err("nothing listens");
+        assert!(
+            err.starts_with(&format!("webhook delivery to {url} failed: ")),
+            "{err}"
+        );
+        assert!(err.to_lowercase().contains("refused"), "{err}");
     }
 }
