@@ -180,6 +180,12 @@ pub(crate) fn check_call_id(id: &str) -> Result<(), StoreError> {
 const CALL_COLUMNS_WHERE_ID: &str = "SELECT id, tenant_id, agent, status, context, pinned, version, handoffs, created_at, ended_at \
      FROM calls WHERE tenant_id = $1 AND id = $2";
 
+/// A tenant's live calls, counted against its limit when a call starts, in the write that
+/// records it. Answered from `calls_active_by_tenant` (migration 0013) alone, so it costs the
+/// live calls, not every call the tenant ever had.
+const COUNT_LIVE_CALLS: &str =
+    "SELECT COUNT(*) FROM calls WHERE tenant_id = $1 AND status = 'active'";
+
 impl Store {
     /// Records a new call with its starting context and the tool versions pinned for it.
     /// Create the call before its session appends `Started` (which then keeps `pinned`).
@@ -255,9 +261,7 @@ impl Store {
                         .bind(tenant_id)
                         .fetch_optional(&mut *tx)
                         .await?;
-                    let active: i64 = sqlx::query_scalar(
-                        "SELECT COUNT(*) FROM calls WHERE tenant_id = $1 AND status = 'active'",
-                    )
+                    let active: i64 = sqlx::query_scalar(COUNT_LIVE_CALLS)
                     .bind(tenant_id)
                     .fetch_one(&mut *tx)
                     .await?;
@@ -602,6 +606,50 @@ impl Store {
                 return Ok(sealed);
             }
             sealed += changed;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::COUNT_LIVE_CALLS;
+    use crate::{Db, MasterKey, Store};
+
+    /// The count a call start makes reads the index of live calls and nothing else: through
+    /// the tenant's index of all its calls it read every call the tenant ever had, and a node
+    /// starting calls slowed as its ended calls piled up.
+    #[tokio::test]
+    async fn the_live_call_count_reads_only_the_index_of_live_calls() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let path =
+            std::env::temp_dir().join(format!("sb-live-calls-{}-{nanos}.db", std::process::id()));
+        let store = Store::connect(path.to_str().unwrap(), MasterKey::generate())
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        let Db::Sqlite(pool) = &store.db else {
+            panic!("a file path opens SQLite");
+        };
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "EXPLAIN QUERY PLAN {COUNT_LIVE_CALLS}"
+        )))
+        .bind("acme")
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        let steps: Vec<&str> = plan.iter().map(|(_, _, _, step)| step.as_str()).collect();
+        assert_eq!(
+            steps,
+            ["SEARCH calls USING COVERING INDEX calls_active_by_tenant (tenant_id=? AND status=?)"]
+        );
+        drop(store);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
         }
     }
 }

@@ -9,7 +9,44 @@ on_both_backends!(
     update_call_context_refusals,
     calls_list_newest_first_with_a_cursor,
     a_call_has_one_owner_and_a_stale_owner_is_fenced_off,
+    the_live_call_limit_counts_live_calls_of_the_tenant_only,
 );
+
+/// A call start counts the tenant's live calls against its limit: not its ended calls, not
+/// another tenant's.
+async fn the_live_call_limit_counts_live_calls_of_the_tenant_only(h: Harness) {
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    tenant(s, "globex").await;
+    s.register_node("n1", None, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    let start = |tenant: &'static str, id: &'static str| async move {
+        let info = call_info(tenant, id);
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within(tenant, &info, &json!({}), &ctx, 2, ("n1", Door::Http))
+            .await
+            .unwrap()
+            .is_some()
+    };
+    assert!(start("acme", "a1").await);
+    assert!(start("acme", "a2").await);
+    assert!(!start("acme", "a3").await, "two live calls are the limit");
+    assert!(
+        start("globex", "g1").await,
+        "another tenant's calls do not count"
+    );
+    s.journal_append("acme", "a1", JournalEntry::Ended)
+        .await
+        .unwrap();
+    assert!(start("acme", "a3").await, "an ended call frees its place");
+    assert!(!start("acme", "a4").await);
+    assert_eq!(
+        s.get_call("acme", "a1").await.unwrap().unwrap().status,
+        CallStatus::Ended
+    );
+}
 
 async fn create_call_then_started_keeps_pinned_versions(h: Harness) {
     let s = &h.store;
