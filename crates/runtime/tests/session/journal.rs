@@ -2,6 +2,8 @@
 //! storage.
 
 use super::*;
+use switchboard_runtime::journal::{CallState, Claim, JournalEntry, JournalError};
+use switchboard_runtime::{BoxFuture, CallJournal};
 
 #[tokio::test]
 async fn a_checkpointed_run_resumes_after_a_restart() {
@@ -29,7 +31,7 @@ async fn a_checkpointed_run_resumes_after_a_restart() {
     crashed
         .append(
             "rtc_1",
-            switchboard_runtime::journal::JournalEntry::Started {
+            JournalEntry::Started {
                 call: call.clone(),
                 context: state.context.clone().unwrap(),
             },
@@ -61,7 +63,7 @@ async fn a_checkpointed_run_resumes_after_a_restart() {
     crashed
         .append(
             "rtc_1",
-            switchboard_runtime::journal::JournalEntry::Checkpoint {
+            JournalEntry::Checkpoint {
                 function_call_id: "fc2".into(),
                 checkpoint: Box::new(checkpoint),
             },
@@ -179,18 +181,14 @@ struct SlowJournal {
     gate: Arc<tokio::sync::Semaphore>,
 }
 
-impl switchboard_runtime::CallJournal for SlowJournal {
+impl CallJournal for SlowJournal {
     fn append<'a>(
         &'a self,
         call_id: &'a str,
-        entry: switchboard_runtime::journal::JournalEntry,
-    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
-    {
+        entry: JournalEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(async move {
-            if matches!(
-                entry,
-                switchboard_runtime::journal::JournalEntry::Finished { .. }
-            ) {
+            if matches!(entry, JournalEntry::Finished { .. }) {
                 self.gate.acquire().await.unwrap().forget();
             }
             self.inner.append(call_id, entry).await
@@ -200,13 +198,7 @@ impl switchboard_runtime::CallJournal for SlowJournal {
     fn load<'a>(
         &'a self,
         call_id: &'a str,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<
-            Option<switchboard_runtime::journal::CallState>,
-            switchboard_runtime::journal::JournalError,
-        >,
-    > {
+    ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>> {
         self.inner.load(call_id)
     }
 }
@@ -299,23 +291,20 @@ struct WatchedJournal {
 }
 
 impl WatchedJournal {
-    fn refusal(&self) -> Option<switchboard_runtime::journal::JournalError> {
+    fn refusal(&self) -> Option<JournalError> {
         self.fenced
             .load(std::sync::atomic::Ordering::SeqCst)
-            .then(|| {
-                switchboard_runtime::journal::JournalError::Fenced("another node owns it".into())
-            })
+            .then(|| JournalError::Fenced("another node owns it".into()))
     }
 }
 
-impl switchboard_runtime::CallJournal for WatchedJournal {
+impl CallJournal for WatchedJournal {
     fn append<'a>(
         &'a self,
         call_id: &'a str,
-        entry: switchboard_runtime::journal::JournalEntry,
-    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
-    {
-        if let switchboard_runtime::journal::JournalEntry::Finished { record, .. } = &entry {
+        entry: JournalEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        if let JournalEntry::Finished { record, .. } = &entry {
             self.finishes
                 .lock()
                 .unwrap()
@@ -331,10 +320,7 @@ impl switchboard_runtime::CallJournal for WatchedJournal {
         &'a self,
         call_id: &'a str,
         invocation: &'a Invocation,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<switchboard_runtime::journal::Claim, switchboard_runtime::journal::JournalError>,
-    > {
+    ) -> BoxFuture<'a, Result<Claim, JournalError>> {
         self.claims
             .lock()
             .unwrap()
@@ -348,13 +334,7 @@ impl switchboard_runtime::CallJournal for WatchedJournal {
     fn load<'a>(
         &'a self,
         call_id: &'a str,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<
-            Option<switchboard_runtime::journal::CallState>,
-            switchboard_runtime::journal::JournalError,
-        >,
-    > {
+    ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>> {
         self.inner.load(call_id)
     }
 }
@@ -489,29 +469,21 @@ struct FailingJournal {
     failures: std::sync::atomic::AtomicUsize,
 }
 
-impl switchboard_runtime::CallJournal for FailingJournal {
+impl CallJournal for FailingJournal {
     fn append<'a>(
         &'a self,
         call_id: &'a str,
-        entry: switchboard_runtime::journal::JournalEntry,
-    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
-    {
+        entry: JournalEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
         use std::sync::atomic::Ordering;
-        let finished = matches!(
-            entry,
-            switchboard_runtime::journal::JournalEntry::Finished { .. }
-        );
+        let finished = matches!(entry, JournalEntry::Finished { .. });
         if finished
             && self
                 .failures
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok()
         {
-            return Box::pin(async {
-                Err(switchboard_runtime::journal::JournalError::Failed(
-                    "the disk is unavailable".into(),
-                ))
-            });
+            return Box::pin(async { Err(JournalError::Failed("the disk is unavailable".into())) });
         }
         self.inner.append(call_id, entry)
     }
@@ -519,13 +491,7 @@ impl switchboard_runtime::CallJournal for FailingJournal {
     fn load<'a>(
         &'a self,
         call_id: &'a str,
-    ) -> switchboard_runtime::BoxFuture<
-        'a,
-        Result<
-            Option<switchboard_runtime::journal::CallState>,
-            switchboard_runtime::journal::JournalError,
-        >,
-    > {
+    ) -> BoxFuture<'a, Result<Option<CallState>, JournalError>> {
         self.inner.load(call_id)
     }
 }
