@@ -327,8 +327,10 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         bar.inc(1);
     }
     bar.finish_and_clear();
+    let rang_in = ring_start.elapsed();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_live = pid.and_then(rss_kib);
+    let cpu_before = (pid.and_then(cpu_time), cpu_time(std::process::id()));
 
     let samples = Arc::new(Mutex::new(Vec::<u32>::new()));
     let errors = Arc::new(AtomicU64::new(0));
@@ -392,6 +394,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     ticker.abort();
     bar.finish_and_clear();
     let wall = started.elapsed();
+    let cpu_after = (pid.and_then(cpu_time), cpu_time(std::process::id()));
 
     let mut s = std::mem::take(&mut *samples.lock().await);
     s.sort_unstable();
@@ -406,6 +409,16 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         (Some(a), Some(b)) => Some((b.saturating_sub(a)) as f64 / args.concurrency as f64),
         _ => None,
     };
+    // CPU per tool call over the measured time, set-up excluded: what a tool call costs the
+    // server, and what it costs the generator on the same cores.
+    let per_call_us = |before: Option<Duration>, after: Option<Duration>| match (before, after) {
+        (Some(b), Some(a)) if !s.is_empty() => {
+            Some(a.saturating_sub(b).as_secs_f64() * 1e6 / s.len() as f64)
+        }
+        _ => None,
+    };
+    let server_cpu_us = per_call_us(cpu_before.0, cpu_after.0);
+    let bench_cpu_us = per_call_us(cpu_before.1, cpu_after.1);
     let report = json!({
         "api": match args.api { BenchApi::Realtime => "realtime", BenchApi::Live => "live", BenchApi::Http => "http" },
         "tool": args.tool.name(),
@@ -418,8 +431,14 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         "overhead_ms": {"p50": pct(0.50), "p90": pct(0.90), "p99": pct(0.99), "max": pct(1.0)},
         "server_rss_kib": {"before_calls": rss_before, "with_calls": rss_live},
         "memory_per_call_kib": per_call_kib,
+        "rang_in_s": rang_in.as_secs_f64(),
+        "cpu_per_tool_call_us": {"server": server_cpu_us, "generator": bench_cpu_us},
     });
-    crate::say!("concurrent calls   {}", args.concurrency);
+    crate::say!(
+        "concurrent calls   {} (up in {:.1} s)",
+        args.concurrency,
+        rang_in.as_secs_f64()
+    );
     crate::say!(
         "tool calls         {} in {:.1} s ({:.0}/s), {} errors",
         s.len(),
@@ -441,6 +460,15 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
             rss_live.unwrap_or(0)
         ),
         None => crate::say!("memory per call    unknown (give --server-pid)"),
+    }
+    match (server_cpu_us, bench_cpu_us) {
+        (Some(server), Some(bench)) => {
+            crate::say!("CPU per tool call  server {server:.0} µs, this generator {bench:.0} µs")
+        }
+        (None, Some(bench)) => crate::say!(
+            "CPU per tool call  server unknown (give --server-pid), this generator {bench:.0} µs"
+        ),
+        _ => {}
     }
     if args.json {
         crate::say!("{report}");
@@ -665,6 +693,22 @@ async fn spawn_server(
     ))
 }
 
+/// The CPU time a process has used, user and system, from `/proc` (Linux; its clock ticks
+/// are the kernel's fixed `USER_HZ`, 100 a second).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    cpu_time_of(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// User and system time from the text of `/proc/<pid>/stat`.
+fn cpu_time_of(stat: &str) -> Option<Duration> {
+    // The command name, in parentheses, may hold spaces: the fields are counted after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((user + system) * 10))
+}
+
 /// A process's resident memory, from `/proc` (Linux).
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -672,4 +716,20 @@ fn rss_kib(pid: u32) -> Option<u64> {
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_adds_user_and_system_ticks_after_the_command_name() {
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+        // utime stime ...
+        let stat = "4242 (tokio rt) worker) S 1 4242 4242 0 -1 4194560 900 0 3 0 250 75 0 0 20 0 4";
+        assert_eq!(cpu_time_of(stat), Some(Duration::from_millis(3_250)));
+        assert_eq!(cpu_time_of("4242 (cut"), None);
+        assert_eq!(cpu_time_of("4242 (x) S 1 2"), None);
+        assert!(cpu_time(std::process::id()).is_some());
+    }
 }

@@ -9,6 +9,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_
 use axum::extract::{Query, State as AxumState};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -45,6 +46,7 @@ pub(crate) async fn upgrade(
     }
     match upgrade {
         Ok(upgrade) => upgrade
+            .read_buffer_size(crate::SOCKET_READ_BUFFER)
             .on_upgrade(move |socket| connection(shared, call_id, socket))
             .into_response(),
         Err(rejection) => rejection.into_response(),
@@ -119,15 +121,25 @@ async fn relay(
             // The test's events go out before new client traffic is read, keeping its order.
             biased;
             () = shared.stopped() => return End::Gone,
-            out = outbound.recv() => match out {
-                Some(Outbound::Text(text)) => {
-                    if socket.send(Message::Text(text.into())).await.is_err() {
+            out = outbound.recv() => {
+                // Events queued together leave in one write, as a server's back-to-back
+                // events share a segment; what follows them is handled after the flush.
+                let mut next = out;
+                while let Some(Outbound::Text(text)) = next {
+                    if socket.feed(Message::Text(text.into())).await.is_err() {
                         return End::Gone;
                     }
+                    next = outbound.try_recv().ok();
                 }
-                Some(Outbound::Close) | None => return End::Close,
-                Some(Outbound::Drop(ack)) => return End::Drop(ack),
-            },
+                if socket.flush().await.is_err() {
+                    return End::Gone;
+                }
+                match next {
+                    Some(Outbound::Close) => return End::Close,
+                    Some(Outbound::Drop(ack)) => return End::Drop(ack),
+                    Some(Outbound::Text(_)) | None => {}
+                }
+            }
             message = socket.recv() => match message {
                 Some(Ok(Message::Text(text))) => {
                     for reply in on_text(shared, call_id, text.as_str(), inbound) {

@@ -41,6 +41,7 @@ pub(crate) async fn upgrade(
         }
     }
     upgrade
+        .read_buffer_size(crate::SOCKET_READ_BUFFER)
         .on_upgrade(move |socket| connection(shared, session_id, socket))
         .into_response()
 }
