@@ -148,7 +148,7 @@ impl Executor {
         transfers: &TransferLedger,
     ) -> Execution {
         let started = Instant::now();
-        tracing::info!(
+        tracing::debug!(
             name: "tool_executor_execute_started",
             tool_name = %invocation.name,
             function_call_id = %invocation.function_call_id,

@@ -353,7 +353,9 @@ impl Actor {
             },
         );
         metrics::gauge!("switchboard_pending_tools").increment(1.0);
-        tracing::info!(
+        // One line at `info` per tool call is its end (`tool_executor_execute_finished`); the
+        // steps before it are `debug`, so a busy node's log is not three lines per call.
+        tracing::debug!(
             name: "tool_invocation_scheduled",
             function_call_id = %fc,
             tool_name = %tool.name(),

@@ -238,7 +238,7 @@ impl Actor {
             tracing::info!(name: "agent_handoff", agent = %agent, handoffs = self.handoffs, "agent_handoff");
         }
         if changed {
-            tracing::info!(name: "context_committed", writes, "context_committed");
+            tracing::debug!(name: "context_committed", writes, "context_committed");
         }
         Ok(())
     }
