@@ -352,7 +352,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
             let mut local = Vec::new();
             // Spread the calls' first tool calls over one think time.
             if think > 0 {
-                tokio::time::sleep(Duration::from_millis(fastrand::u64(0..think))).await;
+                pause(Duration::from_millis(fastrand::u64(0..think)), until).await;
             }
             let mut n = 0u64;
             while Instant::now() < until {
@@ -369,7 +369,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
                 }
                 if think > 0 {
                     let jittered = think / 2 + fastrand::u64(0..=think);
-                    tokio::time::sleep(Duration::from_millis(jittered)).await;
+                    pause(Duration::from_millis(jittered), until).await;
                 }
             }
             samples.lock().await.extend(local);
@@ -481,6 +481,13 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Sleeps for `think`, but not past the end of the measuring: a think time longer than the
+/// run must not hold the run open.
+async fn pause(think: Duration, until: Instant) {
+    let due = Instant::now() + think;
+    tokio::time::sleep_until(due.min(until).into()).await;
 }
 
 /// Waits for the output of `fc`; the time since `function_call_arguments.done` was sent.
