@@ -33,7 +33,10 @@ const FINISH_RECORD: &str = "INSERT INTO call_invocations (tenant_id, call_id, f
 /// A finish, second half, once the record went in: the call's context and handoffs.
 const FINISH_CONTEXT: &str = "UPDATE calls SET context = $3, agent = $4, handoffs = $5, version = version + 1 \
      WHERE tenant_id = $1 AND id = $2";
-const FINISH_HANDOFFS: &str = "UPDATE calls SET handoffs = $3 WHERE tenant_id = $1 AND id = $2";
+/// Only when they changed: a read tool's finish leaves the call's row as it is (rewriting it
+/// put the row's page in the log again for every read).
+const FINISH_HANDOFFS: &str =
+    "UPDATE calls SET handoffs = $3 WHERE tenant_id = $1 AND id = $2 AND handoffs <> $3";
 
 /// The writer of a SQLite file.
 pub(crate) struct SqliteBatches {
@@ -181,21 +184,25 @@ fn write_job(conn: &rusqlite::Connection, job: &Job) -> Result<Done, BatchError>
             if recorded != 1 {
                 return Ok(Done::Undecided);
             }
-            let updated = match context {
-                Some((sealed, agent)) => run(
-                    conn,
-                    FINISH_CONTEXT,
-                    &[tenant_id, call_id, sealed, agent, handoffs],
-                )?,
-                None => run(conn, FINISH_HANDOFFS, &[tenant_id, call_id, handoffs])?,
-            };
-            if updated == 1 {
-                Ok(Done::Written)
-            } else {
-                // The call's row went between the two statements of one transaction: the
-                // record must not stand alone, so the whole batch goes back.
-                Err(BatchError::Changed(call_id.clone()))
+            match context {
+                Some((sealed, agent)) => {
+                    let updated = run(
+                        conn,
+                        FINISH_CONTEXT,
+                        &[tenant_id, call_id, sealed, agent, handoffs],
+                    )?;
+                    if updated != 1 {
+                        // The record must not stand alone: the whole batch goes back.
+                        return Err(BatchError::Changed(call_id.clone()));
+                    }
+                }
+                None => {
+                    // No row written when nothing changed; the record's statement found the
+                    // row in this write transaction, which no other writer can enter.
+                    run(conn, FINISH_HANDOFFS, &[tenant_id, call_id, handoffs])?;
+                }
             }
+            Ok(Done::Written)
         }
     }
 }

@@ -9,7 +9,102 @@ on_both_backends!(
     concurrent_claims_and_finishes_each_land_once_and_a_fenced_one_is_refused,
     a_claim_racing_its_function_calls_finish_is_taken,
     a_write_dropped_while_its_transaction_begins_leaves_the_pool_clean,
+    a_finish_writes_the_calls_row_only_when_it_changed,
 );
+
+/// Runs `statements` on the test's database, around the store.
+async fn execute_raw(h: &Harness, statements: &[&str]) {
+    match h.backend {
+        Backend::Sqlite => {
+            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
+                .await
+                .unwrap();
+            for sql in statements {
+                conn.execute(AssertSqlSafe(*sql)).await.unwrap();
+            }
+        }
+        Backend::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&h.url).await.unwrap();
+            for sql in statements {
+                conn.execute(AssertSqlSafe(*sql)).await.unwrap();
+            }
+        }
+    }
+}
+
+/// A finish writes the call's row only when something of it changed: a read tool's record
+/// leaves the row as it was (rewriting it cost every read a page in the log); a handoff or a
+/// new context writes it.
+async fn a_finish_writes_the_calls_row_only_when_it_changed(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let info = call_info("acme", "rtc_1");
+    let start = Context::new(&info, json!({}));
+    let journal = s.journal("acme");
+    journal
+        .append(
+            "rtc_1",
+            JournalEntry::Started {
+                call: info.clone(),
+                context: start.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    // Every later write of a call's row, counted by a trigger.
+    let counter: &[&str] = match h.backend {
+        Backend::Sqlite => &[
+            "CREATE TABLE call_row_writes (n INTEGER)",
+            "CREATE TRIGGER count_call_row_writes AFTER UPDATE ON calls \
+             BEGIN INSERT INTO call_row_writes VALUES (1); END",
+        ],
+        Backend::Postgres => &[
+            "CREATE TABLE call_row_writes (n BIGINT)",
+            "CREATE FUNCTION count_call_row_write() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN INSERT INTO call_row_writes VALUES (1); RETURN NULL; END $$",
+            "CREATE TRIGGER count_call_row_writes AFTER UPDATE ON calls \
+             FOR EACH ROW EXECUTE FUNCTION count_call_row_write()",
+        ],
+    };
+    execute_raw(&h, counter).await;
+    let writes = || async { raw_cells(&h, "call_row_writes").await.len() };
+    let finish = |fc: &str, context: Option<Context>, handoffs: u32| JournalEntry::Finished {
+        record: Box::new(record(fc, true)),
+        context,
+        handoffs,
+    };
+    journal
+        .append("rtc_1", finish("fc_1", None, 0))
+        .await
+        .unwrap();
+    assert_eq!(writes().await, 0, "a read leaves the call's row as it was");
+    journal
+        .append("rtc_1", finish("fc_2", None, 1))
+        .await
+        .unwrap();
+    assert_eq!(writes().await, 1, "a handoff writes it");
+    let mut changed = start.clone();
+    changed.apply(&append_item(1)).unwrap();
+    journal
+        .append("rtc_1", finish("fc_3", Some(changed.clone()), 1))
+        .await
+        .unwrap();
+    assert_eq!(writes().await, 2, "a new context writes it");
+    journal
+        .append("rtc_1", finish("fc_3", None, 0))
+        .await
+        .unwrap();
+    assert_eq!(writes().await, 2, "a repeated finish writes nothing");
+    let state = journal.load("rtc_1").await.unwrap().unwrap();
+    let recorded: Vec<&str> = state
+        .records
+        .iter()
+        .map(|r| r.function_call_id.as_str())
+        .collect();
+    assert_eq!(recorded, ["fc_1", "fc_2", "fc_3"]);
+    assert_eq!(state.handoffs, 1);
+    assert_eq!(state.context, Some(changed));
+}
 
 async fn journal_round_trip_equals_the_in_memory_fold(h: Harness) {
     let s = &h.store;
