@@ -230,6 +230,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     if args.concurrency == 0 {
         return Err("--concurrency must be at least 1".into());
     }
+    crate::open_files::raise_for_bench(args.concurrency)?;
     let sim = Simulator::start_on(args.sim_listen)
         .await
         .map_err(|e| format!("cannot start the simulator on {}: {e}", args.sim_listen))?;
@@ -275,6 +276,9 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let mut ring = tokio::task::JoinSet::new();
     let ring_start = Instant::now();
     let ring_gap = Duration::from_secs(1) / args.ring_rate;
+    // How long each webhook took to be answered: a server that set calls up in the webhook's
+    // own time would answer a burst late, and OpenAI would give up on the deliveries.
+    let acks = Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
     for i in 0..args.concurrency {
         // A burst of webhooks is not what is measured: ring at a steady pace.
         let due = ring_start + ring_gap * u32::try_from(i).unwrap_or(u32::MAX);
@@ -285,7 +289,9 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         let hook = hook.clone();
         let api = args.api;
         let (http, base, key) = (http.clone(), base.clone(), key.clone());
+        let acks = Arc::clone(&acks);
         ring.spawn(async move {
+            let sent = Instant::now();
             let (id, status) = match api {
                 BenchApi::Realtime => {
                     let id = format!("rtc_bench_{i}");
@@ -304,6 +310,9 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
                 }
                 BenchApi::Http => return start_http_call(http, &base, key, i).await,
             };
+            if let Ok(mut acks) = acks.lock() {
+                acks.push(micros(sent.elapsed()));
+            }
             if status != 200 {
                 return Err(format!("the webhook answered {status} for {id}"));
             }
@@ -359,7 +368,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
                 n += 1;
                 match m.tool_call(tool, n).await {
                     Some(elapsed) => {
-                        local.push(elapsed.as_micros().min(u128::from(u32::MAX)) as u32);
+                        local.push(micros(elapsed));
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                     None => {
@@ -398,13 +407,12 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
 
     let mut s = std::mem::take(&mut *samples.lock().await);
     s.sort_unstable();
-    let pct = |p: f64| -> f64 {
-        if s.is_empty() {
-            return 0.0;
-        }
-        let i = ((s.len() as f64 - 1.0) * p).round() as usize;
-        f64::from(s[i.min(s.len() - 1)]) / 1000.0
-    };
+    let pct = |p: f64| percentile_ms(&s, p);
+    let mut acks = acks
+        .lock()
+        .map(|mut a| std::mem::take(&mut *a))
+        .unwrap_or_default();
+    acks.sort_unstable();
     let per_call_kib = match (rss_before, rss_live) {
         (Some(a), Some(b)) => Some((b.saturating_sub(a)) as f64 / args.concurrency as f64),
         _ => None,
@@ -432,6 +440,8 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         "server_rss_kib": {"before_calls": rss_before, "with_calls": rss_live},
         "memory_per_call_kib": per_call_kib,
         "rang_in_s": rang_in.as_secs_f64(),
+        "webhook_answer_ms": {"p50": percentile_ms(&acks, 0.5), "p99": percentile_ms(&acks, 0.99),
+            "max": percentile_ms(&acks, 1.0)},
         "cpu_per_tool_call_us": {"server": server_cpu_us, "generator": bench_cpu_us},
     });
     crate::say!(
@@ -439,6 +449,14 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         args.concurrency,
         rang_in.as_secs_f64()
     );
+    if !acks.is_empty() {
+        crate::say!(
+            "webhooks answered  p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms",
+            percentile_ms(&acks, 0.5),
+            percentile_ms(&acks, 0.99),
+            percentile_ms(&acks, 1.0)
+        );
+    }
     crate::say!(
         "tool calls         {} in {:.1} s ({:.0}/s), {} errors",
         s.len(),
@@ -481,6 +499,20 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Microseconds, as the samples keep them.
+fn micros(d: Duration) -> u32 {
+    u32::try_from(d.as_micros()).unwrap_or(u32::MAX)
+}
+
+/// The `p` percentile (0 to 1) of sorted microseconds, in milliseconds; 0 for none.
+fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    f64::from(sorted[i.min(sorted.len() - 1)]) / 1000.0
 }
 
 /// Sleeps for `think`, but not past the end of the measuring: a think time longer than the
@@ -738,5 +770,15 @@ mod tests {
         assert_eq!(cpu_time_of("4242 (cut"), None);
         assert_eq!(cpu_time_of("4242 (x) S 1 2"), None);
         assert!(cpu_time(std::process::id()).is_some());
+    }
+
+    #[test]
+    fn percentiles_read_sorted_microseconds_as_milliseconds() {
+        let sorted: Vec<u32> = (1..=100).map(|n| n * 1000).collect();
+        assert_eq!(percentile_ms(&sorted, 0.5), 51.0);
+        assert_eq!(percentile_ms(&sorted, 0.99), 99.0);
+        assert_eq!(percentile_ms(&sorted, 1.0), 100.0);
+        assert_eq!(percentile_ms(&[], 0.99), 0.0);
+        assert_eq!(micros(Duration::from_secs(u64::MAX)), u32::MAX);
     }
 }

@@ -141,6 +141,10 @@ async fn answer(
     incoming: IncomingCall,
 ) {
     let call_id = incoming.call_id.clone();
+    // Held until the session has started; the semaphore is never closed.
+    let Ok(setup) = Arc::clone(&state.call_setups).acquire_owned().await else {
+        return;
+    };
     let key = match Box::pin(state.store.get_secret(&tenant, OPENAI_API_KEY)).await {
         Ok(Some(k)) => k,
         Ok(None) => {
@@ -159,7 +163,7 @@ async fn answer(
             tracing::warn!(name: "realtime_call_declined", call_id = %call_id, api = api.as_str(), status = d.status, reason = %d.reason, "realtime_call_declined");
             Box::pin(reject(&state, api, &key, &call_id, d.status)).await;
         }
-        Ok(prepared) => run(state, tenant, key, api, incoming, prepared).await,
+        Ok(prepared) => run(state, tenant, key, api, incoming, prepared, setup).await,
     }
 }
 
@@ -366,6 +370,7 @@ async fn run(
     api: Api,
     incoming: IncomingCall,
     prepared: Prepared,
+    setup: tokio::sync::OwnedSemaphorePermit,
 ) {
     let call_id = incoming.call_id.clone();
     let Some((sink, opened)) = state.realtime.open(&call_id, key.clone(), api) else {
@@ -430,6 +435,8 @@ async fn run(
         sink: requests,
         realtime: true,
     }));
+    // Set up: the accept and the socket that follow are OpenAI's round trips, not ours.
+    drop(setup);
     let end = state
         .realtime
         .run(opened, prepared.plan, session.clone())

@@ -136,7 +136,15 @@ pub struct Inner {
     pub node: crate::ownership::Node,
     /// The client that passes a call's requests on to the node that owns it.
     pub forwarder: reqwest::Client,
+    /// Places for phone calls being set up at once (their reads, the call's record, the
+    /// session's start). A call beyond them waits for a place, so under a burst the set-ups
+    /// run at the pace the database allows and the webhooks, whose own work is small, are
+    /// still answered at once instead of queueing behind every set-up.
+    pub call_setups: Arc<tokio::sync::Semaphore>,
 }
+
+/// Phone calls set up at once (see [`Inner::call_setups`]).
+pub const CALL_SETUPS_AT_ONCE: usize = 32;
 
 /// Cheap to clone; handlers take it as axum state.
 #[derive(Debug, Clone)]
@@ -229,6 +237,7 @@ impl AppState {
             tools: ToolCache::new(config.tool_cache_bytes),
             node: crate::ownership::Node::new(config.lease),
             forwarder: forwarder(&config),
+            call_setups: Arc::new(tokio::sync::Semaphore::new(CALL_SETUPS_AT_ONCE)),
             toolkit_tools: crate::toolset::ToolkitTools::new(&config.limits),
             google_tokens,
             config,

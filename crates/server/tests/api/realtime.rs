@@ -250,6 +250,44 @@ async fn a_repeated_webhook_id_accepts_the_call_once() {
     phone.stop().await;
 }
 
+/// Calls are set up a bounded number at a time: with every place taken, a call's webhook is
+/// still answered at once, and the call waits, unaccepted and unrecorded, until a place frees.
+#[tokio::test]
+async fn a_call_waits_for_a_set_up_place_and_its_webhook_does_not() {
+    let phone = phone(Backend::Sqlite).await;
+    let setups = std::sync::Arc::clone(&phone.app.state.call_setups);
+    let taken = setups
+        .acquire_many(switchboard_server::state::CALL_SETUPS_AT_ONCE as u32)
+        .await
+        .unwrap();
+    let status = phone
+        .sim
+        .send_incoming_call(&phone.webhook(), SECRET, "rtc_waits", CALLER, NUMBER)
+        .await
+        .expect("webhook");
+    assert_eq!(status, 200, "answered while no call can be set up");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(phone.sim.count("accept", "rtc_waits"), 0);
+    let (status, _) = phone.app.get("/v1/calls/rtc_waits", &phone.key).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "not recorded yet");
+    drop(taken);
+    let mut m = phone.sim.model("rtc_waits", WAIT).await.expect("attached");
+    ask(
+        &mut m,
+        "call_1",
+        "save_meal",
+        json!({"meal_type": "lunch", "dishes": ["soup"]}),
+    )
+    .await;
+    assert_eq!(output(&mut m, "call_1").await["ok"], true);
+    assert_eq!(
+        setups.available_permits(),
+        switchboard_server::state::CALL_SETUPS_AT_ONCE,
+        "a call that is up holds no set-up place"
+    );
+    phone.stop().await;
+}
+
 #[tokio::test]
 async fn a_number_without_an_agent_and_no_default_is_rejected() {
     let phone = phone(Backend::Sqlite).await;
