@@ -37,7 +37,7 @@ pub fn raise_for_bench(calls: usize) -> Result<(), String> {
 /// server does.
 fn bench_short_of(limit: u64, calls: usize) -> Option<String> {
     let calls = u64::try_from(calls).unwrap_or(u64::MAX);
-    let wanted = calls.saturating_mul(PER_CALL).saturating_add(RESERVED);
+    let wanted = wanted_for(calls);
     (limit < wanted).then(|| {
         format!(
             "{calls} calls need about {wanted} open files in the bench and in the server it drives ({PER_CALL} per call, \
@@ -47,11 +47,16 @@ fn bench_short_of(limit: u64, calls: usize) -> Option<String> {
     })
 }
 
+/// The open-files limit that holds `calls` calls.
+fn wanted_for(calls: u64) -> u64 {
+    calls.saturating_mul(PER_CALL).saturating_add(RESERVED)
+}
+
 /// The warning for an open-files limit of `limit`, if it holds fewer calls than wanted.
 fn short_of_calls(limit: u64) -> Option<String> {
     let calls = limit.saturating_sub(RESERVED) / PER_CALL;
     (calls < CALLS_WANTED).then(|| {
-        let wanted = CALLS_WANTED * PER_CALL + RESERVED;
+        let wanted = wanted_for(CALLS_WANTED);
         format!(
             "the open-files limit is {limit}: enough for about {calls} phone calls at once (a descriptor each, and {RESERVED} besides); \
              for {CALLS_WANTED} raise it to at least {wanted} before starting (`ulimit -n {wanted}`, or `LimitNOFILE={wanted}` under systemd)"

@@ -234,6 +234,26 @@ async fn raw_cells(h: &Harness, table: &str) -> Vec<Vec<u8>> {
     }
 }
 
+/// Runs `statements` on the test's database, around the store.
+async fn execute_raw(h: &Harness, statements: &[&str]) {
+    match h.backend {
+        Backend::Sqlite => {
+            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
+                .await
+                .unwrap();
+            for sql in statements {
+                conn.execute(AssertSqlSafe(*sql)).await.unwrap();
+            }
+        }
+        Backend::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&h.url).await.unwrap();
+            for sql in statements {
+                conn.execute(AssertSqlSafe(*sql)).await.unwrap();
+            }
+        }
+    }
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }

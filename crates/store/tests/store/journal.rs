@@ -12,26 +12,6 @@ on_both_backends!(
     a_finish_writes_the_calls_row_only_when_it_changed,
 );
 
-/// Runs `statements` on the test's database, around the store.
-async fn execute_raw(h: &Harness, statements: &[&str]) {
-    match h.backend {
-        Backend::Sqlite => {
-            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
-                .await
-                .unwrap();
-            for sql in statements {
-                conn.execute(AssertSqlSafe(*sql)).await.unwrap();
-            }
-        }
-        Backend::Postgres => {
-            let mut conn = sqlx::PgConnection::connect(&h.url).await.unwrap();
-            for sql in statements {
-                conn.execute(AssertSqlSafe(*sql)).await.unwrap();
-            }
-        }
-    }
-}
-
 /// A finish writes the call's row only when something of it changed: a read tool's record
 /// leaves the row as it was (rewriting it cost every read a page in the log); a handoff or a
 /// new context writes it.
