@@ -10,7 +10,7 @@
 //! groups by one thread holding the gate (`group_commit`).
 //!
 //! PostgreSQL takes no gate: its writers lock rows, not the database. Its claims and finishes
-//! are written in groups too, by a thread with a connection of its own.
+//! are written in groups too, by a thread with connections of its own (`PG_LANES`).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -23,6 +23,10 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::group_commit::{GroupWriter, PgBatches, SqliteBatches};
 use crate::{Backend, Store, WritePool};
+
+/// Batches of PostgreSQL's journal written at once, each on a connection of its own. SQLite has
+/// one writer per file, so one lane.
+const PG_LANES: usize = 2;
 
 /// One in-process queue of SQLite writers, shared by every clone of a [`Store`].
 #[derive(Debug)]
@@ -48,10 +52,12 @@ impl WriteGate {
                     turn: Arc::clone(&turn),
                     busy_timeout: timeout,
                 },
+                1,
             )?),
             Writer::Postgres(options) => Some(GroupWriter::start(
                 "postgres-journal",
                 PgBatches { options },
+                PG_LANES,
             )?),
         };
         Ok(WriteGate {

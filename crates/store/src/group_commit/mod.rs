@@ -5,10 +5,17 @@
 //! transactions of their own, each costs its round trips and its commit: on SQLite each
 //! statement went to the connection's thread and back and waited in the server runtime's queue
 //! behind the network traffic of a thousand calls while the store's write gate was held; on
-//! PostgreSQL each commit waited for its own flush of the log. Here one thread of its own, with
-//! its own connection, takes every claim and finish waiting at that moment, writes them in one
-//! transaction and answers each once that transaction has committed. An answer still follows
-//! its journal entry. How a batch is written is the backend's (`sqlite.rs`, `postgres.rs`).
+//! PostgreSQL each commit waited for its own flush of the log. Here one thread of its own takes
+//! every claim and finish waiting at that moment, writes them in one transaction and answers
+//! each once that transaction has committed. An answer still follows its journal entry. How a
+//! batch is written is the backend's (`sqlite.rs`, `postgres.rs`).
+//!
+//! The thread writes in lanes, each with a connection of its own: while one lane's batch is
+//! written, the next free lane takes what waits. SQLite has one writer per file, so one lane;
+//! PostgreSQL takes several, so a batch waits for its own commit rather than for the one before
+//! it, and one waiting for a locked call holds up no other (nor for long: `postgres.rs`).
+//! Lanes do not reorder a call's writes: a session waits for each of its journal writes before
+//! it makes the next.
 //!
 //! A job either writes all its rows or none. A job that writes nothing (the call was fenced
 //! off, has ended, or the record exists) is answered [`Done::Undecided`], and so is every job
@@ -21,7 +28,7 @@ mod sqlite;
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Mutex, mpsc, oneshot};
 
 pub(crate) use postgres::PgBatches;
 pub(crate) use sqlite::SqliteBatches;
@@ -110,8 +117,13 @@ pub(crate) trait Batches: Send + 'static {
 }
 
 impl GroupWriter {
-    /// Starts the writer thread, named `name`, writing with `writer`.
-    pub(crate) fn start<B: Batches>(name: &str, writer: B) -> std::io::Result<GroupWriter> {
+    /// Starts the writer thread, named `name`, writing with `writer` on `lanes` connections
+    /// at once (at least one).
+    pub(crate) fn start<B: Batches>(
+        name: &str,
+        writer: B,
+        lanes: usize,
+    ) -> std::io::Result<GroupWriter> {
         let (queue, jobs) = mpsc::channel(QUEUE);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -120,7 +132,9 @@ impl GroupWriter {
             .name(name.to_owned())
             .spawn(move || {
                 runtime.spawn(writer.beside());
-                runtime.block_on(write_batches(writer, jobs));
+                let jobs = Mutex::new(jobs);
+                let lanes = (0..lanes.max(1)).map(|_| write_batches(&writer, &jobs));
+                runtime.block_on(futures_util::future::join_all(lanes));
             })?;
         Ok(GroupWriter { queue })
     }
@@ -136,16 +150,24 @@ impl GroupWriter {
     }
 }
 
-/// The writer thread: takes what waits, writes it in one transaction, answers, and again.
-async fn write_batches<B: Batches>(writer: B, mut jobs: mpsc::Receiver<Request>) {
+/// One lane of the writer thread: takes what waits, writes it in one transaction on its own
+/// connection, answers, and again. While one lane writes, the next free lane takes the queue:
+/// its jobs wait for a commit, not for another batch's.
+async fn write_batches<B: Batches>(writer: &B, jobs: &Mutex<mpsc::Receiver<Request>>) {
     let mut conn: Option<B::Conn> = None;
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = jobs.recv().await {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
+    loop {
+        {
+            let mut jobs = jobs.lock().await;
+            let Some(first) = jobs.recv().await else {
+                break;
+            };
+            batch.push(first);
+            while batch.len() < MAX_BATCH {
+                match jobs.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
             }
         }
         if conn.is_none() {

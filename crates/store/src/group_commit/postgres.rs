@@ -5,7 +5,7 @@
 //!
 //! A batch locks the rows of the calls it writes until it commits. Its jobs go in the order of
 //! their calls, a call's finishes (which lock its row for update) before its claims (which
-//! share it), so two batches (of two nodes, around a takeover) meet their calls in the same
+//! share it), so two batches (of two lanes, or of two nodes around a takeover) meet their calls in the same
 //! order and never both hold one shared while waiting to update it. A deadlock the database breaks anyway fails the batch,
 //! and its jobs take the ordinary path.
 
@@ -23,6 +23,10 @@ const BATCH: &str = "SELECT j.n, CASE WHEN j.r IS NULL \
                  $7::text[], $8::text[], $9::int8[], $10::int8[]) \
      WITH ORDINALITY AS j(t, c, f, i, r, at, ctx, agent, h, fe, n)";
 
+/// How long a batch waits for a row another transaction holds (another node's, around a
+/// takeover) before it gives its jobs back.
+const LOCK_WAIT: &str = "1s";
+
 /// The writer of a PostgreSQL database.
 pub(crate) struct PgBatches {
     /// The database, as the store's pool connects to it.
@@ -33,8 +37,14 @@ impl Batches for PgBatches {
     type Conn = PgConnection;
     type Error = sqlx::Error;
 
+    /// A batch waits at most [`LOCK_WAIT`] for a call's row: past it, the batch fails and its
+    /// jobs take the ordinary path, where only their own callers wait, and the lane is free.
     async fn connect(&self) -> Result<PgConnection, sqlx::Error> {
-        self.options.connect().await
+        self.options
+            .clone()
+            .options([("lock_timeout", LOCK_WAIT)])
+            .connect()
+            .await
     }
 
     async fn write(

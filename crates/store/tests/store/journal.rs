@@ -3,6 +3,9 @@
 
 use super::*;
 
+use std::time::Duration;
+use switchboard_runtime::journal::JournalError;
+
 on_both_backends!(
     journal_round_trip_equals_the_in_memory_fold,
     journal_appends_are_idempotent_and_ended_clears_checkpoints,
@@ -481,6 +484,138 @@ async fn the_sqlite_write_ahead_log_stays_small_while_the_journal_writes() {
         }
     })
     .await;
+}
+
+/// On PostgreSQL a finish waiting for its call's row (locked by another node's transaction,
+/// say around a takeover) holds up no other call's: the journal writes on more than one
+/// connection, so the next batch goes while the first waits. With one, every tool call of the
+/// node waited behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_waiting_for_its_calls_row_holds_up_no_other_call() {
+    run(Backend::Postgres, |h| async move {
+        let (journal, mut holder) = calls_with_rows_held(&h, &["c1"], &["c1", "c2"]).await;
+        let first = spawn_finish(&journal, "c1", "fc_1");
+        lock_waits_reach(&h, 1).await;
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            journal.append("c2", finished("fc_2")),
+        )
+        .await
+        .expect("the other call's finish waited behind the locked call's")
+        .unwrap();
+        assert!(journal.recorded("c2", "fc_2").await.unwrap().is_some());
+        assert!(
+            !first.is_finished(),
+            "the locked call's finish went past the lock"
+        );
+        holder.execute("COMMIT").await.unwrap();
+        first.await.unwrap().unwrap();
+        assert!(journal.recorded("c1", "fc_1").await.unwrap().is_some());
+    })
+    .await;
+}
+
+/// However many calls' rows are held, the journal's writer is not: a batch waits a bounded
+/// time for a row, then gives its jobs to the ordinary path (where only their own callers
+/// wait), so a third call's finish lands while two others still wait for theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finishes_waiting_for_held_rows_leave_the_journal_writer_free() {
+    run(Backend::Postgres, |h| async move {
+        let calls = ["c1", "c2", "c3"];
+        let (journal, mut holder) = calls_with_rows_held(&h, &calls[..2], &calls).await;
+        let waiting = [
+            spawn_finish(&journal, "c1", "fc_1"),
+            spawn_finish(&journal, "c2", "fc_2"),
+        ];
+        lock_waits_reach(&h, 2).await;
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            journal.append("c3", finished("fc_3")),
+        )
+        .await
+        .expect("the third call's finish waited behind the held rows")
+        .unwrap();
+        assert!(
+            waiting.iter().all(|w| !w.is_finished()),
+            "a finish went past a held row"
+        );
+        holder.execute("COMMIT").await.unwrap();
+        for (w, (call, fc)) in waiting.into_iter().zip([("c1", "fc_1"), ("c2", "fc_2")]) {
+            w.await.unwrap().unwrap();
+            assert!(journal.recorded(call, fc).await.unwrap().is_some(), "{fc}");
+        }
+    })
+    .await;
+}
+
+/// `calls` started on node `n1`, and a transaction of another connection holding the rows of
+/// `held` (committed or rolled back by the caller).
+async fn calls_with_rows_held(
+    h: &Harness,
+    held: &[&str],
+    calls: &[&str],
+) -> (switchboard_store::TenantJournal, sqlx::PgConnection) {
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    s.register_node("n1", None, Duration::from_secs(60))
+        .await
+        .unwrap();
+    for id in calls {
+        let info = call_info("acme", id);
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Http))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let mut holder = sqlx::PgConnection::connect(&h.url).await.unwrap();
+    holder.execute("BEGIN").await.unwrap();
+    for id in held {
+        sqlx::query("SELECT 1 FROM calls WHERE tenant_id = 'acme' AND id = $1 FOR UPDATE")
+            .bind(id)
+            .execute(&mut holder)
+            .await
+            .unwrap();
+    }
+    (s.journal("acme").fenced(1), holder)
+}
+
+fn finished(fc: &str) -> JournalEntry {
+    JournalEntry::Finished {
+        record: Box::new(record(fc, true)),
+        context: None,
+        handoffs: 0,
+    }
+}
+
+fn spawn_finish(
+    journal: &switchboard_store::TenantJournal,
+    call: &str,
+    fc: &str,
+) -> tokio::task::JoinHandle<Result<(), JournalError>> {
+    let (journal, call, entry) = (journal.clone(), call.to_owned(), finished(fc));
+    tokio::spawn(async move { journal.append(&call, entry).await })
+}
+
+/// Waits until `n` of the test database's sessions wait for a lock.
+async fn lock_waits_reach(h: &Harness, n: i64) {
+    let mut watcher = sqlx::PgConnection::connect(&h.url).await.unwrap();
+    let waiting = "SELECT count(*) FROM pg_stat_activity \
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while sqlx::query_scalar::<_, i64>(waiting)
+        .fetch_one(&mut watcher)
+        .await
+        .unwrap()
+        < n
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "fewer than {n} finishes ever waited for a held row"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// A request dropped while its transaction begins (its client went away) leaves the pooled
