@@ -45,6 +45,7 @@ pub mod phone;
 pub mod realtime;
 pub mod routes;
 pub mod state;
+mod sweep;
 pub mod tool_cache;
 pub mod toolset;
 

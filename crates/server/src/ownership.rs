@@ -123,26 +123,42 @@ async fn heartbeat(state: &AppState) {
 }
 
 /// Takes over the live Realtime and GPT-Live calls of dead nodes: their callers are still talking, and
-/// nothing else would bring their tools back.
+/// nothing else would bring their tools back. All that are found, in one pass (`sweep`).
 async fn sweep_realtime(state: &AppState) {
-    let mut orphans = Vec::new();
     for door in [Door::Realtime, Door::Live] {
-        match state.store.orphaned_calls(door, 32).await {
-            Ok(o) => orphans.extend(o),
-            Err(e) => {
-                tracing::debug!(name: "call_sweep_failed", error = %e, "call_sweep_failed");
-                return;
+        let find = |skip: usize| async move {
+            match state
+                .store
+                .orphaned_calls(door, crate::sweep::BATCH, skip as u64)
+                .await
+            {
+                Ok(found) => Some(
+                    found
+                        .into_iter()
+                        .map(|(tenant, call_id, _)| (tenant, call_id))
+                        .collect(),
+                ),
+                Err(e) => {
+                    tracing::debug!(name: "call_sweep_failed", error = %e, "call_sweep_failed");
+                    None
+                }
             }
-        }
-    }
-    for (tenant, call_id, _) in orphans {
-        // `locate` takes the call over through the lease, exactly as a request would.
-        match locate(state, &tenant, &call_id).await {
-            Ok(Serving::Here(_)) | Ok(Serving::Elsewhere(_)) => {}
-            Err(e) => {
-                tracing::warn!(name: "call_takeover_failed", call_id = %call_id, error = %e, "call_takeover_failed")
+        };
+        let take = |(tenant, call_id): (String, String)| async move {
+            // A place among the node's call set-ups: takeovers and new calls share the bound.
+            let Ok(_place) = state.call_setups.acquire().await else {
+                return false;
+            };
+            // `locate` takes the call over through the lease, exactly as a request would.
+            match locate(state, &tenant, &call_id).await {
+                Ok(Serving::Here(_)) | Ok(Serving::Elsewhere(_)) => true,
+                Err(e) => {
+                    tracing::warn!(name: "call_takeover_failed", call_id = %call_id, error = %e, "call_takeover_failed");
+                    false
+                }
             }
-        }
+        };
+        crate::sweep::pass(find, take, crate::state::CALL_SETUPS_AT_ONCE).await;
     }
 }
 

@@ -255,22 +255,25 @@ impl Store {
             .collect())
     }
 
-    /// Live calls of `door` whose owner is dead (or that have none), at most `limit`, as
-    /// (tenant, call id, fencing token): what a node's sweep takes over.
+    /// Live calls of `door` whose owner is dead (or that have none), in the order of tenant and
+    /// call id, past the first `skip`, at most `limit`, as (tenant, call id, fencing token): what
+    /// a node's sweep takes over. A sweep skips those it failed to take over, which come first.
     pub async fn orphaned_calls(
         &self,
         door: Door,
         limit: u32,
+        skip: u64,
     ) -> Result<Vec<(String, String, i64)>, StoreError> {
         let rows = with_pool!(self, |pool| {
             sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "SELECT c.tenant_id, c.id, c.fence FROM calls c LEFT JOIN nodes n ON n.id = c.owner_node \
                  WHERE c.status = 'active' AND c.door = $1 AND (n.id IS NULL OR n.expires_at <= {}) \
-                 LIMIT $2",
+                 ORDER BY c.tenant_id, c.id LIMIT $2 OFFSET $3",
                 now_ms(pool.kind())
             )))
             .bind(door.as_str())
             .bind(i64::from(limit))
+            .bind(i64::try_from(skip).unwrap_or(i64::MAX))
             .fetch_all(pool)
             .await?
         });

@@ -10,7 +10,69 @@ on_both_backends!(
     calls_list_newest_first_with_a_cursor,
     a_call_has_one_owner_and_a_stale_owner_is_fenced_off,
     the_live_call_limit_counts_live_calls_of_the_tenant_only,
+    orphans_come_in_a_fixed_order_past_those_skipped,
 );
+
+/// A dead node's live calls of a door come as orphans in the order of tenant and call id, past
+/// the ones a sweep skips (those it failed to take over, which come first); a live node's,
+/// another door's and ended calls do not come at all.
+async fn orphans_come_in_a_fixed_order_past_those_skipped(h: Harness) {
+    use std::time::Duration;
+    use switchboard_store::Door;
+    let s = &h.store;
+    for t in ["acme", "globex"] {
+        tenant(s, t).await;
+    }
+    s.register_node("dead", None, Duration::from_secs(60))
+        .await
+        .unwrap();
+    s.register_node("alive", None, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let start = |tenant: &'static str, id: &'static str, node: &'static str, door| async move {
+        let info = call_info(tenant, id);
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within(tenant, &info, &json!({}), &ctx, 100, (node, door))
+            .await
+            .unwrap()
+            .unwrap();
+    };
+    for (tenant, id) in [
+        ("globex", "c2"),
+        ("acme", "c3"),
+        ("acme", "c1"),
+        ("globex", "c1"),
+    ] {
+        start(tenant, id, "dead", Door::Realtime).await;
+    }
+    start("acme", "c4", "dead", Door::Realtime).await;
+    s.journal("acme")
+        .append("c4", JournalEntry::Ended)
+        .await
+        .unwrap();
+    start("acme", "c5", "alive", Door::Realtime).await;
+    start("acme", "c6", "dead", Door::Http).await;
+    s.retire_node("dead").await.unwrap();
+    let ids = |rows: Vec<(String, String, i64)>| -> Vec<String> {
+        rows.into_iter()
+            .map(|(t, c, _)| format!("{t}/{c}"))
+            .collect()
+    };
+    assert_eq!(
+        ids(s.orphaned_calls(Door::Realtime, 10, 0).await.unwrap()),
+        ["acme/c1", "acme/c3", "globex/c1", "globex/c2"]
+    );
+    assert_eq!(
+        ids(s.orphaned_calls(Door::Realtime, 2, 1).await.unwrap()),
+        ["acme/c3", "globex/c1"]
+    );
+    assert!(
+        s.orphaned_calls(Door::Realtime, 10, 4)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
 
 /// A call start counts the tenant's live calls against its limit: not its ended calls, not
 /// another tenant's.
@@ -240,7 +302,12 @@ async fn a_call_has_one_owner_and_a_stale_owner_is_fenced_off(h: Harness) {
     let node = owner.node.clone().unwrap();
     assert_eq!((node.id.as_str(), node.alive, owner.fence), ("n1", true, 1));
     assert!(!owner.orphaned());
-    assert!(s.orphaned_calls(Door::Http, 10).await.unwrap().is_empty());
+    assert!(
+        s.orphaned_calls(Door::Http, 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // n1's journal claims a function call: once.
     let n1 = s.journal("acme").fenced(1);
@@ -261,7 +328,7 @@ async fn a_call_has_one_owner_and_a_stale_owner_is_fenced_off(h: Harness) {
         .unwrap();
     let owner = s.call_owner("acme", "c1").await.unwrap().unwrap();
     assert!(owner.orphaned(), "{owner:?}");
-    assert_eq!(s.orphaned_calls(Door::Http, 10).await.unwrap().len(), 1);
+    assert_eq!(s.orphaned_calls(Door::Http, 10, 0).await.unwrap().len(), 1);
     assert_eq!(
         s.take_over_call("acme", "c1", "n2", 1).await.unwrap(),
         Some(2)
@@ -302,6 +369,11 @@ async fn a_call_has_one_owner_and_a_stale_owner_is_fenced_off(h: Harness) {
     // Recorded: not claimed again.
     assert_eq!(n2.claim("c1", &inv("fc_1")).await.unwrap(), Claim::Taken);
     n2.append("c1", JournalEntry::Ended).await.unwrap();
-    assert!(s.orphaned_calls(Door::Http, 10).await.unwrap().is_empty());
+    assert!(
+        s.orphaned_calls(Door::Http, 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     s.retire_node("n2").await.unwrap();
 }
