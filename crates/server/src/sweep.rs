@@ -16,7 +16,6 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::StreamExt;
 
@@ -29,8 +28,8 @@ pub(crate) type Orphan = (String, String);
 /// One pass: `find(skip)` the orphans in their order, past the first `skip` (at most
 /// [`BATCH`]; `None` when the database did not answer), `take` each over (`at_once` at a time;
 /// `false` when it failed, so the call is still an orphan), and again while a batch came back
-/// full and held a call not tried in this pass. The calls tried, in the order they were found.
-pub(crate) async fn pass<F, FF, T, TF>(find: F, take: T, at_once: usize) -> Vec<Orphan>
+/// full and held a call not tried in this pass. How many calls were tried.
+pub(crate) async fn pass<F, FF, T, TF>(find: F, take: T, at_once: usize) -> usize
 where
     F: Fn(usize) -> FF,
     FF: Future<Output = Option<Vec<Orphan>>>,
@@ -38,11 +37,10 @@ where
     TF: Future<Output = bool>,
 {
     let mut tried: HashSet<Orphan> = HashSet::new();
-    let mut order = Vec::new();
-    let failed = AtomicUsize::new(0);
+    let mut failed = 0;
     loop {
-        let Some(found) = find(failed.load(Ordering::Relaxed)).await else {
-            return order;
+        let Some(found) = find(failed).await else {
+            return tried.len();
         };
         let full = found.len() >= BATCH as usize;
         let new: Vec<Orphan> = found
@@ -50,22 +48,16 @@ where
             .filter(|o| tried.insert(o.clone()))
             .collect();
         if new.is_empty() {
-            return order;
+            return tried.len();
         }
-        order.extend(new.iter().cloned());
-        futures_util::stream::iter(new)
-            .for_each_concurrent(at_once.max(1), |o| {
-                let taking = take(o);
-                let failed = &failed;
-                async move {
-                    if !taking.await {
-                        failed.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            })
+        failed += futures_util::stream::iter(new)
+            .map(&take)
+            .buffer_unordered(at_once.max(1))
+            .filter(|taken| std::future::ready(!taken))
+            .count()
             .await;
         if !full {
-            return order;
+            return tried.len();
         }
     }
 }
@@ -75,6 +67,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
     use super::*;
@@ -132,7 +125,7 @@ mod tests {
     async fn one_pass_takes_over_every_orphan_a_bounded_number_at_a_time() {
         let o = Orphans::new(1000, 0);
         let tried = pass(|skip| o.find(skip), |c| o.take(c), 32).await;
-        assert_eq!(tried.len(), 1000);
+        assert_eq!(tried, 1000);
         assert!(o.left.lock().unwrap().is_empty());
         let most = o.most_at_once.load(Ordering::SeqCst);
         assert!(most > 1 && most <= 32, "{most} at once");
@@ -144,7 +137,7 @@ mod tests {
     async fn failing_takeovers_hide_no_other_orphan() {
         let o = Orphans::new(100, 40);
         let tried = pass(|skip| o.find(skip), |c| o.take(c), 8).await;
-        assert_eq!(tried.len(), 100, "each call tried once");
+        assert_eq!(tried, 100, "each call tried once");
         let left = o.left.lock().unwrap().clone();
         assert_eq!(left.len(), 40, "only the failing are left");
         assert!(left.iter().all(|l| o.failing.contains(l)));
@@ -163,7 +156,7 @@ mod tests {
             8,
         )
         .await;
-        assert!(tried.is_empty());
+        assert_eq!(tried, 0);
         assert_eq!(taken.load(Ordering::SeqCst), 0);
     }
 }

@@ -496,13 +496,9 @@ async fn a_finish_waiting_for_its_calls_row_holds_up_no_other_call() {
         let (journal, mut holder) = calls_with_rows_held(&h, &["c1"], &["c1", "c2"]).await;
         let first = spawn_finish(&journal, "c1", "fc_1");
         lock_waits_reach(&h, 1).await;
-        tokio::time::timeout(
-            Duration::from_secs(5),
-            journal.append("c2", finished("fc_2")),
-        )
-        .await
-        .expect("the other call's finish waited behind the locked call's")
-        .unwrap();
+        finish_within(&journal, "c2", "fc_2", Duration::from_secs(5))
+            .await
+            .expect("the other call's finish waited behind the locked call's");
         assert!(journal.recorded("c2", "fc_2").await.unwrap().is_some());
         assert!(
             !first.is_finished(),
@@ -528,13 +524,9 @@ async fn finishes_waiting_for_held_rows_leave_the_journal_writer_free() {
             spawn_finish(&journal, "c2", "fc_2"),
         ];
         lock_waits_reach(&h, 2).await;
-        tokio::time::timeout(
-            Duration::from_secs(10),
-            journal.append("c3", finished("fc_3")),
-        )
-        .await
-        .expect("the third call's finish waited behind the held rows")
-        .unwrap();
+        finish_within(&journal, "c3", "fc_3", Duration::from_secs(10))
+            .await
+            .expect("the third call's finish waited behind the held rows");
         assert!(
             waiting.iter().all(|w| !w.is_finished()),
             "a finish went past a held row"
@@ -596,6 +588,18 @@ fn spawn_finish(
 ) -> tokio::task::JoinHandle<Result<(), JournalError>> {
     let (journal, call, entry) = (journal.clone(), call.to_owned(), finished(fc));
     tokio::spawn(async move { journal.append(&call, entry).await })
+}
+
+/// Appends `fc`'s finish to `call`; `Err` when it has not landed within `limit`.
+async fn finish_within(
+    journal: &switchboard_store::TenantJournal,
+    call: &str,
+    fc: &str,
+    limit: Duration,
+) -> Result<(), tokio::time::error::Elapsed> {
+    let appended = tokio::time::timeout(limit, journal.append(call, finished(fc))).await?;
+    appended.unwrap();
+    Ok(())
 }
 
 /// Waits until `n` of the test database's sessions wait for a lock.
