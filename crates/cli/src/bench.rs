@@ -342,6 +342,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let cpu_before = (pid.and_then(cpu_time), cpu_time(std::process::id()));
 
     let samples = Arc::new(Mutex::new(Vec::<u32>::new()));
+    let slow = Arc::new(Mutex::new(Vec::<u32>::new()));
     let errors = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -353,12 +354,14 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let mut calls = tokio::task::JoinSet::new();
     for mut m in models {
         let samples = Arc::clone(&samples);
+        let slow = Arc::clone(&slow);
         let errors = Arc::clone(&errors);
         let done = Arc::clone(&done);
         let think = args.think_ms;
         let tool = args.tool;
         calls.spawn(async move {
             let mut local = Vec::new();
+            let mut slow_at = Vec::new();
             // Spread the calls' first tool calls over one think time.
             if think > 0 {
                 pause(Duration::from_millis(fastrand::u64(0..think)), until).await;
@@ -369,6 +372,9 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
                 match m.tool_call(tool, n).await {
                     Some(elapsed) => {
                         local.push(micros(elapsed));
+                        if elapsed > SLOW {
+                            slow_at.push(micros(started.elapsed()) / 1000);
+                        }
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                     None => {
@@ -382,6 +388,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
                 }
             }
             samples.lock().await.extend(local);
+            slow.lock().await.extend(slow_at);
         });
     }
     let ticker = {
@@ -405,6 +412,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let wall = started.elapsed();
     let cpu_after = (pid.and_then(cpu_time), cpu_time(std::process::id()));
 
+    let tenths = Tenths::of(std::mem::take(&mut *slow.lock().await));
     let mut s = std::mem::take(&mut *samples.lock().await);
     s.sort_unstable();
     let pct = |p: f64| percentile_ms(&s, p);
@@ -443,6 +451,8 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         "webhook_answer_ms": {"p50": percentile_ms(&acks, 0.5), "p99": percentile_ms(&acks, 0.99),
             "max": percentile_ms(&acks, 1.0)},
         "cpu_per_tool_call_us": {"server": server_cpu_us, "generator": bench_cpu_us},
+        "over_5_ms": tenths.as_ref().map(|t| json!({"tool_calls": t.slow, "tenths": t.tenths,
+            "worst_tenth": t.worst, "worst_at_s": f64::from(t.worst_at) / 10.0})),
     });
     crate::say!(
         "concurrent calls   {} (up in {:.1} s)",
@@ -471,6 +481,15 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         pct(0.99),
         pct(1.0)
     );
+    if let Some(t) = &tenths {
+        crate::say!(
+            "over 5 ms          {} tool calls, in {} tenths of a second; the worst tenth {} (at {:.1} s)",
+            t.slow,
+            t.tenths,
+            t.worst,
+            f64::from(t.worst_at) / 10.0
+        );
+    }
     match per_call_kib {
         Some(k) => crate::say!(
             "memory per call    {k:.1} KiB (server RSS {} → {} KiB)",
@@ -507,6 +526,44 @@ fn micros(d: Duration) -> u32 {
 }
 
 /// The `p` percentile (0 to 1) of sorted microseconds, in milliseconds; 0 for none.
+/// A tool call slower than this is counted by the tenth of a second it ended in.
+const SLOW: Duration = Duration::from_millis(5);
+
+/// When the slow tool calls ended, by tenths of a second of the measured time: a few tenths
+/// holding many say the node stalled now and then (every call waiting at once); many tenths
+/// holding one or two say each call met its own delay.
+#[derive(Debug, PartialEq)]
+struct Tenths {
+    /// Tool calls over [`SLOW`].
+    slow: usize,
+    /// Tenths of a second in which at least one ended.
+    tenths: usize,
+    /// The most that ended in one tenth, and that tenth (from the measuring's start).
+    worst: usize,
+    worst_at: u32,
+}
+
+impl Tenths {
+    /// `ended_ms`: when each slow tool call ended, in milliseconds from the measuring's start.
+    fn of(mut ended_ms: Vec<u32>) -> Option<Tenths> {
+        ended_ms.sort_unstable();
+        let mut tenths = Tenths {
+            slow: ended_ms.len(),
+            tenths: 0,
+            worst: 0,
+            worst_at: 0,
+        };
+        for run in ended_ms.chunk_by(|a, b| a / 100 == b / 100) {
+            tenths.tenths += 1;
+            if run.len() > tenths.worst {
+                tenths.worst = run.len();
+                tenths.worst_at = run[0] / 100;
+            }
+        }
+        (tenths.slow > 0).then_some(tenths)
+    }
+}
+
 fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -780,5 +837,20 @@ mod tests {
         assert_eq!(percentile_ms(&sorted, 1.0), 100.0);
         assert_eq!(percentile_ms(&[], 0.99), 0.0);
         assert_eq!(micros(Duration::from_secs(u64::MAX)), u32::MAX);
+    }
+
+    #[test]
+    fn slow_tool_calls_are_counted_by_the_tenth_they_ended_in() {
+        assert_eq!(Tenths::of(Vec::new()), None);
+        let ended = vec![2_950, 120, 2_901, 199, 2_999, 5_000, 2_900];
+        assert_eq!(
+            Tenths::of(ended),
+            Some(Tenths {
+                slow: 7,
+                tenths: 3,
+                worst: 4,
+                worst_at: 29,
+            })
+        );
     }
 }
