@@ -525,7 +525,6 @@ fn micros(d: Duration) -> u32 {
     u32::try_from(d.as_micros()).unwrap_or(u32::MAX)
 }
 
-/// The `p` percentile (0 to 1) of sorted microseconds, in milliseconds; 0 for none.
 /// A tool call slower than this is counted by the tenth of a second it ended in.
 const SLOW: Duration = Duration::from_millis(5);
 
@@ -564,6 +563,7 @@ impl Tenths {
     }
 }
 
+/// The `p` percentile (0 to 1) of sorted microseconds, in milliseconds; 0 for none.
 fn percentile_ms(sorted: &[u32], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
