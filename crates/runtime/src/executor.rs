@@ -170,22 +170,49 @@ impl Executor {
                 };
             }
         };
-        let input = RunInput {
-            function_call_id: invocation.function_call_id.clone(),
-            config: Arc::clone(&entry.config),
-            secrets: Arc::clone(&entry.secrets),
-            agents: Some(call.agents.keys().cloned().collect()),
-            refer: call.refer.clone(),
-            now: Arc::new(Value::String(crate::now_rfc3339())),
-        };
-        let trace = RunTrace::new(&input, ctx);
-        let step = switchboard_core::start(&entry.tool, input, &invocation.arguments_json, ctx);
+        let (step, trace) = begin(call, entry, ctx, invocation);
         let entry = entry.clone();
         let (mut exec, effects) = self
             .drive(call, &entry, invocation, step, gate, transfers, started)
             .await;
         exec.trace = Some(Box::new(RunTrace {
             effects,
+            writes: exec.outcome.writes.clone(),
+            ..trace
+        }));
+        exec
+    }
+
+    /// Runs an invocation of a tool that cannot ask for an effect (see
+    /// [`Tool::requests_effects`]) to its end, here and now: such a run never waits, so it
+    /// needs neither a task nor a deadline timer of its own. `entry` is the tool as `call`
+    /// resolves it on the context's active agent.
+    pub fn execute_in_memory(
+        &self,
+        call: &CallConfig,
+        entry: &ToolEntry,
+        ctx: &Context,
+        invocation: &Invocation,
+    ) -> Execution {
+        let started = Instant::now();
+        let (step, trace) = begin(call, entry, ctx, invocation);
+        let outcome = match step {
+            Step::Done(outcome) => outcome,
+            // Not reached: the tool was parsed without an action that asks for one.
+            Step::Effect(..) => {
+                tracing::error!(name: "tool_effect_unexpected", tool_name = %entry.tool.name(), "tool_effect_unexpected");
+                Outcome::failed(
+                    entry.tool.name(),
+                    ToolError::new(
+                        ErrorCode::ToolExecutionFailed,
+                        "The tool failed unexpectedly. Tell the caller it cannot be done right now.",
+                    ),
+                )
+            }
+        };
+        let mut exec = ended(&entry.tool, invocation, outcome, Vec::new(), started);
+        exec.trace = Some(Box::new(RunTrace {
+            effects: Vec::new(),
             writes: exec.outcome.writes.clone(),
             ..trace
         }));
@@ -292,24 +319,55 @@ impl Executor {
                 ),
             ),
         };
-        let elapsed = started.elapsed();
-        tracing::info!(
-            name: "tool_executor_execute_finished",
-            tool_name = %tool.name(),
-            function_call_id = %invocation.function_call_id,
-            ok = outcome.ok(),
-            error = outcome.code().map(|c| c.as_str()).unwrap_or_default(),
-            elapsed_ms = elapsed.as_secs_f64() * 1000.0,
-            "tool_executor_execute_finished"
-        );
-        let exec = Execution {
-            outcome,
-            tool: Some(Arc::clone(tool)),
-            call_actions: actions,
-            elapsed,
-            trace: None,
-        };
+        let exec = ended(tool, invocation, outcome, actions, started);
         (exec, exchanges)
+    }
+}
+
+/// A run's first step, and what replaying it will need: its input and the context it met.
+fn begin(
+    call: &CallConfig,
+    entry: &ToolEntry,
+    ctx: &Context,
+    invocation: &Invocation,
+) -> (Step, RunTrace) {
+    let input = RunInput {
+        function_call_id: invocation.function_call_id.clone(),
+        config: Arc::clone(&entry.config),
+        secrets: Arc::clone(&entry.secrets),
+        agents: Some(call.agents.keys().cloned().collect()),
+        refer: call.refer.clone(),
+        now: Arc::new(Value::String(crate::now_rfc3339())),
+    };
+    let trace = RunTrace::new(&input, ctx);
+    let step = switchboard_core::start(&entry.tool, input, &invocation.arguments_json, ctx);
+    (step, trace)
+}
+
+/// How a run ended, logged as the one line of its end.
+fn ended(
+    tool: &Arc<Tool>,
+    invocation: &Invocation,
+    outcome: Outcome,
+    call_actions: Vec<CallAction>,
+    started: Instant,
+) -> Execution {
+    let elapsed = started.elapsed();
+    tracing::info!(
+        name: "tool_executor_execute_finished",
+        tool_name = %tool.name(),
+        function_call_id = %invocation.function_call_id,
+        ok = outcome.ok(),
+        error = outcome.code().map(|c| c.as_str()).unwrap_or_default(),
+        elapsed_ms = elapsed.as_secs_f64() * 1000.0,
+        "tool_executor_execute_finished"
+    );
+    Execution {
+        outcome,
+        tool: Some(Arc::clone(tool)),
+        call_actions,
+        elapsed,
+        trace: None,
     }
 }
 

@@ -4,21 +4,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
-use switchboard_core::{
-    EffectRequest, ErrorCode, Outcome, SideEffect, Suspended, ToolError, ToolResult,
-};
+use serde_json::{Map, Value};
+use switchboard_core::{ErrorCode, Outcome, SideEffect, Suspended, ToolError};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinError;
-use tracing::Instrument;
 
-use crate::bookkeeping::{Answered, DedupeKey, dedupe_digest};
+use crate::bookkeeping::{DedupeKey, dedupe_digest};
 use crate::commit::{CommitError, with_retry};
-use crate::executor::Execution;
-use crate::invocation::{Delivery, Invocation, InvocationRecord};
+use crate::invocation::{Invocation, InvocationRecord};
 use crate::journal::{Checkpoint, Claim, JournalEntry, JournalError};
 
-use super::{Actor, Cmd, Conclusion, Lookup, Pending, SessionGate, SessionSizes, shown};
+use super::run::Run;
+use super::{Actor, Cmd, Conclusion, Lookup, Pending, SessionSizes, shown};
 
 impl Actor {
     /// The session's loop. Each command's work is boxed: an idle call's task then holds only
@@ -44,11 +40,12 @@ impl Actor {
                 }
                 Cmd::Lookup(fc, reply) => {
                     let found = if self.pending.contains_key(&fc)
-                        || self
-                            .pending
-                            .values()
-                            .any(|p| p.followers.iter().any(|(i, _, _)| i.function_call_id == fc))
-                    {
+                        || self.pending.values().any(|p| {
+                            p.running
+                                .followers
+                                .iter()
+                                .any(|(i, _, _)| i.function_call_id == fc)
+                        }) {
                         Some(Lookup::Pending)
                     } else if let Some(r) = self.records.find(&fc) {
                         Some(Lookup::Done(Box::new(r.clone())))
@@ -93,8 +90,9 @@ impl Actor {
         }
         let (started, started_at) = (Instant::now(), crate::now_rfc3339());
         let agent = self.ctx.active_agent().to_owned();
-        let tool = match self.deps.config.resolve(&agent, &inv.name) {
-            Ok(entry) => Arc::clone(&entry.tool),
+        let config = Arc::clone(&self.deps.config);
+        let entry = match config.resolve(&agent, &inv.name) {
+            Ok(entry) => entry,
             Err(e) => {
                 if e.code == ErrorCode::ToolNotFound {
                     tracing::info!(name: "tool_not_found", tool_name = %shown(&inv.name), agent = %agent, "tool_not_found");
@@ -107,6 +105,7 @@ impl Actor {
                 return;
             }
         };
+        let tool = &entry.tool;
         let window = Duration::from_secs(tool.dedupe_window_s());
         let dedupe_key = (tool.side_effect() == SideEffect::Write && !window.is_zero())
             .then(|| dedupe_key(&agent, &inv))
@@ -130,19 +129,24 @@ impl Actor {
             if let Some(first) = self
                 .pending
                 .values_mut()
-                .find(|p| p.dedupe_key.as_ref() == Some(key))
+                .find(|p| p.running.dedupe_key.as_ref() == Some(key))
             {
-                tracing::info!(name: "tool_invocation_joined_identical_write", function_call_id = %fc, duplicate_of = %first.invocation.function_call_id, "tool_invocation_joined_identical_write");
-                first.followers.push((inv, started, started_at));
+                tracing::info!(name: "tool_invocation_joined_identical_write", function_call_id = %fc, duplicate_of = %first.running.invocation.function_call_id, "tool_invocation_joined_identical_write");
+                first.running.followers.push((inv, started, started_at));
                 return;
             }
         }
         // A tool that can reach outside the call is claimed before it runs (a rerun has its
-        // claim). One that cannot is claimed by its record: it runs on the session's copy of
-        // the context, and its record, fenced, is the first and only write of its run; its
-        // answer follows it (see `finished`).
+        // claim), and runs in a task of its own. One that cannot is claimed by its record: it
+        // runs here, on the session's context, and its record, fenced, is the first and only
+        // write of its run; its answer follows it (see `answer_run`).
         let claimed = !claim || tool.requests_effects() || tool.is_async();
-        if claim && claimed && !self.claim(&inv, &tool, started, &started_at).await {
+        if !claimed {
+            self.run_in_memory(inv, entry, dedupe_key, started, started_at)
+                .await;
+            return;
+        }
+        if claim && !self.claim(&inv, tool, started, &started_at).await {
             return;
         }
         let run = Run {
@@ -150,7 +154,8 @@ impl Actor {
             resume_from: None,
             claimed,
         };
-        self.schedule(inv, tool, run, started, started_at).await;
+        self.schedule(inv, Arc::clone(tool), run, started, started_at)
+            .await;
     }
 
     /// Claims a function call in the journal before it runs, so no other node ever runs it;
@@ -273,200 +278,6 @@ impl Actor {
         }
     }
 
-    /// Starts a tool's run in its own task, with a monitor that reports how it ended.
-    async fn schedule(
-        &mut self,
-        inv: Invocation,
-        tool: Arc<switchboard_core::Tool>,
-        run: Run,
-        started: Instant,
-        started_at: String,
-    ) {
-        let Run {
-            dedupe_key,
-            resume_from,
-            claimed,
-        } = run;
-        let fc = inv.function_call_id.clone();
-        let gate = SessionGate {
-            call_id: self.call_id.clone(),
-            invocation: inv.clone(),
-            hold: self.deps.options.hold_terminal_effects && inv.response_id.is_some(),
-            tx: self.tx.clone(),
-            journal: Arc::clone(&self.deps.journal),
-        };
-        let (config, executor, transfers, semaphore) = (
-            Arc::clone(&self.deps.config),
-            self.deps.executor.clone(),
-            Arc::clone(&self.transfers),
-            Arc::clone(&self.semaphore),
-        );
-        let ctx = self.ctx.clone();
-        let run_inv = inv.clone();
-        let span = tracing::info_span!("invocation", function_call_id = %fc, tool = %tool.name());
-        let task = tokio::spawn(
-            async move {
-                // The semaphore is never closed, so acquiring only waits for a free slot.
-                let _permit = semaphore.acquire_owned().await;
-                match resume_from {
-                    None => {
-                        executor
-                            .execute(&config, &ctx, &run_inv, &gate, &transfers)
-                            .await
-                    }
-                    Some((request, suspended)) => {
-                        executor
-                            .resume(&config, &run_inv, request, suspended, &gate, &transfers)
-                            .await
-                    }
-                }
-            }
-            .instrument(span),
-        );
-        let abort = task.abort_handle();
-        let tx = self.tx.clone();
-        let id = fc.clone();
-        let monitor = tokio::spawn(async move {
-            let result = task.await;
-            let _ = tx.send(Cmd::Finished {
-                function_call_id: id,
-                result: Box::new(result),
-            });
-        });
-        let is_async = tool.is_async();
-        self.pending.insert(
-            fc.clone(),
-            Pending {
-                invocation: inv.clone(),
-                tool: tool.name().to_owned(),
-                side_effect: tool.side_effect(),
-                is_async,
-                abort,
-                monitor,
-                started,
-                started_at,
-                dedupe_key,
-                claimed,
-                dedupe_window: Duration::from_secs(tool.dedupe_window_s()),
-                max_context_bytes: tool.limits().max_context_bytes,
-                followers: Vec::new(),
-            },
-        );
-        metrics::gauge!("switchboard_pending_tools").increment(1.0);
-        // One line at `info` per tool call is its end (`tool_executor_execute_finished`); the
-        // steps before it are `debug`, so a busy node's log is not three lines per call.
-        tracing::debug!(
-            name: "tool_invocation_scheduled",
-            function_call_id = %fc,
-            tool_name = %tool.name(),
-            response_id = inv.response_id.as_deref().unwrap_or_default(),
-            side_effect = ?tool.side_effect(),
-            pending_tool_calls = self.pending.len(),
-            "tool_invocation_scheduled"
-        );
-        if is_async {
-            // Answered at once; the outcome follows as news when the run ends.
-            let result = ToolResult {
-                function_call_id: fc,
-                ok: true,
-                error: None,
-                output: json!({"ok": true, "message": "started"}).to_string(),
-            };
-            let delivery = Delivery {
-                result,
-                tool: tool.name().to_owned(),
-                response_id: inv.response_id,
-                interrupted: false,
-                async_completion: false,
-                handoff: None,
-                duplicate_of: None,
-                actions: Vec::new(),
-            };
-            self.deps.sink.deliver(delivery).await;
-        }
-    }
-
-    async fn finished(&mut self, fc: &str, result: Result<Execution, JoinError>) {
-        // Absent when it was answered already: aborted by an interruption or by the call's end.
-        let Some(p) = self.pending.remove(fc) else {
-            return;
-        };
-        metrics::gauge!("switchboard_pending_tools").decrement(1.0);
-        let (mut outcome, actions, trace) = match result {
-            Ok(exec) => (exec.outcome, exec.call_actions, exec.trace),
-            Err(e) => {
-                tracing::error!(name: "tool_run_panicked", function_call_id = %fc, tool_name = %p.tool, panicked = e.is_panic(), "tool_run_panicked");
-                let err = ToolError::new(
-                    ErrorCode::ToolExecutionFailed,
-                    "The tool failed unexpectedly. Tell the caller it cannot be done right now.",
-                );
-                (Outcome::failed(&p.tool, err), Vec::new(), None)
-            }
-        };
-        if outcome.ok()
-            && outcome.handoff.is_some()
-            && self.handoffs >= self.deps.options.max_handoffs
-        {
-            tracing::warn!(name: "agent_handoff_refused_loop", handoffs = self.handoffs, "agent_handoff_refused_loop");
-            outcome = Outcome::failed(
-                &p.tool,
-                ToolError::new(
-                    ErrorCode::HandoffFailed,
-                    "This call has been handed over too many times. Go on helping the caller yourself.",
-                ),
-            );
-        }
-        let interrupted = self.interrupted(&p.invocation);
-        let mut c = Conclusion::new(
-            p.invocation,
-            p.tool.clone(),
-            outcome,
-            p.started,
-            p.started_at,
-        );
-        c.interrupted = interrupted;
-        c.async_completion = p.is_async;
-        // An unclaimed run's record is what fences it: answered only once that has landed.
-        c.answer_first = self.deps.options.answer_before_journal
-            && p.claimed
-            && p.side_effect == SideEffect::Read
-            && c.outcome.writes.is_empty()
-            && c.outcome.handoff.is_none();
-        c.actions = actions;
-        c.trace = trace;
-        c.max_context_bytes = p.max_context_bytes;
-        let first_id = fc.to_owned();
-        let answered = self.conclude(c).await;
-        let (output, error) = (answered.output, answered.error);
-        if let (None, Some(key)) = (error, p.dedupe_key) {
-            let answered = Answered {
-                function_call_id: first_id.clone(),
-                output: output.clone(),
-                expires: Instant::now() + p.dedupe_window,
-            };
-            self.dedupe.insert(key, answered);
-        }
-        for (inv, started, started_at) in p.followers {
-            self.conclude_duplicate(
-                inv,
-                p.tool.clone(),
-                &first_id,
-                &output,
-                error,
-                started,
-                started_at,
-            )
-            .await;
-        }
-    }
-
-    fn interrupted(&self, inv: &Invocation) -> bool {
-        inv.response_id
-            .as_ref()
-            .and_then(|r| self.responses.get(r))
-            .is_some_and(|r| r.cancelled)
-    }
-
     async fn cancel_response(&mut self, response_id: &str) {
         self.response_ended(response_id);
         let state = self.responses.entry(response_id);
@@ -479,9 +290,9 @@ impl Actor {
             .pending
             .iter()
             .filter(|(_, p)| {
-                p.invocation.response_id.as_deref() == Some(response_id)
-                    && p.side_effect == SideEffect::Read
-                    && !p.is_async
+                p.running.invocation.response_id.as_deref() == Some(response_id)
+                    && p.running.side_effect == SideEffect::Read
+                    && !p.running.is_async
             })
             .map(|(id, _)| id.clone())
             .collect();
@@ -491,12 +302,12 @@ impl Actor {
             };
             p.abort.abort();
             metrics::gauge!("switchboard_pending_tools").decrement(1.0);
-            tracing::info!(name: "tool_cancelled_for_response", response_id = %response_id, function_call_id = %id, tool_name = %p.tool, "tool_cancelled_for_response");
+            tracing::info!(name: "tool_cancelled_for_response", response_id = %response_id, function_call_id = %id, tool_name = %p.running.tool, "tool_cancelled_for_response");
             let c = Conclusion::cancelled(
-                p.invocation,
-                &p.tool,
-                p.started,
-                p.started_at,
+                p.running.invocation,
+                &p.running.tool,
+                p.running.started,
+                p.running.started_at,
                 "The caller interrupted; this request was cancelled.",
             );
             self.conclude(c).await;
@@ -510,8 +321,9 @@ impl Actor {
         let pending = &self.pending;
         self.responses.ended(response_id, |id| {
             pending.values().any(|p| {
-                p.invocation.response_id.as_deref() == Some(id)
-                    || p.followers
+                p.running.invocation.response_id.as_deref() == Some(id)
+                    || p.running
+                        .followers
                         .iter()
                         .any(|(i, _, _)| i.response_id.as_deref() == Some(id))
             })
@@ -556,16 +368,20 @@ impl Actor {
             metrics::gauge!("switchboard_pending_tools").decrement(1.0);
             const ENDED: &str = "The call ended before this finished.";
             self.conclude(Conclusion::cancelled(
-                p.invocation,
-                &p.tool,
-                p.started,
-                p.started_at,
+                p.running.invocation,
+                &p.running.tool,
+                p.running.started,
+                p.running.started_at,
                 ENDED,
             ))
             .await;
-            for (inv, started, started_at) in p.followers {
+            for (inv, started, started_at) in p.running.followers {
                 self.conclude(Conclusion::cancelled(
-                    inv, &p.tool, started, started_at, ENDED,
+                    inv,
+                    &p.running.tool,
+                    started,
+                    started_at,
+                    ENDED,
                 ))
                 .await;
             }
@@ -616,14 +432,4 @@ fn canonical(v: &Value) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
         other => other.clone(),
     }
-}
-
-/// How a scheduled run starts.
-struct Run {
-    /// A write's key for identical calls in its dedupe window.
-    dedupe_key: Option<DedupeKey>,
-    /// The effect and suspended run of a checkpoint, when resumed from one.
-    resume_from: Option<(EffectRequest, Suspended)>,
-    /// Whether the journal holds a claim or checkpoint of it; if not, its record is its claim.
-    claimed: bool,
 }

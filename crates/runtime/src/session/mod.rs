@@ -1,10 +1,11 @@
 //! The call session: one task per call that owns the call's context.
 //!
 //! Every door (the Realtime WebSocket, HTTP, MCP) hands function calls to a [`CallSession`]. It
-//! ignores a `function_call_id` it has seen, runs tools concurrently in background tasks
-//! (bounded per call), commits each finished tool's writes to the context atomically, and sends
-//! exactly one answer per function call to the [`OutputSink`], whatever happens: bad arguments,
-//! an unknown tool, a timeout, a panic, an interruption, or the end of the call.
+//! ignores a `function_call_id` it has seen, runs tools that reach outside the call concurrently
+//! in background tasks (bounded per call) and tools that only touch the call's own state at
+//! once in its own task, commits each finished tool's writes to the context atomically, and
+//! sends exactly one answer per function call to the [`OutputSink`], whatever happens: bad
+//! arguments, an unknown tool, a timeout, a panic, an interruption, or the end of the call.
 //!
 //! **Interruptions** follow the side-effect class of each tool: when the response that asked
 //! for a tool is cancelled, a `read` tool is aborted and answered `cancelled`; a `write` tool
@@ -20,8 +21,8 @@
 //! cut ([`RecordLimits`]); metrics never take a label from a name the model made up.
 //!
 //! This file holds the handle and the actor's state; `actor.rs` the actor's loop over commands,
-//! `conclude.rs` how a function call ends (commit, journal, record, answer), `gate.rs` the
-//! checkpoint before each effect.
+//! `run.rs` a tool's run from its start to its settled answer, `conclude.rs` how a function call
+//! ends (commit, journal, record, answer), `gate.rs` the checkpoint before each effect.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -45,11 +46,13 @@ use crate::redact::Redactor;
 mod actor;
 mod conclude;
 mod gate;
+mod run;
 
 /// How a session behaves; the door decides.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
-    /// Tools of one call running at once; more wait their turn.
+    /// Tools of one call that reach outside it (effects, `async`) running at once; more wait
+    /// their turn. A tool that only touches the call's state takes no slot: it never waits.
     pub max_concurrent_tools: usize,
     /// Hold transfers and hang-ups until the response that asked for them completes (the
     /// Realtime door, which sees responses complete); otherwise perform them at once.
@@ -355,14 +358,20 @@ impl CallSession {
     }
 }
 
+/// A tool call running (or waiting its turn) in a task of its own.
 struct Pending {
+    running: Running,
+    abort: AbortHandle,
+    /// Finishes once the run's task has stopped, whether it ended or was aborted.
+    monitor: tokio::task::JoinHandle<()>,
+}
+
+/// A tool call between its start and its answer: what answering it needs.
+struct Running {
     invocation: Invocation,
     tool: String,
     side_effect: SideEffect,
     is_async: bool,
-    abort: AbortHandle,
-    /// Finishes once the run's task has stopped, whether it ended or was aborted.
-    monitor: tokio::task::JoinHandle<()>,
     started: Instant,
     started_at: String,
     dedupe_key: Option<DedupeKey>,

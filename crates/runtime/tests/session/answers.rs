@@ -66,6 +66,53 @@ async fn a_hundred_concurrent_calls_all_land() {
 }
 
 #[tokio::test]
+async fn a_tool_that_stays_in_the_call_is_not_kept_waiting_by_slow_tools_holding_every_slot() {
+    let server = server_with_slow(1_000).await;
+    let note = tool(json!({
+        "name": "note", "description": "Notes that the caller is in a hurry.",
+        "actions": [{"type": "context.set", "data": {"in_a_hurry": true}}],
+        "on_success": [{"type": "respond", "message": "noted"}]
+    }));
+    let mut h = harness(
+        vec![(
+            "main",
+            vec![slow("lookup", &server.uri(), "GET", None), note],
+        )],
+        SessionOptions {
+            max_concurrent_tools: 1,
+            ..SessionOptions::default()
+        },
+    )
+    .await;
+    h.session
+        .submit(inv("fc1", "lookup", json!({}), Some("resp_1")));
+    // Waits for the one slot, which the first lookup holds for a second.
+    h.session
+        .submit(inv("fc2", "lookup", json!({}), Some("resp_1")));
+    h.session
+        .submit(inv("fc3", "note", json!({}), Some("resp_1")));
+    let first = h.next().await;
+    assert_eq!(
+        first.result.function_call_id, "fc3",
+        "a tool that only changes the call's context needs no slot"
+    );
+    assert_eq!(output(&first)["message"], "noted");
+    assert_eq!(
+        h.snapshot().await.context.workflow["in_a_hurry"],
+        json!(true)
+    );
+    let mut rest = vec![
+        h.next().await.result.function_call_id,
+        h.next().await.result.function_call_id,
+    ];
+    rest.sort();
+    assert_eq!(rest, ["fc1", "fc2"]);
+    h.nothing_more().await;
+    let records = h.snapshot().await.records;
+    assert_eq!(records.len(), 3, "one record per function call");
+}
+
+#[tokio::test]
 async fn a_repeated_function_call_id_runs_once_and_is_answered_once() {
     let server = server_with_slow(200).await;
     let mut h = harness(
