@@ -186,9 +186,15 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
-        let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
-            .install_recorder()
-            .ok();
+        let metrics = match switchboard_server::prometheus::install(
+            switchboard_server::prometheus::UPKEEP_EVERY,
+        ) {
+            Ok(handle) => Some(handle),
+            Err(e) => {
+                tracing::warn!(name: "metrics_recorder_not_installed", error = %e, "metrics_recorder_not_installed");
+                None
+            }
+        };
         let store = args.db.open().await?;
         let http = HttpEffects::new(HttpConfig {
             allow_private_networks: args.allow_private_network,

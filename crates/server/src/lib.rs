@@ -15,7 +15,8 @@
 //!   the node's Realtime door.
 //! - [`console`]: the operators' console at `/console` (server-rendered pages, assets in the
 //!   binary, a sealed session cookie, CSRF tokens, a strict Content-Security-Policy).
-//! - [`demo`]: the `acme-corp` demo tenant.
+//! - [`demo`]: the `acme-corp` demo tenant; [`prometheus`]: the metrics recorder (latency
+//!   histograms, drained between scrapes).
 //!
 //! [`serve`] takes its listener and its shutdown signal, so tests bind `127.0.0.1:0` and drive a
 //! real server. `/metrics` there needs the admin key; [`serve_metrics`] serves it without one on
@@ -42,6 +43,7 @@ pub mod extract;
 pub mod mcp;
 pub mod ownership;
 pub mod phone;
+pub mod prometheus;
 pub mod realtime;
 pub mod routes;
 pub mod state;
