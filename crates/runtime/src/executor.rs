@@ -148,13 +148,7 @@ impl Executor {
         transfers: &TransferLedger,
     ) -> Execution {
         let started = Instant::now();
-        tracing::debug!(
-            name: "tool_executor_execute_started",
-            tool_name = %invocation.name,
-            function_call_id = %invocation.function_call_id,
-            response_id = invocation.response_id.as_deref().unwrap_or_default(),
-            "tool_executor_execute_started"
-        );
+        log_start(invocation);
         let entry = match call.resolve(ctx.active_agent(), &invocation.name) {
             Ok(e) => e,
             Err(e) => {
@@ -195,6 +189,7 @@ impl Executor {
         invocation: &Invocation,
     ) -> Execution {
         let started = Instant::now();
+        log_start(invocation);
         let (step, trace) = begin(call, entry, ctx, invocation);
         let outcome = match step {
             Step::Done(outcome) => outcome,
@@ -322,6 +317,16 @@ impl Executor {
         let exec = ended(tool, invocation, outcome, actions, started);
         (exec, exchanges)
     }
+}
+
+fn log_start(invocation: &Invocation) {
+    tracing::debug!(
+        name: "tool_executor_execute_started",
+        tool_name = %invocation.name,
+        function_call_id = %invocation.function_call_id,
+        response_id = invocation.response_id.as_deref().unwrap_or_default(),
+        "tool_executor_execute_started"
+    );
 }
 
 /// A run's first step, and what replaying it will need: its input and the context it met.

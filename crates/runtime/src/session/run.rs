@@ -50,6 +50,15 @@ impl Actor {
         started_at: String,
     ) {
         let tool = &entry.tool;
+        tracing::debug!(
+            name: "tool_invocation_scheduled",
+            function_call_id = %inv.function_call_id,
+            tool_name = %tool.name(),
+            response_id = inv.response_id.as_deref().unwrap_or_default(),
+            side_effect = ?tool.side_effect(),
+            pending_tool_calls = self.pending.len(),
+            "tool_invocation_scheduled"
+        );
         let span = tracing::info_span!("invocation", function_call_id = %inv.function_call_id, tool = %tool.name());
         let result = span.in_scope(|| {
             std::panic::catch_unwind(AssertUnwindSafe(|| {
