@@ -22,6 +22,10 @@ use crate::effects::{CallAction, EffectScope, Effects, TransferLedger};
 use crate::invocation::Invocation;
 use crate::replay::{EffectExchange, RunTrace};
 
+/// The answer for a run that broke in a way no tool definition can cause (a bug of ours).
+pub(crate) const FAILED_UNEXPECTEDLY: &str =
+    "The tool failed unexpectedly. Tell the caller it cannot be done right now.";
+
 /// One tool as an agent has it: the pinned version, whether it is on, and its config.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
@@ -198,10 +202,7 @@ impl Executor {
                 tracing::error!(name: "tool_effect_unexpected", tool_name = %entry.tool.name(), "tool_effect_unexpected");
                 Outcome::failed(
                     entry.tool.name(),
-                    ToolError::new(
-                        ErrorCode::ToolExecutionFailed,
-                        "The tool failed unexpectedly. Tell the caller it cannot be done right now.",
-                    ),
+                    ToolError::new(ErrorCode::ToolExecutionFailed, FAILED_UNEXPECTEDLY),
                 )
             }
         };

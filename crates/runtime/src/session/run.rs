@@ -14,7 +14,7 @@ use tokio::task::JoinError;
 use tracing::Instrument;
 
 use crate::bookkeeping::{Answered, DedupeKey};
-use crate::executor::{Execution, ToolEntry};
+use crate::executor::{Execution, FAILED_UNEXPECTEDLY, ToolEntry};
 use crate::invocation::{Delivery, Invocation};
 
 use super::{Actor, Cmd, Conclusion, Pending, Running, SessionGate};
@@ -50,15 +50,7 @@ impl Actor {
         started_at: String,
     ) {
         let tool = &entry.tool;
-        tracing::debug!(
-            name: "tool_invocation_scheduled",
-            function_call_id = %inv.function_call_id,
-            tool_name = %tool.name(),
-            response_id = inv.response_id.as_deref().unwrap_or_default(),
-            side_effect = ?tool.side_effect(),
-            pending_tool_calls = self.pending.len(),
-            "tool_invocation_scheduled"
-        );
+        log_scheduled(&inv, tool, self.pending.len());
         let span = tracing::info_span!("invocation", function_call_id = %inv.function_call_id, tool = %tool.name());
         let result = span.in_scope(|| {
             std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -144,17 +136,7 @@ impl Actor {
             },
         );
         metrics::gauge!("switchboard_pending_tools").increment(1.0);
-        // One line at `info` per tool call is its end (`tool_executor_execute_finished`); the
-        // steps before it are `debug`, so a busy node's log is not three lines per call.
-        tracing::debug!(
-            name: "tool_invocation_scheduled",
-            function_call_id = %fc,
-            tool_name = %tool.name(),
-            response_id = inv.response_id.as_deref().unwrap_or_default(),
-            side_effect = ?tool.side_effect(),
-            pending_tool_calls = self.pending.len(),
-            "tool_invocation_scheduled"
-        );
+        log_scheduled(&inv, &tool, self.pending.len());
         if is_async {
             // Answered at once; the outcome follows as news when the run ends.
             let result = ToolResult {
@@ -197,10 +179,7 @@ impl Actor {
             Ok(exec) => (exec.outcome, exec.call_actions, exec.trace),
             Err(e) => {
                 tracing::error!(name: "tool_run_panicked", function_call_id = %fc, tool_name = %p.tool, panicked = e.panicked, "tool_run_panicked");
-                let err = ToolError::new(
-                    ErrorCode::ToolExecutionFailed,
-                    "The tool failed unexpectedly. Tell the caller it cannot be done right now.",
-                );
+                let err = ToolError::new(ErrorCode::ToolExecutionFailed, FAILED_UNEXPECTEDLY);
                 (Outcome::failed(&p.tool, err), Vec::new(), None)
             }
         };
@@ -267,6 +246,20 @@ impl Actor {
             .and_then(|r| self.responses.get(r))
             .is_some_and(|r| r.cancelled)
     }
+}
+
+/// One line at `info` per tool call is its end (`tool_executor_execute_finished`); the steps
+/// before it, this one included, are `debug`, so a busy node's log is not three lines per call.
+fn log_scheduled(inv: &Invocation, tool: &Tool, pending_tool_calls: usize) {
+    tracing::debug!(
+        name: "tool_invocation_scheduled",
+        function_call_id = %inv.function_call_id,
+        tool_name = %tool.name(),
+        response_id = inv.response_id.as_deref().unwrap_or_default(),
+        side_effect = ?tool.side_effect(),
+        pending_tool_calls,
+        "tool_invocation_scheduled"
+    );
 }
 
 impl Running {
