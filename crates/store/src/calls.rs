@@ -180,11 +180,13 @@ pub(crate) fn check_call_id(id: &str) -> Result<(), StoreError> {
 const CALL_COLUMNS_WHERE_ID: &str = "SELECT id, tenant_id, agent, status, context, pinned, version, handoffs, created_at, ended_at \
      FROM calls WHERE tenant_id = $1 AND id = $2";
 
-/// A tenant's live calls, counted against its limit when a call starts, in the write that
-/// records it. Answered from `calls_active_by_tenant` (migration 0013) alone, so it costs the
-/// live calls, not every call the tenant ever had.
-const COUNT_LIVE_CALLS: &str =
-    "SELECT COUNT(*) FROM calls WHERE tenant_id = $1 AND status = 'active'";
+/// A call's start within its tenant's limit on PostgreSQL (migration 0015): the row lock, the
+/// tenant's live calls and the insert in one statement, `true` when the call was inserted.
+const START_WITHIN_LIMIT: &str = "SELECT call_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+
+/// A tenant's live calls, kept by the triggers of migration 0015 on every start, end and delete
+/// of its calls: read in the write that records a call, it costs the same however many are live.
+const LIVE_CALLS: &str = "SELECT live_calls FROM tenants WHERE id = $1";
 
 impl Store {
     /// Records a new call with its starting context and the tool versions pinned for it.
@@ -202,9 +204,9 @@ impl Store {
     }
 
     /// [`Store::create_call`] unless the tenant has `max_active` active calls already (on any
-    /// node), then `None`. The count and the insert are one transaction under a lock on the
-    /// tenant's row (PostgreSQL `FOR UPDATE`; SQLite's write lock), so concurrent starts cannot
-    /// both take the last place. The call is owned by `owner` (a node id) with fencing token
+    /// node), then `None`. The count and the insert are one transaction under a lock: on
+    /// PostgreSQL one statement holding the tenant's row (`call_start`, migration 0015), on
+    /// SQLite the write lock, so concurrent starts cannot both take the last place. The call is owned by `owner` (a node id) with fencing token
     /// [`crate::ownership::FIRST_FENCE`], reached through `door`.
     #[allow(clippy::too_many_arguments)]
     pub async fn create_call_within(
@@ -248,24 +250,36 @@ impl Store {
         let pinned_text = to_json(pinned)?;
         let at = now();
         let agent = context.active_agent().to_owned();
+        let fence = if owner.is_some() { FIRST_FENCE } else { 0 };
+        let door = owner.map_or(Door::Http, |(_, door)| door).as_str();
         let inserted: Result<bool, sqlx::Error> = with_pool!(self, |pool| {
             async {
+                if let (Backend::Postgres, Some(max)) = (pool.kind(), max_active) {
+                    // One statement: the tenant's row is locked only while the database runs it.
+                    return sqlx::query_scalar(START_WITHIN_LIMIT)
+                        .bind(tenant_id)
+                        .bind(&call.id)
+                        .bind(&agent)
+                        .bind(&call_info)
+                        .bind(&context_text)
+                        .bind(&pinned_text)
+                        .bind(&at)
+                        .bind(owner.map(|(node, _)| node))
+                        .bind(fence)
+                        .bind(door)
+                        .bind(i64::try_from(max).unwrap_or(i64::MAX))
+                        .fetch_one(pool)
+                        .await;
+                }
                 let mut tx = self.begin_write(pool).await?;
                 if let Some(max) = max_active {
-                    let lock = match pool.kind() {
-                        Backend::Sqlite => "SELECT id FROM tenants WHERE id = $1",
-                        Backend::Postgres => "SELECT id FROM tenants WHERE id = $1 FOR UPDATE",
-                    };
+                    // SQLite's write lock is held already: no other writer counts meanwhile.
                     // A missing tenant is the insert's foreign key error below.
-                    let _: Option<String> = sqlx::query_scalar(lock)
+                    let live: Option<i64> = sqlx::query_scalar(LIVE_CALLS)
                         .bind(tenant_id)
                         .fetch_optional(&mut *tx)
                         .await?;
-                    let active: i64 = sqlx::query_scalar(COUNT_LIVE_CALLS)
-                    .bind(tenant_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                    if usize::try_from(active).unwrap_or(usize::MAX) >= max {
+                    if live.is_some_and(|n| usize::try_from(n).unwrap_or(usize::MAX) >= max) {
                         tx.rollback().await?;
                         return Ok(false);
                     }
@@ -282,8 +296,8 @@ impl Store {
                 .bind(&pinned_text)
                 .bind(&at)
                 .bind(owner.map(|(node, _)| node))
-                .bind(if owner.is_some() { FIRST_FENCE } else { 0 })
-                .bind(owner.map_or(Door::Http, |(_, door)| door).as_str())
+                .bind(fence)
+                .bind(door)
                 .execute(&mut *tx)
                 .await?;
                 tx.commit().await?;
@@ -606,50 +620,6 @@ impl Store {
                 return Ok(sealed);
             }
             sealed += changed;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-    use super::COUNT_LIVE_CALLS;
-    use crate::{Db, MasterKey, Store};
-
-    /// The count a call start makes reads the index of live calls and nothing else: through
-    /// the tenant's index of all its calls it read every call the tenant ever had, and a node
-    /// starting calls slowed as its ended calls piled up.
-    #[tokio::test]
-    async fn the_live_call_count_reads_only_the_index_of_live_calls() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let path =
-            std::env::temp_dir().join(format!("sb-live-calls-{}-{nanos}.db", std::process::id()));
-        let store = Store::connect(path.to_str().unwrap(), MasterKey::generate())
-            .await
-            .unwrap();
-        store.migrate().await.unwrap();
-        let Db::Sqlite(pool) = &store.db else {
-            panic!("a file path opens SQLite");
-        };
-        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "EXPLAIN QUERY PLAN {COUNT_LIVE_CALLS}"
-        )))
-        .bind("acme")
-        .fetch_all(pool)
-        .await
-        .unwrap();
-        let steps: Vec<&str> = plan.iter().map(|(_, _, _, step)| step.as_str()).collect();
-        assert_eq!(
-            steps,
-            ["SEARCH calls USING COVERING INDEX calls_active_by_tenant (tenant_id=? AND status=?)"]
-        );
-        drop(store);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
         }
     }
 }

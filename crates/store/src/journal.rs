@@ -430,6 +430,18 @@ impl Store {
                     .fetch_optional(&mut *tx)
                     .await?;
                 check_fence(call_id, row.map(|r| r.0), fence)?;
+                for sql in [
+                    "DELETE FROM call_checkpoints WHERE tenant_id = $1 AND call_id = $2",
+                    "DELETE FROM call_claims WHERE tenant_id = $1 AND call_id = $2",
+                ] {
+                    sqlx::query(sql)
+                        .bind(tenant_id)
+                        .bind(call_id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                // Last: its trigger moves the tenant's live calls, whose row call starts lock,
+                // so the row is held only from here to the commit.
                 let updated = sqlx::query(
                     "UPDATE calls SET status = 'ended', ended_at = COALESCE(ended_at, $3) WHERE tenant_id = $1 AND id = $2",
                 )
@@ -440,16 +452,6 @@ impl Store {
                 .await?;
                 if updated.rows_affected() == 0 {
                     return Err(StoreError::NotFound(format!("call `{call_id}`")));
-                }
-                for sql in [
-                    "DELETE FROM call_checkpoints WHERE tenant_id = $1 AND call_id = $2",
-                    "DELETE FROM call_claims WHERE tenant_id = $1 AND call_id = $2",
-                ] {
-                    sqlx::query(sql)
-                        .bind(tenant_id)
-                        .bind(call_id)
-                        .execute(&mut *tx)
-                        .await?;
                 }
                 tx.commit().await?;
                 Ok(())

@@ -5,7 +5,10 @@ use serde_json::Value;
 
 use crate::error::is_unique_violation;
 use crate::page::{encode_cursor, paginate};
-use crate::{Page, Paged, Store, StoreError, now, parse_json, to_json, truncate, with_pool};
+use crate::{
+    Backend, Page, Paged, Store, StoreError, WritePool, now, parse_json, to_json, truncate,
+    with_pool,
+};
 
 /// A customer: owns agents, tools, secrets, API keys and feature configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -160,8 +163,17 @@ impl Store {
     /// Deletes a tenant and everything it owns; `false` if there was none.
     pub async fn delete_tenant(&self, id: &str) -> Result<bool, StoreError> {
         let deleted = with_pool!(self, |pool| {
-            // One statement; the foreign keys cascade inside it, so it is all or nothing.
+            // The foreign keys cascade inside one statement, so it is all or nothing.
             let mut tx = self.begin_write(pool).await?;
+            if pool.kind() == Backend::Postgres {
+                // The tenant's calls first, then its row: a call's end holds its call and then
+                // the tenant's row (the live-call trigger, migration 0015), and a delete that
+                // took the row first and then waited for that call would deadlock with it.
+                sqlx::query("SELECT id FROM calls WHERE tenant_id = $1 ORDER BY id FOR UPDATE")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             let n = sqlx::query("DELETE FROM tenants WHERE id = $1")
                 .bind(id)
                 .execute(&mut *tx)

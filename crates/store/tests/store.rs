@@ -254,6 +254,28 @@ async fn execute_raw(h: &Harness, statements: &[&str]) {
     }
 }
 
+/// One number read from the test's database, around the store.
+async fn query_i64(h: &Harness, sql: &str) -> i64 {
+    match h.backend {
+        Backend::Sqlite => {
+            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", h.url))
+                .await
+                .unwrap();
+            sqlx::query_scalar(AssertSqlSafe(sql))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap()
+        }
+        Backend::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&h.url).await.unwrap();
+            sqlx::query_scalar(AssertSqlSafe(sql))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap()
+        }
+    }
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }

@@ -10,6 +10,8 @@ on_both_backends!(
     calls_list_newest_first_with_a_cursor,
     a_call_has_one_owner_and_a_stale_owner_is_fenced_off,
     the_live_call_limit_counts_live_calls_of_the_tenant_only,
+    concurrent_starts_take_no_more_places_than_the_limit,
+    a_tenants_live_calls_follow_every_start_and_end,
     orphans_come_in_a_fixed_order_past_those_skipped,
 );
 
@@ -107,6 +109,103 @@ async fn the_live_call_limit_counts_live_calls_of_the_tenant_only(h: Harness) {
     assert_eq!(
         s.get_call("acme", "a1").await.unwrap().unwrap().status,
         CallStatus::Ended
+    );
+}
+
+/// Starts racing for a tenant's last places take exactly the places there are, and a start
+/// within the limit refuses a call id the tenant used already and a tenant that does not exist
+/// as a plain insert would.
+async fn concurrent_starts_take_no_more_places_than_the_limit(h: Harness) {
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    s.register_node("n1", None, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    let start = |tenant: &'static str, id: String| async move {
+        let info = call_info(tenant, &id);
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within(tenant, &info, &json!({}), &ctx, 5, ("n1", Door::Realtime))
+            .await
+    };
+    let started = futures_util::future::join_all((0..20).map(|n| start("acme", format!("c{n}"))))
+        .await
+        .into_iter()
+        .filter(|r| matches!(r, Ok(Some(_))))
+        .count();
+    assert_eq!(started, 5, "five places, five calls");
+    let stored = s.list_calls("acme", Page::first(100)).await.unwrap();
+    assert_eq!(stored.items.len(), 5, "a refused start stores nothing");
+
+    s.journal_append("acme", "c0", JournalEntry::Ended)
+        .await
+        .unwrap();
+    let again = start("acme", "c0".to_owned()).await.unwrap_err();
+    assert!(matches!(again, StoreError::Conflict(_)), "{again:?}");
+    let nobody = start("nobody", "n1".to_owned()).await.unwrap_err();
+    assert!(matches!(nobody, StoreError::NotFound(_)), "{nobody:?}");
+}
+
+/// The number of live calls a tenant keeps (read by every call start) is the number of its
+/// calls that are live, through starts with and without the limit, ends, an end repeated, and
+/// ended calls removed.
+async fn a_tenants_live_calls_follow_every_start_and_end(h: Harness) {
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    tenant(s, "globex").await;
+    s.register_node("n1", None, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
+    let kept_and_counted = || async {
+        let kept = query_i64(&h, "SELECT live_calls FROM tenants WHERE id = 'acme'").await;
+        let counted = query_i64(
+            &h,
+            "SELECT COUNT(*) FROM calls WHERE tenant_id = 'acme' AND status = 'active'",
+        )
+        .await;
+        (kept, counted)
+    };
+    for n in 0..4 {
+        let info = call_info("acme", &format!("w{n}"));
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Realtime))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let info = call_info("acme", "plain");
+    s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    let info = call_info("globex", "g1");
+    s.create_call("globex", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    assert_eq!(kept_and_counted().await, (5, 5));
+    for call in ["w0", "w1", "w1", "plain"] {
+        s.journal_append("acme", call, JournalEntry::Ended)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        kept_and_counted().await,
+        (2, 2),
+        "an end repeated counts once"
+    );
+    execute_raw(
+        &h,
+        &["DELETE FROM calls WHERE tenant_id = 'acme' AND id IN ('w0', 'w2')"],
+    )
+    .await;
+    assert_eq!(
+        kept_and_counted().await,
+        (1, 1),
+        "a live call removed is no longer live"
+    );
+    assert_eq!(
+        query_i64(&h, "SELECT live_calls FROM tenants WHERE id = 'globex'").await,
+        1
     );
 }
 

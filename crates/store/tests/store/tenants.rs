@@ -10,6 +10,55 @@ on_both_backends!(
     tenants_are_isolated,
 );
 
+/// PostgreSQL only: SQLite writes one transaction at a time, so two writers never hold a lock
+/// each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_tenant_while_its_call_ends_does_not_deadlock() {
+    run(Backend::Postgres, deleting_a_tenant_while_its_call_ends).await;
+}
+
+/// A call's end holds its call's row, then (its live-call trigger) the tenant's row; a tenant
+/// deleted meanwhile must wait for the end rather than take the tenant's row first and then
+/// wait for the call, which deadlocked (one of the two was aborted after `deadlock_timeout`).
+async fn deleting_a_tenant_while_its_call_ends(h: Harness) {
+    let s = h.store.clone();
+    tenant(&s, "acme").await;
+    let info = call_info("acme", "call_1");
+    s.create_call("acme", &info, &json!({}), &Context::new(&info, json!({})))
+        .await
+        .unwrap();
+    // The end, as the journal writes it: the call's row first.
+    let mut end = sqlx::PgConnection::connect(&h.url).await.unwrap();
+    end.execute("BEGIN").await.unwrap();
+    end.execute("SELECT id FROM calls WHERE tenant_id = 'acme' AND id = 'call_1' FOR UPDATE")
+        .await
+        .unwrap();
+    let delete = tokio::spawn(async move { s.delete_tenant("acme").await });
+    // Until the delete waits for a lock.
+    let mut watch = sqlx::PgConnection::connect(&h.url).await.unwrap();
+    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
+                   WHERE wait_event_type = 'Lock' AND query LIKE '%FROM calls%FOR UPDATE%' \
+                      OR wait_event_type = 'Lock' AND query LIKE 'DELETE FROM tenants%'";
+    let mut waited = 0;
+    while sqlx::query_scalar::<_, i64>(waiting)
+        .fetch_one(&mut watch)
+        .await
+        .unwrap()
+        == 0
+    {
+        waited += 1;
+        assert!(waited < 500, "the delete never waited for the call");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let ended = end
+        .execute("UPDATE calls SET status = 'ended' WHERE tenant_id = 'acme' AND id = 'call_1'")
+        .await;
+    assert!(ended.is_ok(), "the end was aborted: {ended:?}");
+    end.execute("COMMIT").await.unwrap();
+    assert!(delete.await.unwrap().unwrap(), "the tenant is deleted");
+    assert_eq!(h.store.get_tenant("acme").await.unwrap(), None);
+}
+
 async fn migrate_twice_is_fine(h: Harness) {
     // `setup` migrated once already.
     h.store.migrate().await.unwrap();
