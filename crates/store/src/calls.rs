@@ -204,10 +204,11 @@ impl Store {
     }
 
     /// [`Store::create_call`] unless the tenant has `max_active` active calls already (on any
-    /// node), then `None`. The count and the insert are one transaction under a lock: on
-    /// PostgreSQL one statement holding the tenant's row (`call_start`, migration 0015), on
-    /// SQLite the write lock, so concurrent starts cannot both take the last place. The call is owned by `owner` (a node id) with fencing token
-    /// [`crate::ownership::FIRST_FENCE`], reached through `door`.
+    /// node), then `None`. Reading the tenant's live calls (kept by migration 0015's
+    /// triggers) and the insert are one transaction under a lock: on PostgreSQL one statement
+    /// holding the tenant's row (`call_start`), on SQLite the write lock, so concurrent starts
+    /// cannot both take the last place. The call is owned by `owner` (a node id) with fencing
+    /// token [`crate::ownership::FIRST_FENCE`], reached through `door`.
     #[allow(clippy::too_many_arguments)]
     pub async fn create_call_within(
         &self,
