@@ -253,21 +253,27 @@ impl Store {
         let agent = context.active_agent().to_owned();
         let fence = if owner.is_some() { FIRST_FENCE } else { 0 };
         let door = owner.map_or(Door::Http, |(_, door)| door).as_str();
+        // The call's row: the first ten parameters of both the insert and `call_start`.
+        macro_rules! bind_row {
+            ($query:expr) => {
+                $query
+                    .bind(&call.id)
+                    .bind(tenant_id)
+                    .bind(&agent)
+                    .bind(&call_info)
+                    .bind(&context_text)
+                    .bind(&pinned_text)
+                    .bind(&at)
+                    .bind(owner.map(|(node, _)| node))
+                    .bind(fence)
+                    .bind(door)
+            };
+        }
         let inserted: Result<bool, sqlx::Error> = with_pool!(self, |pool| {
             async {
                 if let (Backend::Postgres, Some(max)) = (pool.kind(), max_active) {
                     // One statement: the tenant's row is locked only while the database runs it.
-                    return sqlx::query_scalar(START_WITHIN_LIMIT)
-                        .bind(tenant_id)
-                        .bind(&call.id)
-                        .bind(&agent)
-                        .bind(&call_info)
-                        .bind(&context_text)
-                        .bind(&pinned_text)
-                        .bind(&at)
-                        .bind(owner.map(|(node, _)| node))
-                        .bind(fence)
-                        .bind(door)
+                    return bind_row!(sqlx::query_scalar(START_WITHIN_LIMIT))
                         .bind(i64::try_from(max).unwrap_or(i64::MAX))
                         .fetch_one(pool)
                         .await;
@@ -285,20 +291,10 @@ impl Store {
                         return Ok(false);
                     }
                 }
-                sqlx::query(
+                bind_row!(sqlx::query(
                     "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at, owner_node, fence, door) \
                      VALUES ($1, $2, $3, 'active', $4, $5, $6, 0, 0, $7, $8, $9, $10)",
-                )
-                .bind(&call.id)
-                .bind(tenant_id)
-                .bind(&agent)
-                .bind(&call_info)
-                .bind(&context_text)
-                .bind(&pinned_text)
-                .bind(&at)
-                .bind(owner.map(|(node, _)| node))
-                .bind(fence)
-                .bind(door)
+                ))
                 .execute(&mut *tx)
                 .await?;
                 tx.commit().await?;

@@ -35,7 +35,7 @@ CREATE TRIGGER calls_count_live_update AFTER UPDATE OF status, tenant_id ON call
 -- id the tenant used already fails with the unique violation, a missing tenant with the foreign
 -- key's, as the insert alone would. The row lock keeps two starts from both taking the last
 -- place; it is let go at the statement's commit.
-CREATE FUNCTION call_start(p_tenant TEXT, p_id TEXT, p_agent TEXT, p_call_info TEXT,
+CREATE FUNCTION call_start(p_id TEXT, p_tenant TEXT, p_agent TEXT, p_call_info TEXT,
                            p_context TEXT, p_pinned TEXT, p_at TEXT, p_owner TEXT,
                            p_fence BIGINT, p_door TEXT, p_max BIGINT)
 RETURNS BOOLEAN LANGUAGE plpgsql AS $$

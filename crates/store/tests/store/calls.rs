@@ -76,6 +76,20 @@ async fn orphans_come_in_a_fixed_order_past_those_skipped(h: Harness) {
     );
 }
 
+/// Starts call `id` of `tenant` on node `n1` within a limit of `max` live calls.
+async fn start_within(
+    s: &Store,
+    tenant: &str,
+    id: &str,
+    max: usize,
+    door: switchboard_store::Door,
+) -> Result<Option<switchboard_store::CallRow>, StoreError> {
+    let info = call_info(tenant, id);
+    let ctx = Context::new(&info, json!({}));
+    s.create_call_within(tenant, &info, &json!({}), &ctx, max, ("n1", door))
+        .await
+}
+
 /// A call start counts the tenant's live calls against its limit: not its ended calls, not
 /// another tenant's.
 async fn the_live_call_limit_counts_live_calls_of_the_tenant_only(h: Harness) {
@@ -87,9 +101,7 @@ async fn the_live_call_limit_counts_live_calls_of_the_tenant_only(h: Harness) {
         .await
         .unwrap();
     let start = |tenant: &'static str, id: &'static str| async move {
-        let info = call_info(tenant, id);
-        let ctx = Context::new(&info, json!({}));
-        s.create_call_within(tenant, &info, &json!({}), &ctx, 2, ("n1", Door::Http))
+        start_within(s, tenant, id, 2, Door::Http)
             .await
             .unwrap()
             .is_some()
@@ -123,10 +135,7 @@ async fn concurrent_starts_take_no_more_places_than_the_limit(h: Harness) {
         .await
         .unwrap();
     let start = |tenant: &'static str, id: String| async move {
-        let info = call_info(tenant, &id);
-        let ctx = Context::new(&info, json!({}));
-        s.create_call_within(tenant, &info, &json!({}), &ctx, 5, ("n1", Door::Realtime))
-            .await
+        start_within(s, tenant, &id, 5, Door::Realtime).await
     };
     let started = futures_util::future::join_all((0..20).map(|n| start("acme", format!("c{n}"))))
         .await
@@ -167,9 +176,7 @@ async fn a_tenants_live_calls_follow_every_start_and_end(h: Harness) {
         (kept, counted)
     };
     for n in 0..4 {
-        let info = call_info("acme", &format!("w{n}"));
-        let ctx = Context::new(&info, json!({}));
-        s.create_call_within("acme", &info, &json!({}), &ctx, 10, ("n1", Door::Realtime))
+        start_within(s, "acme", &format!("w{n}"), 10, Door::Realtime)
             .await
             .unwrap()
             .unwrap();
