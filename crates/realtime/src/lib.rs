@@ -11,11 +11,12 @@
 //!   backoff, the outbox, the session's and executor's messages (answers, transfer, goodbye
 //!   then hang-up, release), and the loop itself over a per-API driver.
 //! - `driver`: one Realtime call's events (function calls, outputs, responses, barge-in,
-//!   handoff, filler speech, goodbye).
+//!   handoff, filler speech, goodbye), with its open responses (`driver/responses`).
 //! - [`live_events`]: GPT-Live's sideband events and accept body (Responses delegation).
 //! - `live_driver`: one GPT-Live call's sideband events (the backend's function calls, outputs
 //!   within the input budget, one `response.create` per backend turn, commentary), with its
 //!   backend turns (`live_driver/turns`) and input budget (`live_driver/budget`).
+//! - `recent`: the function call ids a driver remembers, the newest only.
 //! - [`door`]: the calls a node serves (either API), their output sinks, and [`CallControl`]
 //!   for the executor.
 //!
@@ -32,6 +33,7 @@ pub mod events;
 mod line;
 mod live_driver;
 pub mod live_events;
+mod recent;
 pub mod webhook;
 
 pub use api::{Api, ApiError, CallsApi, Endpoints};

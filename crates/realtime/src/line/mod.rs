@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use secrecy::SecretString;
-use switchboard_runtime::{Delivery, InvocationRecord, SessionSnapshot};
+use switchboard_runtime::{Delivery, Invocation, InvocationRecord, SessionSnapshot};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -149,6 +149,34 @@ impl Line {
 
     pub(crate) fn send(&mut self, text: String) {
         self.outbox.push(text);
+    }
+
+    /// Tells the loop, `after` from now, that a slow call's `messages.delayed` is due.
+    pub(crate) fn delayed_after(&self, function_call_id: String, after: Duration) {
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let _ = tx.send(DriverMsg::Delayed { function_call_id });
+        });
+    }
+
+    /// The invocation of a function call the model made on this call.
+    pub(crate) fn invocation(
+        &self,
+        function_call_id: String,
+        name: String,
+        arguments_json: String,
+        response_id: Option<String>,
+        item_id: Option<String>,
+    ) -> Invocation {
+        Invocation {
+            call_id: self.call_id.clone(),
+            function_call_id,
+            name,
+            arguments_json,
+            response_id,
+            item_id,
+        }
     }
 
     /// Connects (again), with backoff; `None` when the call is gone or unreachable.

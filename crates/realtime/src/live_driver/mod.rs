@@ -20,16 +20,17 @@
 mod budget;
 mod turns;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use switchboard_runtime::{CallSession, Delivery, Invocation};
+use switchboard_runtime::{CallSession, Delivery};
 use tokio::sync::oneshot;
 
 use crate::events::AgentProfile;
-use crate::line::{CallEnd, DriverMsg, Line, LineDriver, Step, owed_continuation};
+use crate::line::{CallEnd, Line, LineDriver, Step, owed_continuation};
 use crate::live_events::{self, LiveEvent};
+use crate::recent::RecentIds;
 
 pub use budget::CUT_MARKER;
 use budget::Refusals;
@@ -51,8 +52,8 @@ pub(crate) struct LiveDriver {
     agent: String,
     agents: Arc<HashMap<String, AgentProfile>>,
     turns: Turns,
-    started: HashSet<String>,
-    answered: HashSet<String>,
+    started: RecentIds,
+    answered: RecentIds,
     refusals: Refusals,
     timers: HashMap<String, Instant>,
     delayed: HashMap<String, String>,
@@ -77,8 +78,8 @@ impl LiveDriver {
             agent,
             agents,
             turns: Turns::default(),
-            started: HashSet::new(),
-            answered: HashSet::new(),
+            started: RecentIds::default(),
+            answered: RecentIds::default(),
             refusals: Refusals::default(),
             timers: HashMap::new(),
             delayed: HashMap::new(),
@@ -104,7 +105,7 @@ impl LiveDriver {
             for record in owed_continuation(&snapshot, self.line.options.continue_within) {
                 let call = record.function_call_id.clone();
                 self.adopt(call.clone());
-                self.answered.insert(call);
+                self.answered.insert(&call);
             }
             self.settle();
         }
@@ -113,7 +114,7 @@ impl LiveDriver {
 
     /// A restored run of a call the old owner saw (see [`Turns::adopt`]).
     fn adopt(&mut self, call: String) {
-        if self.started.insert(call.clone()) {
+        if self.started.insert(&call) {
             self.turns.adopt(&call);
         }
     }
@@ -239,7 +240,7 @@ impl LiveDriver {
         arguments: String,
         item_id: Option<String>,
     ) {
-        if !self.started.insert(call.clone()) {
+        if !self.started.insert(&call) {
             return;
         }
         self.timers.insert(call.clone(), Instant::now());
@@ -253,25 +254,14 @@ impl LiveDriver {
             }
             if let Some(text) = &m.delayed {
                 self.delayed.insert(call.clone(), text.clone());
-                let tx = self.line.tx.clone();
-                let after = Duration::from_millis(m.delayed_after_ms);
-                let id = call.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(after).await;
-                    let _ = tx.send(DriverMsg::Delayed {
-                        function_call_id: id,
-                    });
-                });
+                self.line
+                    .delayed_after(call.clone(), Duration::from_millis(m.delayed_after_ms));
             }
         }
-        self.session.submit(Invocation {
-            call_id: self.line.call_id.clone(),
-            function_call_id: call,
-            name,
-            arguments_json: arguments,
-            response_id,
-            item_id,
-        });
+        let invocation = self
+            .line
+            .invocation(call, name, arguments, response_id, item_id);
+        self.session.submit(invocation);
     }
 
     /// Whether the backend may be continued: not once the call is leaving.
@@ -302,7 +292,7 @@ impl LiveDriver {
         if self.resumed && !self.started.contains(&call) {
             self.adopt(call.clone());
         }
-        if !self.answered.insert(call.clone()) {
+        if !self.answered.insert(&call) {
             return;
         }
         if let Some(t0) = self.timers.remove(&call) {

@@ -2,7 +2,9 @@
 //! has ended, and when every ended turn is answered so one `response.create` may continue the
 //! backend.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use crate::recent::RecentIds;
 
 /// Most function calls tracked per backend turn (a backend that sends more is answered, but
 /// they count to one turn).
@@ -100,7 +102,7 @@ impl Turns {
 
     /// `true` when every ended turn with calls has all its outputs (`answered`) and there is at
     /// least one: those turns are forgotten, and one `response.create` is due for them all.
-    pub(super) fn settle(&mut self, answered: &HashSet<String>) -> bool {
+    pub(super) fn settle(&mut self, answered: &RecentIds) -> bool {
         let waiting: Vec<String> = self
             .turns
             .iter()

@@ -9,27 +9,21 @@
 //! nothing is lost. A socket closed with any code but 1000 is re-attached like a dropped one;
 //! a normal close (1000) is the end of the call.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+mod responses;
+
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use switchboard_runtime::{CallSession, Delivery, Invocation};
+use switchboard_runtime::{CallSession, Delivery};
 use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::events::{self, AgentProfile, ServerEvent};
-use crate::line::{self, CallEnd, DriverMsg, Line, LineDriver, Step, owed_continuation};
-
-/// One model response as the driver tracks it.
-#[derive(Debug, Default)]
-struct Resp {
-    calls: Vec<String>,
-    done: bool,
-    cancelled: bool,
-    /// Answered with a `response.create` already (or must not be).
-    settled: bool,
-}
+use crate::line::{self, CallEnd, Line, LineDriver, Step, owed_continuation};
+use crate::recent::RecentIds;
+use responses::{Responses, Settled};
 
 /// What our last `response.create` was for, to recover when the API refuses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,10 +53,9 @@ pub(crate) struct Driver {
     /// A `response.create` is owed for answered calls, to send when the model is idle.
     owe_response: bool,
     speech: VecDeque<(String, String)>,
-    responses: HashMap<String, Resp>,
-    call_response: HashMap<String, String>,
-    started: HashSet<String>,
-    answered: HashSet<String>,
+    responses: Responses,
+    started: RecentIds,
+    answered: RecentIds,
     /// Function calls started at (for the overhead metric).
     timers: HashMap<String, Instant>,
     goodbye: Option<Goodbye>,
@@ -91,10 +84,9 @@ impl Driver {
             requested: None,
             owe_response: false,
             speech: VecDeque::new(),
-            responses: HashMap::new(),
-            call_response: HashMap::new(),
-            started: HashSet::new(),
-            answered: HashSet::new(),
+            responses: Responses::default(),
+            started: RecentIds::default(),
+            answered: RecentIds::default(),
             timers: HashMap::new(),
             goodbye: None,
             hangup_due: false,
@@ -116,7 +108,7 @@ impl Driver {
             let last = owed_continuation(&snapshot, self.line.options.continue_within);
             if !last.is_empty() && last.iter().all(|r| !r.interrupted) {
                 for record in last {
-                    self.answered.insert(record.function_call_id.clone());
+                    self.answered.insert(&record.function_call_id);
                 }
                 self.owe_response = true;
             }
@@ -144,7 +136,7 @@ impl Driver {
                     {
                         g.response = Some(r.id.clone());
                     }
-                    self.responses.entry(r.id.clone()).or_default();
+                    self.responses.created(&r.id);
                     self.active = Some(r.id);
                 }
                 self.requested = None;
@@ -213,17 +205,12 @@ impl Driver {
         response_id: Option<String>,
         item_id: Option<String>,
     ) {
-        if !self.started.insert(call.clone()) {
+        if !self.started.insert(&call) {
             return;
         }
         self.timers.insert(call.clone(), Instant::now());
         if let Some(r) = &response_id {
-            self.responses
-                .entry(r.clone())
-                .or_default()
-                .calls
-                .push(call.clone());
-            self.call_response.insert(call.clone(), r.clone());
+            self.responses.add_call(r, &call);
         }
         // What to say while it runs.
         let config = self.session.config();
@@ -234,25 +221,14 @@ impl Driver {
             }
             if let Some(text) = &m.delayed {
                 self.delayed.insert(call.clone(), text.clone());
-                let tx = self.line.tx.clone();
-                let after = Duration::from_millis(m.delayed_after_ms);
-                let id = call.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(after).await;
-                    let _ = tx.send(DriverMsg::Delayed {
-                        function_call_id: id,
-                    });
-                });
+                self.line
+                    .delayed_after(call.clone(), Duration::from_millis(m.delayed_after_ms));
             }
         }
-        self.session.submit(Invocation {
-            call_id: self.line.call_id.clone(),
-            function_call_id: call,
-            name,
-            arguments_json: arguments,
-            response_id,
-            item_id,
-        });
+        let invocation = self
+            .line
+            .invocation(call, name, arguments, response_id, item_id);
+        self.session.submit(invocation);
     }
 
     fn response_done(&mut self, r: events::Response) {
@@ -280,31 +256,23 @@ impl Driver {
         } else {
             self.session.response_done(&r.id);
         }
-        let resp = self.responses.entry(r.id.clone()).or_default();
-        resp.done = true;
-        resp.cancelled = cancelled;
         if let Some(g) = &self.goodbye
             && g.response.as_deref() == Some(r.id.as_str())
         {
             // The goodbye has been said (or cut off by the caller): hang up now.
             self.hangup_due = true;
         }
-        self.settle(&r.id);
+        let settled = self.responses.done(&r.id, cancelled);
+        self.settled(settled);
     }
 
-    /// Owes a `response.create` for `response_id` once it is done and all its calls answered.
-    fn settle(&mut self, response_id: &str) {
-        let Some(resp) = self.responses.get_mut(response_id) else {
-            return;
-        };
-        if resp.settled || !resp.done || resp.calls.is_empty() {
-            return;
-        }
-        if !resp.calls.iter().all(|c| self.answered.contains(c)) {
-            return;
-        }
-        resp.settled = true;
-        if !resp.cancelled && !self.line.transferred && self.goodbye.is_none() {
+    /// Owes a `response.create` for a response done with all its calls answered, unless the
+    /// caller cut it off or the call is leaving.
+    fn settled(&mut self, settled: Settled) {
+        if settled == (Settled::Response { cancelled: false })
+            && !self.line.transferred
+            && self.goodbye.is_none()
+        {
             self.owe_response = true;
         }
     }
@@ -322,7 +290,7 @@ impl Driver {
             return;
         }
         let call = d.result.function_call_id.clone();
-        if !self.answered.insert(call.clone()) {
+        if !self.answered.insert(&call) {
             return;
         }
         if let Some(t0) = self.timers.remove(&call) {
@@ -341,10 +309,11 @@ impl Driver {
         // transfer's own call included): the conversation stays whole until the call ends.
         // Only `response.create` stops: the call is leaving, the model has nothing more to say.
         self.send(events::function_call_output(&call, &d.result.output));
-        match self.call_response.get(&call).cloned() {
-            Some(r) => self.settle(&r),
-            None if !d.interrupted && !self.line.transferred => self.owe_response = true,
-            None => {}
+        match self.responses.answered(&call) {
+            Settled::Untracked if !d.interrupted && !self.line.transferred => {
+                self.owe_response = true;
+            }
+            settled => self.settled(settled),
         }
     }
 
