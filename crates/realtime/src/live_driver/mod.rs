@@ -106,6 +106,7 @@ impl LiveDriver {
                 let call = record.function_call_id.clone();
                 self.adopt(call.clone());
                 self.answered.insert(&call);
+                self.turns.answered(&call);
             }
             self.settle();
         }
@@ -271,7 +272,7 @@ impl LiveDriver {
 
     /// Sends one `response.create` once every ended turn with calls has all its outputs.
     fn settle(&mut self) {
-        if self.turns.settle(&self.answered) && self.may_continue() {
+        if self.turns.settle() && self.may_continue() {
             self.line.send(live_events::response_create());
         }
     }
@@ -321,6 +322,7 @@ impl LiveDriver {
         self.refusals.remember(id.clone(), call.clone());
         self.line
             .send(live_events::function_call_output(&id, &call, &output));
+        self.turns.answered(&call);
         self.settle();
     }
 }

@@ -4,8 +4,6 @@
 
 use std::collections::HashMap;
 
-use crate::recent::RecentIds;
-
 /// Most function calls tracked per backend turn (a backend that sends more is answered, but
 /// they count to one turn).
 const MAX_TURN_CALLS: usize = 128;
@@ -13,10 +11,11 @@ const MAX_TURN_CALLS: usize = 128;
 /// The turn that gathers a taken-over call's restored runs.
 const RESUMED_TURN: &str = "resumed";
 
-/// One backend turn: the calls it made, whether it has ended, and its output bytes so far.
+/// One backend turn: the calls it made (each with whether it is answered), whether it has
+/// ended, and its output bytes so far.
 #[derive(Debug, Default)]
 struct Turn {
-    calls: Vec<String>,
+    calls: Vec<(String, bool)>,
     ended: bool,
     bytes: usize,
 }
@@ -48,7 +47,7 @@ impl Turns {
             *turn = Turn::default();
         }
         if turn.calls.len() < MAX_TURN_CALLS {
-            turn.calls.push(call.to_owned());
+            turn.calls.push((call.to_owned(), false));
             self.call_turn.insert(call.to_owned(), key.clone());
         }
         Some(key.trim_end_matches('+').to_owned()).filter(|k| !k.is_empty())
@@ -59,7 +58,7 @@ impl Turns {
     pub(super) fn adopt(&mut self, call: &str) {
         let turn = self.turns.entry(RESUMED_TURN.to_owned()).or_default();
         turn.ended = true;
-        turn.calls.push(call.to_owned());
+        turn.calls.push((call.to_owned(), false));
         self.call_turn
             .insert(call.to_owned(), RESUMED_TURN.to_owned());
     }
@@ -84,6 +83,15 @@ impl Turns {
         self.call_turn.contains_key(call)
     }
 
+    /// `call`'s output went out.
+    pub(super) fn answered(&mut self, call: &str) {
+        if let Some(t) = self.call_turn.get(call).and_then(|k| self.turns.get_mut(k))
+            && let Some((_, answered)) = t.calls.iter_mut().find(|(c, _)| c == call)
+        {
+            *answered = true;
+        }
+    }
+
     /// Output bytes sent so far for the turn of `call`.
     pub(super) fn bytes_of(&self, call: &str) -> usize {
         self.turn_of(call).map_or(0, |t| t.bytes)
@@ -100,9 +108,9 @@ impl Turns {
         self.call_turn.get(call).and_then(|k| self.turns.get(k))
     }
 
-    /// `true` when every ended turn with calls has all its outputs (`answered`) and there is at
-    /// least one: those turns are forgotten, and one `response.create` is due for them all.
-    pub(super) fn settle(&mut self, answered: &RecentIds) -> bool {
+    /// `true` when every ended turn with calls has all its outputs and there is at least one:
+    /// those turns are forgotten, and one `response.create` is due for them all.
+    pub(super) fn settle(&mut self) -> bool {
         let waiting: Vec<String> = self
             .turns
             .iter()
@@ -116,18 +124,54 @@ impl Turns {
             .turns
             .values()
             .filter(|t| t.ended)
-            .all(|t| t.calls.iter().all(|c| answered.contains(c)));
+            .all(|t| t.calls.iter().all(|(_, answered)| *answered));
         if !all_answered {
             return false;
         }
         for k in waiting {
             if let Some(t) = self.turns.remove(&k) {
-                for c in t.calls {
+                for (c, _) in t.calls {
                     self.call_turn.remove(&c);
                 }
             }
         }
         self.turns.retain(|_, t| !t.ended);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Turns;
+
+    #[test]
+    fn a_turn_settles_once_ended_and_each_call_answered() {
+        let mut turns = Turns::default();
+        assert_eq!(turns.add_call("d1".into(), "call_a"), Some("d1".into()));
+        turns.add_call("d1".into(), "call_b");
+        turns.answered("call_a");
+        assert!(!turns.settle(), "the turn has not ended");
+        turns.end("d1");
+        assert!(!turns.settle(), "call_b is not answered");
+        turns.answered("call_b");
+        assert!(turns.settle());
+        assert!(!turns.waits_on("call_a") && !turns.waits_on("call_b"));
+        assert!(!turns.settle(), "a settled turn is forgotten");
+    }
+
+    #[test]
+    fn answers_of_other_calls_do_not_settle_a_turn() {
+        let mut turns = Turns::default();
+        turns.add_call(String::new(), "call_a");
+        turns.end("");
+        // Thousands of answers to calls of no turn (a backend's calls past the bound, or
+        // answered after their turn settled) leave the waiting call waiting.
+        for n in 0..5_000 {
+            turns.answered(&format!("other_{n}"));
+        }
+        assert!(!turns.settle());
+        assert!(turns.waits_on("call_a"));
+        turns.answered("call_a");
+        assert!(turns.settle());
     }
 }
