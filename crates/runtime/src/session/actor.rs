@@ -126,6 +126,16 @@ impl Actor {
                 .await;
                 return;
             }
+            if self
+                .pending
+                .values()
+                .any(|p| p.running.dedupe_key.as_ref() == Some(key))
+                && self
+                    .refused_as_busy(&inv, tool.name(), started, &started_at)
+                    .await
+            {
+                return;
+            }
             if let Some(first) = self
                 .pending
                 .values_mut()
@@ -146,6 +156,12 @@ impl Actor {
                 .await;
             return;
         }
+        if self
+            .refused_as_busy(&inv, tool.name(), started, &started_at)
+            .await
+        {
+            return;
+        }
         if claim && !self.claim(&inv, tool, started, &started_at).await {
             return;
         }
@@ -156,6 +172,45 @@ impl Actor {
         };
         self.schedule(inv, Arc::clone(tool), run, started, started_at)
             .await;
+    }
+
+    /// Answers `inv` at once with `rate_limited`, nothing run, when the call already has
+    /// `max_pending_tools` running or waiting for a slot (identical writes joined to them
+    /// included): a model calling tools faster than they finish waits for their results rather
+    /// than piling up the call's memory. `false` when there is room.
+    async fn refused_as_busy(
+        &mut self,
+        inv: &Invocation,
+        tool: &str,
+        started: Instant,
+        started_at: &str,
+    ) -> bool {
+        let max = self.deps.options.max_pending_tools.max(1);
+        let waiting: usize = self
+            .pending
+            .values()
+            .map(|p| 1 + p.running.followers.len())
+            .sum();
+        if waiting < max {
+            return false;
+        }
+        tracing::warn!(name: "tool_invocation_refused_busy", function_call_id = %inv.function_call_id, tool_name = %tool, waiting, "tool_invocation_refused_busy");
+        let err = ToolError::new(
+            ErrorCode::RateLimited,
+            format!(
+                "{tool}: {waiting} tools are already running on this call, the most it takes, so nothing was done. Wait for their results, then call it again if it is still needed."
+            ),
+        );
+        let outcome = Outcome::failed(tool, err);
+        let c = Conclusion::new(
+            inv.clone(),
+            tool.to_owned(),
+            outcome,
+            started,
+            started_at.to_owned(),
+        );
+        self.conclude(c).await;
+        true
     }
 
     /// Claims a function call in the journal before it runs, so no other node ever runs it;

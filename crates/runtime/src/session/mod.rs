@@ -54,6 +54,10 @@ pub struct SessionOptions {
     /// Tools of one call that reach outside it (effects, `async`) running at once; more wait
     /// their turn. A tool that only touches the call's state takes no slot: it never waits.
     pub max_concurrent_tools: usize,
+    /// Tools of one call running or waiting for a slot, identical writes joined to them
+    /// included; a function call past it is answered at once with `rate_limited` and not run.
+    /// Default 64.
+    pub max_pending_tools: usize,
     /// Hold transfers and hang-ups until the response that asked for them completes (the
     /// Realtime door, which sees responses complete); otherwise perform them at once.
     pub hold_terminal_effects: bool,
@@ -81,6 +85,7 @@ impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
             max_concurrent_tools: 16,
+            max_pending_tools: 64,
             hold_terminal_effects: false,
             max_handoffs: 10,
             answer_before_journal: false,

@@ -39,7 +39,11 @@ async fn a_hundred_concurrent_calls_all_land() {
     let server = server_with_slow(0).await;
     let mut h = harness(
         vec![("main", vec![save_meal(&server.uri())])],
-        SessionOptions::default(),
+        // Room for all of them at once (the default takes 64; past it, see below).
+        SessionOptions {
+            max_pending_tools: 100,
+            ..SessionOptions::default()
+        },
     )
     .await;
     for i in 0..100 {
@@ -110,6 +114,66 @@ async fn a_tool_that_stays_in_the_call_is_not_kept_waiting_by_slow_tools_holding
     h.nothing_more().await;
     let records = h.snapshot().await.records;
     assert_eq!(records.len(), 3, "one record per function call");
+}
+
+#[tokio::test]
+async fn function_calls_past_the_pending_bound_are_answered_at_once_and_never_run() {
+    let server = server_with_slow(500).await;
+    let mut h = harness(
+        vec![("main", vec![slow("lookup", &server.uri(), "GET", None)])],
+        SessionOptions {
+            max_concurrent_tools: 1,
+            max_pending_tools: 4,
+            ..SessionOptions::default()
+        },
+    )
+    .await;
+    for i in 0..10 {
+        h.session
+            .submit(inv(&format!("fc{i}"), "lookup", json!({}), Some("resp_1")));
+    }
+    // One runs, three wait for its slot: the six after them are answered before any of those.
+    let mut refused = Vec::new();
+    for _ in 0..6 {
+        let d = h.next().await;
+        assert!(!d.result.ok, "{}", d.result.output);
+        assert_eq!(output(&d)["error"], "rate_limited", "{}", d.result.output);
+        assert!(
+            output(&d)["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Wait for their results")),
+            "{}",
+            d.result.output
+        );
+        refused.push(d.result.function_call_id);
+    }
+    refused.sort();
+    assert_eq!(refused, ["fc4", "fc5", "fc6", "fc7", "fc8", "fc9"]);
+    assert_eq!(h.session.sizes().await.unwrap().pending, 4);
+    let mut ran = Vec::new();
+    for _ in 0..4 {
+        let d = h.next().await;
+        assert!(d.result.ok, "{}", d.result.output);
+        ran.push(d.result.function_call_id);
+    }
+    ran.sort();
+    assert_eq!(ran, ["fc0", "fc1", "fc2", "fc3"]);
+    h.nothing_more().await;
+    assert_eq!(server.received_requests().await.unwrap().len(), 4);
+    // Once they are done there is room again; a refused id stays answered.
+    h.session
+        .submit(inv("fc10", "lookup", json!({}), Some("resp_2")));
+    h.session
+        .submit(inv("fc4", "lookup", json!({}), Some("resp_2")));
+    let d = h.next().await;
+    assert_eq!(d.result.function_call_id, "fc10");
+    assert!(d.result.ok, "{}", d.result.output);
+    h.nothing_more().await;
+    assert_eq!(
+        h.snapshot().await.records.len(),
+        11,
+        "one record per function call"
+    );
 }
 
 #[tokio::test]
