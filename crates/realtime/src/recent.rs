@@ -6,8 +6,8 @@ use std::sync::Arc;
 /// Function call ids a driver remembers per kind (started, answered): enough to drop any
 /// repeat the API sends of a call's events or the session of an answer, which come within a
 /// response or two. The model may go on calling tools as long as the call lasts, so the
-/// oldest are forgotten; a repeat of a forgotten call would still run no tool twice (the
-/// session answers it from its records or the journal).
+/// oldest are forgotten; a repeat of a forgotten call still runs nothing and gets no second
+/// answer (the session ignores an id its records or the journal hold).
 pub(crate) const REMEMBERED_CALLS: usize = 1024;
 
 /// A set of ids that forgets its oldest once it holds `max`.
