@@ -2,9 +2,10 @@
 //! budget, and an output OpenAI refused as too big (`response_input_buffer_full`) found by
 //! its event id so it can be sent again as a marker only, once.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use crate::live_events;
+use crate::recent::RecentIds;
 
 /// The marker ending an output cut to fit the backend's input budget.
 pub const CUT_MARKER: &str =
@@ -25,8 +26,11 @@ pub(super) fn fit(output: &str, budget: usize, used: usize) -> String {
 pub(super) struct Refusals {
     /// (`event_id`, function call) of the latest outputs; at most [`MAX_SENT`].
     sent: VecDeque<(String, String)>,
-    /// Calls whose output was refused once already and sent again as a marker only.
-    shrunk: HashSet<String>,
+    /// Calls whose output was refused once already and sent again as a marker only (the
+    /// newest; a refusal names an output of [`MAX_SENT`], so older ones never come back).
+    shrunk: RecentIds,
+    /// Whether any output was refused on this call.
+    refused: bool,
 }
 
 impl Refusals {
@@ -47,11 +51,34 @@ impl Refusals {
             .iter()
             .find(|(e, _)| e == id)
             .map(|(_, call)| call.clone())?;
-        self.shrunk.insert(call.clone()).then_some(call)
+        self.refused = true;
+        self.shrunk.insert(&call).then_some(call)
     }
 
     /// Whether an output has been refused on this call.
     pub(super) fn any(&self) -> bool {
-        !self.shrunk.is_empty()
+        self.refused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Refusals;
+
+    #[test]
+    fn an_output_is_resent_once_and_only_a_known_one() {
+        let mut r = Refusals::default();
+        r.remember("sb_1".into(), "call_a".into());
+        assert_eq!(r.first_refusal(Some("sb_9")), None, "not an output we sent");
+        assert_eq!(r.first_refusal(None), None);
+        assert!(!r.any());
+        assert_eq!(r.first_refusal(Some("sb_1")), Some("call_a".into()));
+        assert!(r.any());
+        r.remember("sb_2".into(), "call_a".into());
+        assert_eq!(
+            r.first_refusal(Some("sb_2")),
+            None,
+            "refused twice: not again"
+        );
     }
 }
