@@ -119,6 +119,15 @@ pub struct ServeArgs {
     /// the tool is answered with an error and nothing of it is applied.
     #[arg(long, env = "SWITCHBOARD_COMMIT_RETRY_MS", default_value_t = 2000)]
     commit_retry_ms: u64,
+    /// Finished runs this node keeps while the database does not take their commits (a
+    /// failover), to store in each call's order once it answers; their callers are answered
+    /// at once. Past it a run is still answered, and its record is lost.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MAX_UNSAVED_OUTCOMES",
+        default_value_t = 10_000
+    )]
+    max_unsaved_outcomes: usize,
     /// A JSON file of per-tool limits to change from their defaults, e.g.
     /// `{"max_json_depth": 32, "max_transform_output": 262144}` (docs/security.md lists them).
     #[arg(long, env = "SWITCHBOARD_LIMITS")]
@@ -306,6 +315,10 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
                 .unwrap_or(usize::MAX),
         },
         commit_retry: std::time::Duration::from_millis(args.commit_retry_ms),
+        outbox: switchboard_runtime::outbox::OutboxLimits {
+            max_entries: args.max_unsaved_outcomes,
+            ..switchboard_runtime::outbox::OutboxLimits::default()
+        },
         lease: std::time::Duration::from_millis(args.lease_ms),
         tenant_rate_per_s: args.tenant_requests_per_second,
         max_calls_per_tenant: usize::try_from(args.max_calls_per_tenant).unwrap_or(usize::MAX),

@@ -91,12 +91,49 @@ async fn journal_at(
     journal
 }
 
+/// A journal that, like the database's, tells how long ago its newest record was stored by
+/// its own clock: `age`.
+struct Aged {
+    inner: Arc<MemoryJournal>,
+    age: Duration,
+}
+
+impl CallJournal for Aged {
+    fn append<'a>(
+        &'a self,
+        call_id: &'a str,
+        entry: JournalEntry,
+    ) -> switchboard_runtime::BoxFuture<'a, Result<(), switchboard_runtime::journal::JournalError>>
+    {
+        self.inner.append(call_id, entry)
+    }
+
+    fn load<'a>(
+        &'a self,
+        call_id: &'a str,
+    ) -> switchboard_runtime::BoxFuture<
+        'a,
+        Result<
+            Option<switchboard_runtime::journal::CallState>,
+            switchboard_runtime::journal::JournalError,
+        >,
+    > {
+        Box::pin(async move {
+            let mut state = self.inner.load(call_id).await?;
+            if let Some(s) = &mut state {
+                s.newest_record_age = Some(self.age);
+            }
+            Ok(state)
+        })
+    }
+}
+
 /// The node that takes the call over: restores its session from `journal` and resumes it.
 async fn new_owner(
     sim: &Simulator,
     call_id: &str,
     api: Api,
-    journal: Arc<MemoryJournal>,
+    journal: Arc<dyn CallJournal>,
 ) -> (Arc<RealtimeDoor>, JoinHandle<CallEnd>) {
     let endpoints = Endpoints::from_api_base(&sim.base_url());
     let door = RealtimeDoor::new(CallsApi::new(endpoints), DriverOptions::default());
@@ -297,4 +334,46 @@ async fn a_response_answered_long_before_the_takeover_is_not_spoken_again() {
     let v = sim.violations();
     assert!(v.is_empty(), "Realtime protocol violations: {v:?}");
     stop(door, task).await;
+}
+
+/// A takeover where the old owner's clock and this node's disagree by ten minutes: whether the
+/// model is owed a `response.create` goes by the journal's clock alone.
+#[tokio::test]
+async fn whether_a_continuation_is_owed_goes_by_the_journals_clock_not_the_old_owners() {
+    let ten_minutes = Duration::from_secs(600);
+    // (the old owner's stamp on its answer, how long ago the journal stored it, owed)
+    let cases = [
+        (
+            std::time::SystemTime::now() - ten_minutes,
+            Duration::ZERO,
+            true,
+        ),
+        (std::time::SystemTime::now(), ten_minutes, false),
+    ];
+    for (n, (stamped, age, owed)) in cases.into_iter().enumerate() {
+        let sim = Simulator::start().await.expect("simulator");
+        sim.set_api_key(KEY);
+        let id = format!("rtc_skew_{n}");
+        sim.add_call(&id);
+        let api = CallsApi::new(Endpoints::from_api_base(&sim.base_url()));
+        let accept = json!({"type": "realtime", "model": "gpt-realtime"});
+        api.accept(&key(), &id, &accept).await.expect("accepted");
+        let finished_at = humantime::format_rfc3339_millis(stamped).to_string();
+        let inner = journal_at(&id, &[("fc_skew", "resp_skew")], &finished_at).await;
+        let journal = Arc::new(Aged { inner, age });
+        let (door, task) = new_owner(&sim, &id, Api::Realtime, journal).await;
+        let mut m = sim
+            .model(&id, WAIT)
+            .await
+            .expect("re-attached by the new owner");
+        let spoke = m
+            .recv_type("response.create", Duration::from_millis(800))
+            .await
+            .is_some();
+        assert_eq!(
+            spoke, owed,
+            "case {n}: stamped {finished_at}, stored {age:?} ago"
+        );
+        stop(door, task).await;
+    }
 }

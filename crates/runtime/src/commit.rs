@@ -147,51 +147,104 @@ pub fn refused_outcome(outcome: &Outcome, refusal: &Refusal) -> Outcome {
     }
 }
 
-/// The outcome of a tool whose commit could not be stored: nothing changed.
+/// The outcome of a tool whose commit could not be stored: nothing changed — or, when the
+/// database never answered (the write may still land), not known to have.
 pub fn unsaved_outcome(outcome: &Outcome, error: &JournalError) -> Outcome {
     let tool = &outcome.tool;
     let mut logs = outcome.logs.clone();
+    let (logged, message, saved) = if error.is_unanswered() {
+        (
+            format!("not known to be committed: {error}"),
+            format!(
+                "{tool}: the call's storage did not answer in time, so it is not known whether this was saved. Tell the caller it cannot be confirmed right now, and do not repeat it unasked."
+            ),
+            "unknown",
+        )
+    } else {
+        (
+            format!("nothing was committed: {error}"),
+            format!(
+                "{tool}: its result could not be saved (the call's storage did not answer), so nothing was changed. Tell the caller it cannot be done right now."
+            ),
+            "no",
+        )
+    };
     logs.push(switchboard_core::result::LogEntry {
         level: switchboard_core::result::LogLevel::Error,
-        message: format!("nothing was committed: {error}"),
+        message: logged,
         action: "".into(),
     });
     Outcome {
         logs,
         ..Outcome::failed(
             tool,
-            ToolError::new(
-                ErrorCode::ToolExecutionFailed,
-                format!(
-                    "{tool}: its result could not be saved (the call's storage did not answer), so nothing was changed. Tell the caller it cannot be done right now."
-                ),
-            ),
+            ToolError::new(ErrorCode::ToolExecutionFailed, message)
+                .with_details(json!({"saved": saved})),
         )
     }
 }
 
 /// Runs `attempt` until it succeeds, returns a refusal, or `budget` is spent, sleeping with
 /// exponential backoff (and jitter) between journal failures. The last failure is returned.
-pub async fn with_retry<T, F, Fut>(budget: Duration, mut attempt: F) -> Result<T, CommitError>
+/// See [`retry_until`].
+pub async fn with_retry<T, F, Fut>(budget: Duration, attempt: F) -> Result<T, CommitError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, CommitError>>,
 {
     let until = Instant::now() + budget;
+    retry_until(until, until, attempt).await
+}
+
+/// [`with_retry`] with two bounds: failures are retried until `errors_until`, and an attempt
+/// still waiting for the database may go on until `until` (not before `errors_until`). A slow
+/// database is waited for that long; one that does not answer at all (cut off, not refusing)
+/// would hold a statement until TCP gives up, minutes later, so an attempt still waiting at
+/// `until` is dropped. A dropped attempt may still land afterwards, so when one was dropped and
+/// none succeeded the failure is [`JournalError::Unanswered`]: whether it was stored is not
+/// known. The journal's writes are idempotent (a function call is recorded once, a claim or
+/// checkpoint never lands after its record), so writing it again later is safe.
+pub async fn retry_until<T, F, Fut>(
+    errors_until: Instant,
+    until: Instant,
+    mut attempt: F,
+) -> Result<T, CommitError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CommitError>>,
+{
+    let started = Instant::now();
     let mut delay = Duration::from_millis(50);
     let mut tries = 0u32;
+    let mut dropped = false;
+    let until = until.max(errors_until);
     loop {
         tries += 1;
-        match attempt().await {
+        let left = until.saturating_duration_since(Instant::now());
+        let answered = match tokio::time::timeout(left, attempt()).await {
+            Ok(answered) => answered,
+            Err(_) => {
+                dropped = true;
+                Err(CommitError::Journal(JournalError::Unanswered(format!(
+                    "the database did not answer within {} ms",
+                    started.elapsed().as_millis()
+                ))))
+            }
+        };
+        match answered {
             Err(CommitError::Journal(e)) if !e.is_fenced() => {
                 let now = Instant::now();
-                if now >= until {
+                if now >= errors_until {
+                    let e = match e {
+                        JournalError::Failed(m) if dropped => JournalError::Unanswered(m),
+                        e => e,
+                    };
                     tracing::error!(name: "journal_commit_failed", error = %e, tries, "journal_commit_failed");
                     return Err(CommitError::Journal(e));
                 }
                 tracing::warn!(name: "journal_commit_retry", error = %e, tries, "journal_commit_retry");
                 let jittered = delay.mul_f64(0.5 + fastrand::f64() * 0.5);
-                tokio::time::sleep(jittered.min(until - now)).await;
+                tokio::time::sleep(jittered.min(errors_until - now)).await;
                 delay = (delay * 2).min(Duration::from_millis(500));
             }
             other => return other,

@@ -151,7 +151,21 @@ impl Executor {
         gate: &dyn Gate,
         transfers: &TransferLedger,
     ) -> Execution {
-        let started = Instant::now();
+        self.execute_from(Instant::now(), call, ctx, invocation, gate, transfers)
+            .await
+    }
+
+    /// [`Executor::execute`] with the tool's deadline counted from `started` (when the function
+    /// call arrived) rather than from now.
+    pub async fn execute_from(
+        &self,
+        started: Instant,
+        call: &CallConfig,
+        ctx: &Context,
+        invocation: &Invocation,
+        gate: &dyn Gate,
+        transfers: &TransferLedger,
+    ) -> Execution {
         log_start(invocation);
         let entry = match call.resolve(ctx.active_agent(), &invocation.name) {
             Ok(e) => e,

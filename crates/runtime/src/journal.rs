@@ -60,6 +60,10 @@ pub struct CallState {
     pub claimed: BTreeMap<String, Invocation>,
     pub handoffs: u32,
     pub ended: bool,
+    /// How long ago the newest record was stored, by the journal's own clock (a database's,
+    /// which every node shares), when the journal can say.
+    #[serde(skip)]
+    pub newest_record_age: Option<std::time::Duration>,
 }
 
 impl CallState {
@@ -109,6 +113,10 @@ pub enum JournalError {
     /// more for it, and its runs' answers are the new owner's to give.
     #[error("call journal: this node no longer owns the call: {0}")]
     Fenced(String),
+    /// The journal did not answer in time (a database cut off, not refusing): the write was
+    /// given up on and may still land, so whether it was stored is not known.
+    #[error("call journal: {0}")]
+    Unanswered(String),
 }
 
 impl JournalError {
@@ -120,6 +128,11 @@ impl JournalError {
     /// Whether the call has moved to another owner (retrying cannot help).
     pub fn is_fenced(&self) -> bool {
         matches!(self, JournalError::Fenced(_))
+    }
+
+    /// Whether the write may still land although it was given up on.
+    pub fn is_unanswered(&self) -> bool {
+        matches!(self, JournalError::Unanswered(_))
     }
 }
 
@@ -172,6 +185,17 @@ pub trait CallJournal: Send + Sync {
     ) -> BoxFuture<'a, Result<Claim, JournalError>> {
         let _ = (call_id, invocation);
         Box::pin(async { Ok(Claim::Claimed) })
+    }
+
+    /// Keeps an entry this journal could not store in time, to store it after the call's
+    /// earlier ones as soon as it can (see [`crate::outbox`]); every later write of the call
+    /// waits behind it. `Err` when it can keep no more, or keeps none (the default: a journal
+    /// without an outbox in front).
+    fn defer(&self, call_id: &str, entry: JournalEntry) -> Result<(), JournalError> {
+        let _ = (call_id, entry);
+        Err(JournalError::failed(
+            "this journal keeps no entries to store later",
+        ))
     }
 
     /// The record of one function call of the call, if it has one: how a session that no

@@ -11,7 +11,9 @@
 //! - [`mcp`]: MCP servers as tool sources: a per-tenant pool of client sessions that lists
 //!   their tools and performs `mcp.call` ([`mcp::McpClients`]).
 //! - [`commit`]: a tool's changes land on the context all together or not at all.
-//! - [`journal`]: what a call records so it survives a restart ([`CallJournal`]).
+//! - [`journal`]: what a call records so it survives a restart ([`CallJournal`]);
+//!   [`outbox`]: finished runs the database did not take in time, kept on the node and stored
+//!   in each call's order once it answers.
 //! - [`invocation`]: the function call, its delivery, and its record; [`records`]: how much a
 //!   call keeps of its records.
 //! - [`redact`]: keeps secrets and tokens out of outputs, records and logs.
@@ -30,6 +32,7 @@ pub mod http;
 pub mod invocation;
 pub mod journal;
 pub mod mcp;
+pub mod outbox;
 pub mod records;
 pub mod redact;
 pub mod replay;

@@ -299,3 +299,5 @@ mod guards;
 mod interruptions;
 #[path = "session/journal.rs"]
 mod journal;
+#[path = "session/outages.rs"]
+mod outages;

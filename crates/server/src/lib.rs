@@ -37,6 +37,7 @@ pub mod auth;
 pub mod caller_profile;
 pub mod calls;
 pub mod console;
+pub mod deadlines;
 pub mod demo;
 pub mod error;
 pub mod extract;
@@ -88,6 +89,7 @@ pub fn app(state: AppState) -> Router {
         }))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
+        .layer(axum::middleware::from_fn(deadlines::note_arrival))
 }
 
 /// The metrics listener's application: `/metrics` without a key, and nothing else. Serve it

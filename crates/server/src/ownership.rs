@@ -9,8 +9,8 @@
 //! from any node; a call whose owner is dead is taken over by the first node that needs it —
 //! at once for a request, within a sweep for a Realtime call, whose caller is still talking.
 
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, RawPathParams, Request, State};
@@ -37,6 +37,12 @@ pub struct Node {
     pub lease: Duration,
     /// Set when the server starts listening (or from `--advertise-url`).
     address: OnceLock<Option<String>>,
+    /// When the last renewal that the database took was sent, by this process's monotonic
+    /// clock: the lease runs at least until then plus `lease` (the database stamps it later).
+    renewed: Mutex<Option<Instant>>,
+    /// One renewal at a time for requests that found the lease run out, and when the last of
+    /// them failed (see [`may_serve`]).
+    regain: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl Node {
@@ -48,6 +54,42 @@ impl Node {
             id: format!("node_{suffix}"),
             lease,
             address: OnceLock::new(),
+            renewed: Mutex::new(None),
+            regain: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether this node's lease still holds by its own clock: renewed within the last
+    /// `lease`. Past that, other nodes may have taken its calls over, so it serves none of
+    /// them (their requests are answered 503) and `/readyz` says so, until a renewal lands.
+    /// Judged by this process's monotonic clock alone: no other node's clock is read.
+    pub fn holds_lease(&self) -> bool {
+        self.renewed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some_and(|at| at.elapsed() < self.lease)
+    }
+
+    /// Resolves once [`Node::holds_lease`] is false (at once if it is already).
+    pub async fn lease_runs_out(&self) {
+        loop {
+            let left = self
+                .renewed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .map_or(Duration::ZERO, |at| self.lease.saturating_sub(at.elapsed()));
+            if left.is_zero() {
+                return;
+            }
+            // A renewal meanwhile moves the end: look again when this one comes.
+            tokio::time::sleep(left).await;
+        }
+    }
+
+    fn renewed_at(&self, sent: Instant) {
+        let mut renewed = self.renewed.lock().unwrap_or_else(PoisonError::into_inner);
+        if renewed.is_none_or(|at| at < sent) {
+            *renewed = Some(sent);
         }
     }
 
@@ -68,52 +110,110 @@ pub fn advertised(configured: Option<&str>, local: std::net::SocketAddr) -> Opti
     }
 }
 
+/// This node's background work for its lease: the heartbeat and the sweep, each a task of its
+/// own so that a long sweep never delays a renewal. Stopped by [`Liveness::abort`].
+#[derive(Debug)]
+pub struct Liveness {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Liveness {
+    pub fn abort(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
 /// Registers this node and keeps its lease alive; sweeps for Realtime calls whose owner died.
 /// Runs until the returned handle is aborted (the server stops).
-pub async fn start(state: &AppState, address: Option<String>) -> tokio::task::JoinHandle<()> {
+pub async fn start(state: &AppState, address: Option<String>) -> Liveness {
     if address.is_none() {
         tracing::warn!(name: "node_address_unknown", "this node listens on a wildcard address and has no --advertise-url: other nodes cannot forward a call's requests to it");
     }
     let _ = state.node.address.set(address);
     let node = &state.node;
-    if let Err(e) = state
+    register(state, Instant::now()).await;
+    tracing::info!(name: "node_started", node_id = %node.id, address = node.address().unwrap_or(""), lease_ms = u64::try_from(node.lease.as_millis()).unwrap_or(u64::MAX), "node_started");
+    let beat = state.node.lease / 3;
+    let heartbeats = tokio::spawn({
+        let state = state.clone();
+        async move {
+            let mut next = tokio::time::Instant::now() + beat;
+            loop {
+                tokio::time::sleep_until(next).await;
+                next += beat;
+                // A renewal the database does not answer within a lease is given up (it would
+                // come too late to count); the lease is judged by the last one that landed.
+                let _ = tokio::time::timeout(state.node.lease, heartbeat(&state)).await;
+            }
+        }
+    });
+    let sweeps = tokio::spawn({
+        let state = state.clone();
+        async move {
+            let every =
+                (state.node.lease / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
+            loop {
+                tokio::time::sleep(every.min(beat)).await;
+                // A node cut off from the database takes nothing over.
+                if state.node.holds_lease() {
+                    sweep_realtime(&state).await;
+                }
+            }
+        }
+    });
+    Liveness {
+        tasks: vec![heartbeats, sweeps],
+    }
+}
+
+/// How long a request that found this node's lease run out waits for a renewal sent then.
+const REGAIN_WAIT: Duration = Duration::from_secs(1);
+
+/// Whether this node may serve its calls now: its lease holds, or a renewal sent now lands
+/// within [`REGAIN_WAIT`] (a process that was paused — a stalled VM, a starved runtime —
+/// finds its lease run out by its own clock although the database is there). One renewal at
+/// a time; after one failed, requests are refused at once for a while rather than each waiting.
+pub async fn may_serve(state: &AppState) -> bool {
+    let node = &state.node;
+    if node.holds_lease() {
+        return true;
+    }
+    let mut failed = node.regain.lock().await;
+    if node.holds_lease() {
+        return true;
+    }
+    if failed.is_some_and(|at| at.elapsed() < REGAIN_WAIT) {
+        return false;
+    }
+    let _ = tokio::time::timeout(REGAIN_WAIT, heartbeat(state)).await;
+    let holds = node.holds_lease();
+    *failed = (!holds).then(Instant::now);
+    holds
+}
+
+/// Registers the node (again), counting the lease from `sent`.
+async fn register(state: &AppState, sent: Instant) {
+    let node = &state.node;
+    match state
         .store
         .register_node(&node.id, node.address(), node.lease)
         .await
     {
-        tracing::error!(name: "node_register_failed", error = %e, "node_register_failed");
-    }
-    tracing::info!(name: "node_started", node_id = %node.id, address = node.address().unwrap_or(""), lease_ms = u64::try_from(node.lease.as_millis()).unwrap_or(u64::MAX), "node_started");
-    let state = state.clone();
-    tokio::spawn(async move {
-        let beat = state.node.lease / 3;
-        let sweep =
-            (state.node.lease / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
-        let mut next_beat = tokio::time::Instant::now() + beat;
-        loop {
-            tokio::time::sleep(sweep.min(beat)).await;
-            if tokio::time::Instant::now() >= next_beat {
-                next_beat += beat;
-                heartbeat(&state).await;
-            }
-            sweep_realtime(&state).await;
+        Ok(()) => node.renewed_at(sent),
+        Err(e) => {
+            tracing::error!(name: "node_register_failed", error = %e, "node_register_failed")
         }
-    })
+    }
 }
 
 async fn heartbeat(state: &AppState) {
     let node = &state.node;
+    let sent = Instant::now();
     match state.store.renew_node(&node.id, node.lease).await {
-        Ok(true) => {}
-        Ok(false) => {
-            if let Err(e) = state
-                .store
-                .register_node(&node.id, node.address(), node.lease)
-                .await
-            {
-                tracing::error!(name: "node_register_failed", error = %e, "node_register_failed");
-            }
-        }
+        Ok(true) => node.renewed_at(sent),
+        Ok(false) => register(state, sent).await,
         Err(e) => {
             // Past the lease, other nodes take this node's calls over; its writes to them are
             // then refused by their fencing tokens, so nothing is written twice.
@@ -203,21 +303,32 @@ pub async fn forward_to_owner(State(state): State<AppState>, req: Request, next:
         Some(id) => id,
         None => return next.run(Request::from_parts(parts, body)).await,
     };
-    let tenant = match crate::auth::principal(&parts, &state).await {
+    // A node past its lease serves no call (another may), and waits for no database read
+    // longer than its lease lasts.
+    let principal =
+        crate::deadlines::while_leased(&state, &call_id, crate::auth::principal(&parts, &state))
+            .await;
+    let tenant = match principal {
         Ok(p) => {
             // The handler's extractor reads it from here instead of the database again.
             let tenant = p.tenant_id.clone();
             parts.extensions.insert(p);
             tenant
         }
+        Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => return e.into_response(),
         Err(_) => None,
     };
     let Some(tenant) = tenant else {
         // The handler gives the authentication error.
         return next.run(Request::from_parts(parts, body)).await;
     };
-    match locate(&state, &tenant, &call_id).await {
-        Ok(Serving::Elsewhere(node)) => forward(&state, &node, parts, body, &call_id).await,
+    let located =
+        crate::deadlines::while_leased(&state, &call_id, locate(&state, &tenant, &call_id)).await;
+    match located {
+        Ok(Serving::Elsewhere(node)) => {
+            forward(&state, &node, (&tenant, &call_id), parts, body).await
+        }
+        Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => e.into_response(),
         // Served here, or an error the handler will give again.
         _ => next.run(Request::from_parts(parts, body)).await,
     }
@@ -249,13 +360,14 @@ fn forwarded_request_header(name: &axum::http::HeaderName) -> bool {
 /// session a legacy `initialize` opened there.
 const FORWARDED_RESPONSE_HEADERS: [&str; 3] = ["content-type", "retry-after", "mcp-session-id"];
 
-/// Passes a request on to the node that owns its call.
+/// Passes a request on to the node that owns its call, waiting for its answer no longer than
+/// the request's tool may take (see [`crate::deadlines::forward_budget`]).
 pub(crate) async fn forward(
     state: &AppState,
     node: &NodeInfo,
+    (tenant, call_id): (&str, &str),
     parts: axum::http::request::Parts,
     body: Body,
-    call_id: &str,
 ) -> Response {
     let Some(address) = node.address.as_deref() else {
         return crate::routes::calls::served_elsewhere(call_id, node).into_response();
@@ -278,10 +390,12 @@ pub(crate) async fn forward(
         .uri
         .path_and_query()
         .map_or_else(|| parts.uri.path().to_owned(), |p| p.as_str().to_owned());
+    let budget = crate::deadlines::forward_budget(state, tenant, call_id, &bytes).await;
     let mut request = state
         .forwarder
         .request(parts.method.clone(), format!("{address}{path}"))
         .header(FORWARDED_HEADER, &state.node.id)
+        .timeout(budget)
         .body(bytes);
     for (name, value) in &parts.headers {
         if forwarded_request_header(name) {
@@ -293,8 +407,9 @@ pub(crate) async fn forward(
     let answer = match request.send().await {
         Ok(a) => a,
         Err(e) => {
+            let timed_out = e.is_timeout();
             tracing::warn!(name: "call_forward_failed", call_id = %call_id, node_id = %node.id, error = %e.without_url(), "call_forward_failed");
-            return crate::routes::calls::served_elsewhere(call_id, node).into_response();
+            return unanswered(call_id, node, timed_out, budget);
         }
     };
     let status = answer.status();
@@ -305,8 +420,9 @@ pub(crate) async fn forward(
     let body = match answer.bytes().await {
         Ok(b) => b,
         Err(e) => {
+            let timed_out = e.is_timeout();
             tracing::warn!(name: "call_forward_failed", call_id = %call_id, node_id = %node.id, error = %e.without_url(), "call_forward_failed");
-            return crate::routes::calls::served_elsewhere(call_id, node).into_response();
+            return unanswered(call_id, node, timed_out, budget);
         }
     };
     let mut response = (status, body).into_response();
@@ -314,4 +430,21 @@ pub(crate) async fn forward(
         response.headers_mut().insert(name, value);
     }
     response
+}
+
+/// The answer when the owner could not be reached, or did not answer within `budget`.
+fn unanswered(call_id: &str, node: &NodeInfo, timed_out: bool, budget: Duration) -> Response {
+    if !timed_out {
+        return crate::routes::calls::served_elsewhere(call_id, node).into_response();
+    }
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        format!(
+            "call `{call_id}` is served by another node of this deployment, which did not answer within {} s; send the same request again in a moment",
+            budget.as_secs()
+        ),
+    )
+    .with_details(serde_json::json!({"retry_after_s": 1}))
+    .into_response()
 }

@@ -465,7 +465,7 @@ fn session_deps(
         config: Arc::new(config),
         executor: state.realtime_executor.clone(),
         sink,
-        journal: Arc::new(state.store.journal(tenant).fenced(fence)),
+        journal: state.call_journal(tenant, fence),
         options: SessionOptions {
             hold_terminal_effects: true,
             answer_before_journal: true,

@@ -50,6 +50,9 @@ pub struct ServerConfig {
     pub memory: switchboard_store::MemoryLimits,
     /// Emails each tenant may send per minute, counted in the database across all nodes.
     pub emails_per_tenant_per_minute: u32,
+    /// What this node keeps of finished runs the database did not take in time, to store once
+    /// it answers (`--max-unsaved-outcomes`).
+    pub outbox: switchboard_runtime::outbox::OutboxLimits,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -78,6 +81,7 @@ impl Default for ServerConfig {
             google: None,
             memory: switchboard_store::MemoryLimits::default(),
             emails_per_tenant_per_minute: EMAILS_PER_TENANT_PER_MINUTE,
+            outbox: switchboard_runtime::outbox::OutboxLimits::default(),
         }
     }
 }
@@ -141,6 +145,12 @@ pub struct Inner {
     /// run at the pace the database allows and the webhooks, whose own work is small, are
     /// still answered at once instead of queueing behind every set-up.
     pub call_setups: Arc<tokio::sync::Semaphore>,
+    /// Finished runs the database did not take in time, kept to be stored in each call's
+    /// order once it answers (see [`switchboard_runtime::outbox`]).
+    pub outbox: Arc<switchboard_runtime::outbox::Outbox>,
+    /// Tools' timeouts by tenant, call and function name, for requests passed on to a call's
+    /// owner (see [`crate::deadlines::forward_budget`]).
+    pub forward_budgets: moka::sync::Cache<(String, String, String), std::time::Duration>,
 }
 
 /// Phone calls set up at once (see [`Inner::call_setups`]).
@@ -238,12 +248,30 @@ impl AppState {
             node: crate::ownership::Node::new(config.lease),
             forwarder: forwarder(&config),
             call_setups: Arc::new(tokio::sync::Semaphore::new(CALL_SETUPS_AT_ONCE)),
+            outbox: switchboard_runtime::outbox::Outbox::new(config.outbox),
+            forward_budgets: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(std::time::Duration::from_secs(600))
+                .build(),
             toolkit_tools: crate::toolset::ToolkitTools::new(&config.limits),
             google_tokens,
             config,
             metrics,
             mcp,
         }))
+    }
+}
+
+impl Inner {
+    /// The journal a session of a tenant's call writes as the call's owner under fencing token
+    /// `fence`, with the node's outbox in front of it.
+    pub fn call_journal(
+        &self,
+        tenant: &str,
+        fence: i64,
+    ) -> Arc<dyn switchboard_runtime::CallJournal> {
+        let fenced = Arc::new(self.store.journal(tenant).fenced(fence));
+        Arc::new(self.outbox.journal(tenant, fenced))
     }
 }
 

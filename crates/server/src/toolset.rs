@@ -67,6 +67,15 @@ impl ToolkitTools {
         self.0.get(&("memory", action))
     }
 
+    /// The longest `timeout` of a toolkit action named `action` (in any toolkit).
+    pub(crate) fn longest_timeout_ms(&self, action: &str) -> Option<u64> {
+        self.0
+            .iter()
+            .filter(|((_, a), _)| *a == action)
+            .map(|(_, t)| t.timeout_ms())
+            .max()
+    }
+
     fn get(&self, kit: &str, action: &str) -> ApiResult<Arc<Tool>> {
         self.0.get(&(kit, action)).cloned().ok_or_else(|| {
             ApiError::internal(format!(

@@ -296,8 +296,13 @@ impl Store {
                     return Err(StoreError::NotFound(format!("call `{call_id}`")));
                 };
                 check_fence(call_id, Some(stored), fence)?;
+                // Not once the function call is recorded: a checkpoint given up on while the
+                // database did not answer may land after its run's record, and must not leave
+                // a finished run to be resumed.
                 sqlx::query(
-                    "INSERT INTO call_checkpoints (tenant_id, call_id, function_call_id, checkpoint, updated_at) VALUES ($1, $2, $3, $4, $5) \
+                    "INSERT INTO call_checkpoints (tenant_id, call_id, function_call_id, checkpoint, updated_at) \
+                     SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM call_invocations i \
+                     WHERE i.tenant_id = $1 AND i.call_id = $2 AND i.function_call_id = $3) \
                      ON CONFLICT (tenant_id, call_id, function_call_id) DO UPDATE SET \
                      checkpoint = excluded.checkpoint, updated_at = excluded.updated_at",
                 )
@@ -334,7 +339,6 @@ impl Store {
             .map(|c| seal_context(self.master_key(), tenant_id, call_id, c))
             .transpose()?;
         let agent = context.map(|c| c.active_agent().to_owned());
-        let at = now();
         if let Some(group) = &self.gate.group {
             let job = Job::Finish {
                 tenant_id: tenant_id.to_owned(),
@@ -344,7 +348,6 @@ impl Store {
                 context: context_text.clone().map(|text| (text, agent.clone())),
                 handoffs: i64::from(handoffs),
                 fence,
-                at: at.clone(),
             };
             // Not written: fenced off, gone, recorded already or a failed batch; the
             // transaction below says which.
@@ -391,15 +394,15 @@ impl Store {
                     return Err(StoreError::NotFound(format!("call `{call_id}`")));
                 }
                 // Its claim and checkpoint go with it (a trigger, migration 0010).
-                let inserted = sqlx::query(
-                    "INSERT INTO call_invocations (tenant_id, call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4, $5) \
+                let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO call_invocations (tenant_id, call_id, function_call_id, record, created_at) VALUES ($1, $2, $3, $4, {}) \
                      ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING",
-                )
+                    crate::ownership::now_stamp(pool.kind())
+                )))
                 .bind(tenant_id)
                 .bind(call_id)
                 .bind(&record.function_call_id)
                 .bind(&record_text)
-                .bind(&at)
                 .execute(&mut *tx)
                 .await?;
                 if inserted.rows_affected() == 0 {
@@ -481,8 +484,13 @@ impl Store {
     ) -> Result<Option<CallState>, StoreError> {
         type Head = (String, String, i64, String);
         let max_records = i64::try_from(max_records).unwrap_or(i64::MAX);
-        type Rows = (Vec<String>, Vec<(String, Vec<u8>)>, Vec<(String, Vec<u8>)>);
-        let (head, records, checkpoints, claims) = with_pool!(self, |pool| {
+        type Rows = (
+            Vec<String>,
+            Vec<(String, Vec<u8>)>,
+            Vec<(String, Vec<u8>)>,
+            Option<i64>,
+        );
+        let (head, records, checkpoints, claims, newest_age) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let head: Option<Head> = sqlx::query_as(
                 "SELECT call_info, context, handoffs, status FROM calls WHERE tenant_id = $1 AND id = $2",
@@ -491,7 +499,7 @@ impl Store {
             .bind(call_id)
             .fetch_optional(&mut *tx)
             .await?;
-            let (records, checkpoints, claims): Rows = if head.is_some() {
+            let (records, checkpoints, claims, newest_age): Rows = if head.is_some() {
                 let records = sqlx::query_scalar(
                     "SELECT record FROM (SELECT record, seq FROM call_invocations \
                      WHERE tenant_id = $1 AND call_id = $2 ORDER BY seq DESC LIMIT $3) recent \
@@ -516,12 +524,25 @@ impl Store {
                 .bind(call_id)
                 .fetch_all(&mut *tx)
                 .await?;
-                (records, checkpoints, claims)
+                // How long ago the newest record was stored, by the database's clock (records
+                // are stamped with it): the one clock every node shares.
+                let newest_age: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "SELECT {} - {} FROM call_invocations WHERE tenant_id = $1 AND call_id = $2 \
+                     ORDER BY seq DESC LIMIT 1",
+                    crate::ownership::now_ms(pool.kind()),
+                    crate::ownership::stamp_ms(pool.kind(), "created_at"),
+                )))
+                .bind(tenant_id)
+                .bind(call_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .flatten();
+                (records, checkpoints, claims, newest_age)
             } else {
-                (Vec::new(), Vec::new(), Vec::new())
+                (Vec::new(), Vec::new(), Vec::new(), None)
             };
             tx.commit().await?;
-            (head, records, checkpoints, claims)
+            (head, records, checkpoints, claims, newest_age)
         });
         let Some((call_info, context, handoffs, status)) = head else {
             return Ok(None);
@@ -536,6 +557,8 @@ impl Store {
             )?),
             handoffs: u32::try_from(handoffs).unwrap_or(u32::MAX),
             ended: CallStatus::parse(&status)? == CallStatus::Ended,
+            newest_record_age: newest_age
+                .map(|ms| std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
             ..CallState::default()
         };
         for r in &records {

@@ -91,6 +91,29 @@ pub(crate) fn now_ms(kind: Backend) -> &'static str {
     }
 }
 
+/// The database's clock as a record's text stamp (`2026-11-27T10:00:00.000Z`, as
+/// `switchboard_runtime::now_rfc3339` writes), as SQL.
+pub(crate) fn now_stamp(kind: Backend) -> &'static str {
+    match kind {
+        Backend::Sqlite => "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+        Backend::Postgres => {
+            "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        }
+    }
+}
+
+/// A text stamp `column` in milliseconds since the Unix epoch, as SQL.
+pub(crate) fn stamp_ms(kind: Backend, column: &str) -> String {
+    match kind {
+        Backend::Sqlite => {
+            format!("CAST((julianday({column}) - 2440587.5) * 86400000.0 AS INTEGER)")
+        }
+        Backend::Postgres => {
+            format!("CAST(EXTRACT(EPOCH FROM CAST({column} AS TIMESTAMPTZ)) * 1000 AS BIGINT)")
+        }
+    }
+}
+
 fn lease_ms(lease: Duration) -> i64 {
     i64::try_from(lease.as_millis()).unwrap_or(i64::MAX)
 }

@@ -386,21 +386,28 @@ async fn on_msg<D: LineDriver>(driver: &mut D, msg: DriverMsg) -> Step {
 /// waiting (the simulator takes it as a no-op); a Realtime model speaks once more, which beats
 /// a silent line. Runs restored from the journal are left out: their answers come from this
 /// node.
-/// [`last_answered`] when the newest of its answers finished within `within` of now (see
-/// [`DriverOptions::continue_within`]); empty otherwise.
+/// [`last_answered`] when the call's newest answer was stored within `within` of now (see
+/// [`DriverOptions::continue_within`]); empty otherwise. How long ago is the journal's own
+/// clock's word (a database's, which every node shares), never the old owner's clock against
+/// this node's: skewed clocks would make the model speak twice or stay silent. Only a journal
+/// that cannot say (one process's, in memory) falls back to the record's `finished_at`, which
+/// this same process stamped.
 pub(crate) fn owed_continuation(
     snapshot: &SessionSnapshot,
     within: Duration,
 ) -> Vec<&InvocationRecord> {
     let last = last_answered(snapshot);
-    let now = std::time::SystemTime::now();
-    let recent = last
-        .iter()
-        .any(|r| match humantime::parse_rfc3339(&r.finished_at) {
-            // An answer stamped ahead of this node's clock (another node's) is recent.
-            Ok(at) => now.duration_since(at).map_or(true, |age| age <= within),
-            Err(_) => false,
-        });
+    let recent = match snapshot.newest_stored {
+        Some(stored) => stored.elapsed() <= within,
+        None => {
+            let now = std::time::SystemTime::now();
+            last.iter()
+                .any(|r| match humantime::parse_rfc3339(&r.finished_at) {
+                    Ok(at) => now.duration_since(at).map_or(true, |age| age <= within),
+                    Err(_) => false,
+                })
+        }
+    };
     if recent { last } else { Vec::new() }
 }
 

@@ -9,7 +9,7 @@ use switchboard_core::{ErrorCode, Outcome, SideEffect, Suspended, ToolError};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::bookkeeping::{DedupeKey, dedupe_digest};
-use crate::commit::{CommitError, with_retry};
+use crate::commit::{CommitError, retry_until, with_retry};
 use crate::invocation::{Invocation, InvocationRecord};
 use crate::journal::{Checkpoint, Claim, JournalEntry, JournalError};
 
@@ -22,10 +22,10 @@ impl Actor {
     pub(super) async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
         while let Some(cmd) = rx.recv().await {
             match cmd {
-                Cmd::Submit(inv) => Box::pin(self.submit(*inv, true)).await,
+                Cmd::Submit(inv, arrived) => Box::pin(self.submit(*inv, true, arrived)).await,
                 Cmd::Rerun(inv) => {
                     tracing::info!(name: "tool_run_restarted_from_claim", function_call_id = %inv.function_call_id, tool_name = %shown(&inv.name), "tool_run_restarted_from_claim");
-                    Box::pin(self.submit(*inv, false)).await
+                    Box::pin(self.submit(*inv, false, Instant::now())).await
                 }
                 Cmd::Resume(cp) => Box::pin(self.resume(*cp)).await,
                 Cmd::CancelResponse(id) => Box::pin(self.cancel_response(&id)).await,
@@ -78,7 +78,7 @@ impl Actor {
     /// Takes a function call: answered from what the call knows (a repeat, a duplicate write,
     /// an unknown tool) or run, claimed in the journal first when its tool can request an
     /// effect (`claim`; a rerun has its claim).
-    async fn submit(&mut self, inv: Invocation, claim: bool) {
+    async fn submit(&mut self, inv: Invocation, claim: bool, arrived: Instant) {
         let fc = inv.function_call_id.clone();
         if self.pending.contains_key(&fc) {
             tracing::info!(name: "tool_invocation_ignored_already_pending", function_call_id = %fc, tool_name = %shown(&inv.name), "tool_invocation_ignored_already_pending");
@@ -88,7 +88,7 @@ impl Actor {
             tracing::info!(name: "tool_invocation_ignored_already_executed", function_call_id = %fc, tool_name = %shown(&inv.name), "tool_invocation_ignored_already_executed");
             return;
         }
-        let (started, started_at) = (Instant::now(), crate::now_rfc3339());
+        let (started, started_at) = (arrived, crate::now_rfc3339());
         let agent = self.ctx.active_agent().to_owned();
         let config = Arc::clone(&self.deps.config);
         let entry = match config.resolve(&agent, &inv.name) {
@@ -226,7 +226,13 @@ impl Actor {
     ) -> bool {
         let journal = Arc::clone(&self.deps.journal);
         let call_id = self.call_id.clone();
-        let claimed = with_retry(self.deps.options.commit_retry, || {
+        // Within the tool's deadline, which runs from the function call's arrival: the claim's
+        // wait for the database is part of the time the caller waits. Failures are retried for
+        // `commit_retry`; an attempt under way (a slow database) may take the whole deadline
+        // (one that never answers leaves the run no time, and it is not started).
+        let deadline = started + Duration::from_millis(tool.timeout_ms());
+        let errors_until = deadline.min(Instant::now() + self.deps.options.commit_retry);
+        let claimed = retry_until(errors_until, deadline, || {
             let claim = journal.claim(&call_id, inv);
             async move { claim.await.map_err(CommitError::from) }
         })
@@ -291,15 +297,15 @@ impl Actor {
         if !self.records.forgotten() {
             return None;
         }
-        match self
-            .deps
-            .journal
-            .recorded(&self.call_id, function_call_id)
-            .await
-        {
-            Ok(found) => found.map(Box::new),
-            Err(e) => {
+        let read = self.deps.journal.recorded(&self.call_id, function_call_id);
+        match tokio::time::timeout(self.deps.options.commit_retry, read).await {
+            Ok(Ok(found)) => found.map(Box::new),
+            Ok(Err(e)) => {
                 tracing::error!(name: "journal_read_failed", error = %e, "journal_read_failed");
+                None
+            }
+            Err(_) => {
+                tracing::error!(name: "journal_read_failed", error = "the database did not answer in time", "journal_read_failed");
                 None
             }
         }
@@ -445,13 +451,24 @@ impl Actor {
         for m in monitors {
             let _ = m.await;
         }
-        if let Err(e) = self
-            .deps
-            .journal
-            .append(&self.call_id, JournalEntry::Ended)
-            .await
-        {
-            tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed");
+        let journal = Arc::clone(&self.deps.journal);
+        let call_id = self.call_id.clone();
+        let ended = with_retry(self.deps.options.commit_retry, || {
+            let append = journal.append(&call_id, JournalEntry::Ended);
+            async move { append.await.map_err(CommitError::from) }
+        })
+        .await;
+        match ended {
+            Ok(()) => {}
+            // Stored after the call's other waiting entries, once the database answers.
+            Err(CommitError::Journal(e)) if !e.is_fenced() => {
+                if let Err(full) = journal.defer(&call_id, JournalEntry::Ended) {
+                    tracing::error!(name: "journal_write_failed", error = %e, reason = %full, "journal_write_failed");
+                }
+            }
+            Err(e) => {
+                tracing::error!(name: "journal_write_failed", error = %e, "journal_write_failed")
+            }
         }
         tracing::info!(name: "tool_cancel_all_finished", remaining_tasks = self.pending.len(), "tool_cancel_all_finished");
     }

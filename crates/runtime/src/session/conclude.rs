@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 use switchboard_core::{ErrorCode, Outcome, ToolResult};
 
-use crate::commit::{CommitError, apply_outcome, refused_outcome, unsaved_outcome, with_retry};
+use crate::commit::{CommitError, apply_outcome, refused_outcome, retry_until, unsaved_outcome};
 use crate::invocation::{Delivery, Invocation, InvocationRecord};
 use crate::journal::JournalEntry;
 
@@ -202,8 +202,9 @@ impl Actor {
 
     /// Commits an invocation's writes and handoff, all or nothing, to this session's context
     /// and then, with its record, to the journal. A journal that fails is retried for
-    /// `commit_retry`; if it still fails, this session's context stays as it was, as the
-    /// journal has it.
+    /// `commit_retry`; if it still fails, a run that may have reached an effect
+    /// (`Conclusion::deferrable`) is handed to the journal to store later and counts as
+    /// committed; any other leaves this session's context as it was, as the journal has it.
     async fn commit(
         &mut self,
         record: &InvocationRecord,
@@ -224,11 +225,39 @@ impl Actor {
         };
         let journal = Arc::clone(&self.deps.journal);
         let call_id = self.call_id.clone();
-        with_retry(self.deps.options.commit_retry, || {
+        // Failures are retried for `commit_retry`. An entry that may be stored late then waits
+        // in the outbox; one that may not lets an attempt still under way (a slow database) go
+        // on as long as its answer may take: the tool's deadline, then `commit_retry` more.
+        let retry = self.deps.options.commit_retry;
+        let errors_until = Instant::now() + retry;
+        let until = match c.deadline.filter(|_| !c.deferrable) {
+            Some(deadline) => deadline.max(Instant::now()) + retry,
+            None => errors_until,
+        };
+        let stored = retry_until(errors_until, until, || {
             let append = journal.append(&call_id, entry.clone());
             async move { append.await.map_err(CommitError::from) }
         })
-        .await?;
+        .await;
+        match stored {
+            Ok(()) => {}
+            // The run may have changed the world: its entry waits on this node and is stored
+            // once the database answers; the call goes on as if it were (see `outbox`).
+            Err(CommitError::Journal(e)) if !e.is_fenced() && c.deferrable => {
+                let function_call_id = &c.invocation.function_call_id;
+                match journal.defer(&call_id, entry) {
+                    Ok(()) => {
+                        tracing::warn!(name: "journal_commit_deferred", function_call_id = %function_call_id, error = %e, "journal_commit_deferred")
+                    }
+                    // The node keeps as many as it may: the answer is still the run's, and the
+                    // call's next stored commit carries its changes; its record is lost.
+                    Err(full) => {
+                        tracing::error!(name: "journal_commit_dropped", function_call_id = %function_call_id, error = %e, reason = %full, "journal_commit_dropped")
+                    }
+                }
+            }
+            Err(e) => return Err(e),
+        }
         let changed = next.is_some();
         if let Some(ctx) = next {
             self.ctx = ctx;
@@ -251,6 +280,7 @@ impl Actor {
             pending: self.pending.keys().cloned().collect(),
             ended,
             restored: self.restored.clone(),
+            newest_stored: self.newest_stored,
         }
     }
 }

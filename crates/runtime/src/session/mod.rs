@@ -110,6 +110,11 @@ pub struct SessionSnapshot {
     /// whether they are still pending or not. Not part of the call's recorded state.
     #[serde(skip)]
     pub restored: Vec<String>,
+    /// When the newest record the journal held was stored, by this process's monotonic clock,
+    /// as the journal's own clock told its age when the call was restored here (a database's,
+    /// which every node shares); `None` for a call started here, or a journal that cannot say.
+    #[serde(skip)]
+    pub newest_stored: Option<Instant>,
 }
 
 /// A handle to a call's session task; clones address the same session.
@@ -123,7 +128,8 @@ pub struct CallSession {
 /// A session's command. The invocations are boxed so that the command is small: the session's
 /// channel allocates room for 32 of them up front, for every call.
 enum Cmd {
-    Submit(Box<Invocation>),
+    /// A function call, and when it arrived (its tool's deadline counts from then).
+    Submit(Box<Invocation>, Instant),
     /// A function call claimed before the call changed owner whose run never reached an
     /// effect: it runs again from the start, under the claim it has.
     Rerun(Box<Invocation>),
@@ -218,7 +224,7 @@ impl CallSession {
             ctx,
             Vec::new(),
             0,
-            Vec::new(),
+            (Vec::new(), None),
             deps,
         ))
     }
@@ -242,12 +248,15 @@ impl CallSession {
             .chain(state.claimed.keys())
             .cloned()
             .collect();
+        let newest_stored = state
+            .newest_record_age
+            .and_then(|age| Instant::now().checked_sub(age));
         let session = Self::spawn(
             call_id.to_owned(),
             ctx,
             state.records,
             state.handoffs,
-            restored,
+            (restored, newest_stored),
             deps,
         );
         for (_, checkpoint) in state.checkpoints {
@@ -264,7 +273,7 @@ impl CallSession {
         ctx: Context,
         records: Vec<InvocationRecord>,
         handoffs: u32,
-        restored: Vec<String>,
+        (restored, newest_stored): (Vec<String>, Option<Instant>),
         deps: SessionDeps,
     ) -> CallSession {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -288,6 +297,7 @@ impl CallSession {
             transfers: Arc::new(TransferLedger::default()),
             released: false,
             restored,
+            newest_stored,
         };
         // A root span: the call outlives the request that started it.
         let span = tracing::info_span!(parent: None, "call", call_id = %call_id, tenant_id = %actor.deps.config.tenant_id);
@@ -317,7 +327,13 @@ impl CallSession {
 
     /// Hands a function call to the session; its answer goes to the sink.
     pub fn submit(&self, invocation: Invocation) {
-        let _ = self.tx.send(Cmd::Submit(Box::new(invocation)));
+        self.submit_at(invocation, Instant::now());
+    }
+
+    /// [`CallSession::submit`] for a function call that arrived at `arrived` (a request that
+    /// waited for its credential and its call first): its tool's deadline counts from then.
+    pub fn submit_at(&self, invocation: Invocation, arrived: Instant) {
+        let _ = self.tx.send(Cmd::Submit(Box::new(invocation), arrived));
     }
 
     /// The caller interrupted this response: apply the interruption policy to its tools.
@@ -386,6 +402,8 @@ struct Running {
     dedupe_window: Duration,
     /// The tool's `max_context_bytes`, which its commit may not exceed.
     max_context_bytes: usize,
+    /// The tool's `timeout`, counted from `started`.
+    timeout: Duration,
     /// Identical write calls waiting for this one's result.
     followers: Vec<(Invocation, Instant, String)>,
 }
@@ -408,6 +426,8 @@ struct Actor {
     released: bool,
     /// See [`SessionSnapshot::restored`].
     restored: Vec<String>,
+    /// See [`SessionSnapshot::newest_stored`].
+    newest_stored: Option<Instant>,
 }
 
 /// The secrets of every tool the call may use, and the user's tokens.
@@ -436,6 +456,13 @@ struct Conclusion {
     max_context_bytes: usize,
     /// What replaying the run needs, when it ran here from its start.
     trace: Option<Box<crate::replay::RunTrace>>,
+    /// Whether its journal entry may be stored late when the database does not take it in
+    /// time. Not for a run of a tool without effects: its record is what fences it (a node
+    /// cut off from the call must not answer it), so it is answered only once stored.
+    deferrable: bool,
+    /// The tool's deadline (its `timeout` from the function call's arrival): an entry that may
+    /// not be stored late waits for the database until then, and `commit_retry` more.
+    deadline: Option<Instant>,
 }
 
 impl Conclusion {
@@ -475,6 +502,8 @@ impl Conclusion {
             unverified_tool: false,
             max_context_bytes: switchboard_core::Limits::default().max_context_bytes,
             trace: None,
+            deferrable: true,
+            deadline: None,
         }
     }
 }

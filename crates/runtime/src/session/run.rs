@@ -101,9 +101,11 @@ impl Actor {
                 // The semaphore is never closed, so acquiring only waits for a free slot.
                 let _permit = semaphore.acquire_owned().await;
                 match resume_from {
+                    // The deadline runs from the function call's arrival: its claim and its
+                    // wait for a slot are time the caller waits too.
                     None => {
                         executor
-                            .execute(&config, &ctx, &run_inv, &gate, &transfers)
+                            .execute_from(started, &config, &ctx, &run_inv, &gate, &transfers)
                             .await
                     }
                     Some((request, suspended)) => {
@@ -215,6 +217,8 @@ impl Actor {
         c.actions = actions;
         c.trace = trace;
         c.max_context_bytes = p.max_context_bytes;
+        c.deferrable = p.claimed;
+        c.deadline = Some(p.started + p.timeout);
         let first_id = fc.to_owned();
         let answered = self.conclude(c).await;
         let (output, error) = (answered.output, answered.error);
@@ -282,6 +286,7 @@ impl Running {
             claimed,
             dedupe_window: Duration::from_secs(tool.dedupe_window_s()),
             max_context_bytes: tool.limits().max_context_bytes,
+            timeout: Duration::from_millis(tool.timeout_ms()),
             followers: Vec::new(),
         }
     }

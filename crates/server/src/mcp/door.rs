@@ -242,7 +242,9 @@ async fn admit(state: &AppState, request: Request) -> Result<Admitted, ApiError>
             if !parts.headers.contains_key(FORWARDED_HEADER)
                 && let Serving::Elsewhere(node) = locate(state, &tenant_id, call_id).await?
             {
-                let response = crate::ownership::forward(state, &node, parts, body, call_id).await;
+                let response =
+                    crate::ownership::forward(state, &node, (&tenant_id, call_id), parts, body)
+                        .await;
                 return Ok(Admitted::Forwarded(response));
             }
             (None, Some(call_id.clone()))
@@ -549,7 +551,7 @@ impl ServerHandler for AgentServer {
             item_id: None,
         };
         let answer = tokio::select! {
-            answer = submit_and_wait(&self.state, &live, invocation, Via::Mcp) => answer.map_err(call_error)?,
+            answer = submit_and_wait(&self.state, &live, invocation, Via::Mcp, std::time::Instant::now()) => answer.map_err(call_error)?,
             () = context.ct.cancelled() => {
                 live.session.cancel_response(&function_call_id);
                 return Err(McpError::internal_error("cancelled by the client", None));

@@ -152,7 +152,7 @@ fn session_options(state: &AppState) -> SessionOptions {
 /// session's context is the authority and each answer is journaled through the store's group
 /// commit, as at the phone doors.
 fn deps(state: &AppState, config: CallConfig, sink: Arc<HttpSink>, fence: i64) -> SessionDeps {
-    let journal = Arc::new(state.store.journal(&config.tenant_id).fenced(fence));
+    let journal = state.call_journal(&config.tenant_id, fence);
     SessionDeps {
         config: Arc::new(config),
         executor: state.executor.clone(),
@@ -396,10 +396,18 @@ pub(crate) fn served_elsewhere(call_id: &str, node: &NodeInfo) -> ApiError {
 pub(crate) async fn locate(state: &AppState, tenant: &str, call_id: &str) -> ApiResult<Serving> {
     if let Some(c) = state.calls.get(tenant, call_id) {
         if !c.session.is_closed() {
+            if !crate::ownership::may_serve(state).await {
+                return Err(crate::deadlines::lease_lost(call_id));
+            }
             return Ok(Serving::Here(c));
         }
         // Ended, or released to a node that took it over: forget it here.
         state.calls.remove(tenant, call_id);
+    }
+    // Past its lease this node may not serve the call (another may have taken it over) nor
+    // take one over.
+    if !crate::ownership::may_serve(state).await {
+        return Err(crate::deadlines::lease_lost(call_id));
     }
     // One pick-up at a time on this node: the cap is checked and the call registered with
     // nothing in between. Across nodes, the lease decides (`take_over_call`).
@@ -535,10 +543,12 @@ fn result_from_delivery(
     responses((status = 200, body = InvocationResult, description = "Always an answer for the model, also when the tool failed"), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn invoke(
     State(state): State<AppState>,
+    arrived: Option<axum::Extension<crate::deadlines::Arrived>>,
     tenant: Tenant,
     Path(call_id): Path<String>,
     Body(new): Body<NewInvocation>,
 ) -> ApiResult<Json<InvocationResult>> {
+    let arrived = arrived.map_or_else(std::time::Instant::now, |a| a.0.0);
     let call = model_call(new)?;
     let live = live(&state, &tenant.id, &call_id).await?;
     let invocation = Invocation {
@@ -549,7 +559,7 @@ pub async fn invoke(
         response_id: call.response_id,
         item_id: None,
     };
-    let mut answer = submit_and_wait(&state, &live, invocation, Via::Http).await?;
+    let mut answer = submit_and_wait(&state, &live, invocation, Via::Http, arrived).await?;
     if let Some(format) = call.answer_as {
         answer.item = Some(super::items::answer_item(
             format,
@@ -638,6 +648,7 @@ pub(crate) async fn submit_and_wait(
     live: &LiveCall,
     invocation: Invocation,
     via: Via,
+    arrived: std::time::Instant,
 ) -> ApiResult<InvocationResult> {
     let call_id = invocation.call_id.clone();
     if live.realtime && via == Via::Http {
@@ -658,7 +669,7 @@ pub(crate) async fn submit_and_wait(
             return Ok(result_from_record(&record));
         }
         Some(Lookup::Pending) => {}
-        None => live.session.submit(invocation),
+        None => live.session.submit_at(invocation, arrived),
     }
     let wait = Duration::from_secs_f64(state.config.limits.max_timeout_s + 10.0);
     match tokio::time::timeout(wait, rx).await {

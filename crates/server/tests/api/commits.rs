@@ -340,6 +340,15 @@ struct Impatient {
 
 impl Impatient {
     async fn start(commit_retry: Duration) -> Impatient {
+        Impatient::start_with(ServerConfig {
+            tenant_rate_per_s: 10_000,
+            commit_retry,
+            ..ServerConfig::default()
+        })
+        .await
+    }
+
+    async fn start_with(config: ServerConfig) -> Impatient {
         let mut owner = spawn_app(Backend::Sqlite).await;
         owner.stop_server().await;
         let options = StoreOptions {
@@ -354,11 +363,6 @@ impl Impatient {
             ..HttpConfig::default()
         })
         .unwrap();
-        let config = ServerConfig {
-            tenant_rate_per_s: 10_000,
-            commit_retry,
-            ..ServerConfig::default()
-        };
         let state = AppState::new(
             store,
             Arc::new(Effects::http_only(Arc::new(http))),
@@ -474,5 +478,158 @@ async fn a_commit_that_fails_for_a_moment_is_retried_and_stored() {
         call["context"]["workflow"]["logged_meals"][0]["meal_type"], "lunch",
         "{call}"
     );
+    t.finish().await;
+}
+
+#[tokio::test]
+async fn a_node_whose_lease_runs_out_serves_no_call_and_says_so_within_a_second() {
+    let lease = Duration::from_millis(900);
+    let t = Impatient::start_with(ServerConfig {
+        tenant_rate_per_s: 10_000,
+        commit_retry: Duration::from_millis(300),
+        lease,
+        ..ServerConfig::default()
+    })
+    .await;
+    let (app, key) = (&t.app, t.key.as_str());
+    start_call(app, key, "c1").await;
+    let ready = || async {
+        app.client
+            .get(format!("{}/readyz", app.base))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    assert_eq!(ready().await, StatusCode::OK);
+    // The database stops taking writes: the heartbeat's renewals fail.
+    let mut lock = lock_database(&app.url).await;
+    let locked = std::time::Instant::now();
+    let mut said_at = None;
+    while locked.elapsed() < lease * 3 {
+        if ready().await == StatusCode::SERVICE_UNAVAILABLE {
+            said_at = Some(locked.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Within a second of the lease running out (the last renewal was at most a lease ago).
+    let said_at = said_at.expect("/readyz never said 503");
+    assert!(said_at < lease + Duration::from_secs(1), "{said_at:?}");
+    // The call's requests are refused at once: at most one renewal is tried, for a second.
+    let started = std::time::Instant::now();
+    let (s, body) = app
+        .post(
+            "/v1/calls/c1/invocations",
+            key,
+            json!({"function_call_id": "f1", "name": "save_meal", "arguments": meal()}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["details"]["retry_after_s"], 1, "{body}");
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    // The database answers again: the next renewal lands and the node serves again.
+    sqlx::raw_sql("ROLLBACK").execute(&mut lock).await.unwrap();
+    let back = std::time::Instant::now();
+    while ready().await != StatusCode::OK {
+        assert!(back.elapsed() < Duration::from_secs(5), "never ready again");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let out = crate::support::invoke(app, key, "c1", "f1", "save_meal", meal()).await;
+    assert_eq!(out["ok"], true, "{out}");
+    t.finish().await;
+}
+
+#[tokio::test]
+async fn an_order_taken_while_the_database_is_away_is_answered_and_stored_once_it_returns() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+    let t = Impatient::start(Duration::from_millis(300)).await;
+    let (app, key) = (&t.app, t.key.clone());
+    // The order API signals each order, and answers it half a second later: meanwhile the
+    // database stops taking writes.
+    let (taken, mut orders) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/orders"))
+        .respond_with(move |_: &Request| {
+            let _ = taken.send(());
+            ResponseTemplate::new(201)
+                .set_body_json(json!({"order_id": "A-1"}))
+                .set_delay(Duration::from_millis(500))
+        })
+        .mount(&upstream)
+        .await;
+    let order = json!({"name": "place_order", "description": "Order an item.",
+        "parameters": [{"name": "item", "type": "string", "required": true}],
+        "actions": [
+            {"type": "api_call", "method": "POST", "url": format!("{}/orders", upstream.uri()),
+             "body": {"item": "{{params.item}}"}, "retry_count": 0, "response_path": "order"},
+            {"type": "context.set", "data": {"orders[+]": "{{params.item}}"}}],
+        "on_success": [{"type": "respond", "message": "Ordered: {{workflow.order.order_id}}."}]});
+    assert_eq!(
+        app.post("/v1/tools", &key, order).await.0,
+        StatusCode::CREATED
+    );
+    let agent = json!({"instructions": "Help.", "default": true,
+        "tools": [{"tool": "save_meal"}, {"tool": "place_order"}]});
+    assert_eq!(
+        app.put("/v1/agents/assistant", &key, agent).await.0,
+        StatusCode::OK
+    );
+    start_call(app, &key, "c1").await;
+    let shared = Arc::new(TestApp::view(app, app.base.clone()));
+    let first = invoke_later(
+        &shared,
+        &key,
+        "c1",
+        "f1",
+        "place_order",
+        json!({"item": "pizza"}),
+    );
+    orders.recv().await.unwrap();
+    let mut lock = lock_database(&app.url).await;
+    let first = tokio::time::timeout(WAIT, first).await.unwrap().unwrap();
+    // The order was taken: the model hears it, not "nothing was changed".
+    assert_eq!(first["ok"], true, "{first}");
+    assert!(first["output"].as_str().unwrap().contains("A-1"), "{first}");
+    // The model's retry — another function call id, the same order — joins the first.
+    let again = crate::support::invoke(
+        app,
+        &key,
+        "c1",
+        "f2",
+        "place_order",
+        json!({"item": "pizza"}),
+    )
+    .await;
+    assert_eq!(again["duplicate_of"], "f1", "{again}");
+    assert_eq!(upstream.received_requests().await.unwrap().len(), 1);
+    let waiting = stored(app, &key, "c1").await;
+    assert_eq!(waiting["invocations_total"], 0, "{waiting}");
+    // The database takes writes again: both records land, with the order in the context.
+    sqlx::raw_sql("ROLLBACK").execute(&mut lock).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let call = stored(app, &key, "c1").await;
+        if call["invocations_total"] == 2 {
+            // Read again: a view reads the context before the records, and the first record's
+            // context lands with it.
+            let call = stored(app, &key, "c1").await;
+            assert_eq!(
+                call["context"]["workflow"]["orders"],
+                json!(["pizza"]),
+                "{call}"
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never stored: {call}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(upstream.received_requests().await.unwrap().len(), 1);
     t.finish().await;
 }

@@ -252,3 +252,87 @@ async fn a_node_that_lost_its_call_writes_nothing_and_answers_nothing() {
         a.stop().await;
     }
 }
+
+/// A node that accepts connections and reads what it is sent, and never answers.
+async fn silent_node() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            held.push(tokio::spawn(async move {
+                let mut sink = [0u8; 4096];
+                while let Ok(n) = tokio::io::AsyncReadExt::read(&mut socket, &mut sink).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+                std::future::pending::<()>().await;
+            }));
+        }
+    });
+    (address, task)
+}
+
+#[tokio::test]
+async fn a_request_passed_to_an_owner_that_never_answers_gets_a_503_near_its_tools_deadline() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let config = ServerConfig {
+            lease: Duration::from_secs(3600),
+            commit_retry: Duration::from_millis(300),
+            ..config()
+        };
+        let a = spawn_app_with(backend, config.clone()).await;
+        let (base, b_state, stop, server) = start_with(&a.url, a.key.clone(), config).await;
+        let b = TestApp::view(&a, base);
+        let key = a.tenant("acme").await;
+        let quick = json!({"name": "quick_order", "description": "Order.", "timeout": 1,
+            "actions": [{"type": "api_call", "method": "POST", "url": "http://127.0.0.1:9/orders", "retry_count": 0}]});
+        assert_eq!(
+            a.post("/v1/tools", &key, quick).await.0,
+            StatusCode::CREATED
+        );
+        let agent =
+            json!({"instructions": "Help.", "default": true, "tools": [{"tool": "quick_order"}]});
+        assert_eq!(
+            a.put("/v1/agents/assistant", &key, agent).await.0,
+            StatusCode::OK
+        );
+        a.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
+        // The call passes to a node that is alive by its lease and answers nothing.
+        let (address, silent) = silent_node().await;
+        let store = &a.state.store;
+        store
+            .register_node("node_silent", Some(&address), Duration::from_secs(3600))
+            .await
+            .unwrap();
+        crate::support::lease_lapsed(&a).await;
+        let owner = store.call_owner("acme", "c1").await.unwrap().unwrap();
+        store
+            .take_over_call("acme", "c1", "node_silent", owner.fence)
+            .await
+            .unwrap()
+            .expect("taken over by the silent node");
+        let started = Instant::now();
+        let (s, body) = b
+            .post(
+                "/v1/calls/c1/invocations",
+                &key,
+                json!({"function_call_id": "f1", "name": "quick_order"}),
+            )
+            .await;
+        let waited = started.elapsed();
+        assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(body["error"]["details"]["retry_after_s"], 1, "{body}");
+        // The tool's 1 s, the commit's retry (0.3 s) and a second of slack; not minutes.
+        assert!(
+            waited >= Duration::from_secs(1) && waited < Duration::from_secs(4),
+            "{waited:?} {body}"
+        );
+        silent.abort();
+        let _ = stop.send(());
+        let _ = server.await;
+        b_state.store.close().await;
+        a.stop().await;
+    }
+}

@@ -58,7 +58,6 @@ pub(crate) enum Job {
         context: Option<(String, Option<String>)>,
         handoffs: i64,
         fence: Option<i64>,
-        at: String,
     },
 }
 
@@ -169,6 +168,12 @@ async fn write_batches<B: Batches>(writer: &B, jobs: &Mutex<mpsc::Receiver<Reque
                     Err(_) => break,
                 }
             }
+        }
+        // A job whose caller stopped waiting (it gave up on a database that did not answer)
+        // is not written: it would land after its caller answered without it.
+        batch.retain(|request| !request.reply.is_closed());
+        if batch.is_empty() {
+            continue;
         }
         if conn.is_none() {
             conn = match writer.connect().await {

@@ -1,5 +1,5 @@
 //! PostgreSQL's batches: a whole batch in one statement, each job through a function of
-//! migration 0012 (`journal_finish` as 0014 redid it) over arrays (`unnest`). A statement is its own transaction, so a batch is one
+//! migration 0012 (`journal_finish` as 0014 and 0016 redid it) over arrays (`unnest`). A statement is its own transaction, so a batch is one
 //! round trip and one flush of the log, where a transaction per job took a round trip per
 //! statement and a flush per job.
 //!
@@ -138,9 +138,9 @@ impl<'a> Columns<'a> {
                 context,
                 handoffs,
                 fence,
-                at,
             } => {
-                self.row(tenant_id, call_id, function_call_id, at, *fence);
+                // `journal_finish` stamps the record with the database's clock (0016).
+                self.row(tenant_id, call_id, function_call_id, "", *fence);
                 self.sealed.push(None);
                 self.record.push(Some(record));
                 self.context

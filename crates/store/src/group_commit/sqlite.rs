@@ -26,9 +26,10 @@ const CLAIM: &str = crate::journal::SQLITE_CLAIM;
 
 /// A finish, first half: the record, where the call is the writer's. Its trigger (migration
 /// 0010) settles the claim and the checkpoint.
+/// Stamped with the database's clock (see migration 0016 of PostgreSQL).
 const FINISH_RECORD: &str = "INSERT INTO call_invocations (tenant_id, call_id, function_call_id, record, created_at) \
-     SELECT $1, $2, $3, $4, $5 WHERE EXISTS \
-     (SELECT 1 FROM calls WHERE tenant_id = $1 AND id = $2 AND ($6 IS NULL OR fence = $6)) \
+     SELECT $1, $2, $3, $4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE EXISTS \
+     (SELECT 1 FROM calls WHERE tenant_id = $1 AND id = $2 AND ($5 IS NULL OR fence = $5)) \
      ON CONFLICT (tenant_id, call_id, function_call_id) DO NOTHING";
 /// A finish, second half, once the record went in: the call's context and handoffs.
 const FINISH_CONTEXT: &str = "UPDATE calls SET context = $3, agent = $4, handoffs = $5, version = version + 1 \
@@ -174,12 +175,11 @@ fn write_job(conn: &rusqlite::Connection, job: &Job) -> Result<Done, BatchError>
             context,
             handoffs,
             fence,
-            at,
         } => {
             let recorded = run(
                 conn,
                 FINISH_RECORD,
-                &[tenant_id, call_id, function_call_id, record, at, fence],
+                &[tenant_id, call_id, function_call_id, record, fence],
             )?;
             if recorded != 1 {
                 return Ok(Done::Undecided);
@@ -304,7 +304,6 @@ mod tests {
             context: Some((sealed.clone(), Some("main".into()))),
             handoffs: 0,
             fence: Some(fence),
-            at: "2026-11-25T10:00:00.001Z".into(),
         };
         assert_eq!(group.run(claim("fc_1", fence)).await, Done::Written);
         assert_eq!(group.run(claim("fc_1", fence)).await, Done::Undecided);
