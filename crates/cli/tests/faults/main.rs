@@ -20,6 +20,7 @@ mod chaos;
 mod conflicts;
 mod kills;
 mod live;
+mod outages;
 mod phone;
 mod realtime;
 mod storage;
@@ -52,19 +53,23 @@ struct Totals {
     writes_lost: u64,
     /// Writes stored more than once.
     writes_duplicated: u64,
+    /// Requests answered later than their tool's deadline plus the documented margin
+    /// (`--commit-retry-ms` and a second), counted where a scenario measures it.
+    answers_late: u64,
 }
 
 impl Totals {
     fn report(&self, scenario: &str) {
         eprintln!(
-            "FAULTS {scenario}: invocations={} faults={} answers_lost={} answers_duplicated={} upstream_writes_duplicated={} writes_lost={} writes_duplicated={}",
+            "FAULTS {scenario}: invocations={} faults={} answers_lost={} answers_duplicated={} upstream_writes_duplicated={} writes_lost={} writes_duplicated={} answers_late={}",
             self.invocations,
             self.faults,
             self.answers_lost,
             self.answers_duplicated,
             self.upstream_writes_duplicated,
             self.writes_lost,
-            self.writes_duplicated
+            self.writes_duplicated,
+            self.answers_late
         );
         assert_eq!(
             (
@@ -72,9 +77,10 @@ impl Totals {
                 self.answers_duplicated,
                 self.upstream_writes_duplicated,
                 self.writes_lost,
-                self.writes_duplicated
+                self.writes_duplicated,
+                self.answers_late
             ),
-            (0, 0, 0, 0, 0),
+            (0, 0, 0, 0, 0, 0),
             "{scenario}: {self:?}"
         );
         assert!(self.faults > 0, "{scenario} injected no fault");

@@ -29,6 +29,8 @@ struct Shared {
     keys: Mutex<HashMap<String, KeySeen>>,
     /// How long an order takes, in milliseconds.
     delay_ms: AtomicU64,
+    /// Orders received and not yet answered.
+    in_flight: AtomicU64,
 }
 
 /// The running upstream; its server stops when dropped.
@@ -62,10 +64,12 @@ async fn order(
             .arrivals
             .push(Instant::now());
     }
+    shared.in_flight.fetch_add(1, Ordering::SeqCst);
     let delay = shared.delay_ms.load(Ordering::Relaxed);
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
+    shared.in_flight.fetch_sub(1, Ordering::SeqCst);
     let mut keys = shared.keys.lock().unwrap();
     let k = keys.entry(key.clone()).or_default();
     if k.applied.is_none() {
@@ -116,6 +120,18 @@ impl Upstream {
             .values()
             .map(|k| u32::try_from(k.arrivals.len()).unwrap())
             .sum()
+    }
+
+    /// Waits until at least `n` orders are under way (received, not yet answered).
+    pub async fn wait_in_flight(&self, n: u64, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.shared.in_flight.load(Ordering::SeqCst) < n {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "fewer than {n} orders under way"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     /// Waits until the upstream has received at least `n` requests.

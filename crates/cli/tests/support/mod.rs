@@ -3,6 +3,8 @@
 //! client for the API.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -108,6 +108,17 @@ impl Actor {
                 c.outcome = unsaved_outcome(&c.outcome, &e);
                 c.result_override = None;
                 (result, record) = self.settle(&c);
+                // The record of the answer given (it changed nothing), stored with the call's
+                // other waiting entries once the database answers. Should the given-up write
+                // land after all, it is recorded first and this one is ignored.
+                let entry = JournalEntry::Finished {
+                    record: Box::new(record.clone()),
+                    context: None,
+                    handoffs: self.handoffs,
+                };
+                if let Err(full) = self.deps.journal.defer(&self.call_id, entry) {
+                    tracing::error!(name: "journal_write_failed", error = %e, reason = %full, "journal_write_failed");
+                }
             }
         }
         self.account(&c, &result, record);

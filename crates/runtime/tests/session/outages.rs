@@ -260,14 +260,18 @@ async fn an_effect_whose_commit_the_journal_cannot_take_is_answered_and_stored_o
         let live = o.session.snapshot().await.unwrap().context;
         assert_eq!(live.workflow["orders"], json!(["pizza"]), "{live:?}");
         assert!(live.workflow.get("noted").is_none(), "{live:?}");
-        // The journal returns: both records land, in their order, with the order's context.
+        // The journal returns: the records land, in their order, with the order's context —
+        // the note's as the answer it got, having changed nothing.
         o.flaky.set(UP);
-        let stored = o.stored(&["fc_1", "fc_2"]).await;
+        let stored = o.stored(&["fc_1", "fc_2", "fc_3"]).await;
+        assert!(!stored.records[2].ok, "{:?}", stored.records[2]);
+        let context = stored.context.unwrap();
         assert_eq!(
-            stored.context.unwrap().workflow["orders"],
+            context.workflow["orders"],
             json!(["pizza"]),
             "state {state}"
         );
+        assert!(context.workflow.get("noted").is_none(), "state {state}");
         assert_eq!(server.received_requests().await.unwrap().len(), 1);
     }
 }
