@@ -71,7 +71,8 @@ pub struct NewInvocation {
     /// The function's name; required unless `item` is given.
     pub name: Option<String>,
     /// The arguments: an object, or the JSON text the model produced (as OpenAI's events carry
-    /// it), parsed like `arguments_json`…
+    /// it), parsed like `arguments_json` (other JSON, an array or a number, is answered
+    /// `tool_args_parse_error`, as that text would be)…
     #[schema(value_type = Option<Object>)]
     pub arguments: Option<Value>,
     /// …or the JSON text the model produced.
@@ -603,14 +604,11 @@ fn model_call(new: NewInvocation) -> ApiResult<RequestedCall> {
                         "give `arguments` or `arguments_json`, not both",
                     ));
                 }
-                (Some(v @ Value::Object(_)), None) => v.to_string(),
                 // The model's JSON text, as OpenAI's events carry it: parsed like arguments_json.
                 (Some(Value::String(s)), None) => s,
-                (Some(_), None) => {
-                    return Err(ApiError::bad_request(
-                        "`arguments` must be a JSON object (the function's arguments by name) or the model's arguments as JSON text; send other JSON text as `arguments_json`",
-                    ));
-                }
+                // An object, or what the model made instead of one (an array, a number): the
+                // tool answers the latter `tool_args_parse_error`, as it answers that text.
+                (Some(v), None) => v.to_string(),
                 (None, Some(s)) => s,
                 (None, None) => "{}".to_owned(),
             };
