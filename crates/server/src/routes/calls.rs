@@ -73,7 +73,7 @@ pub struct NewInvocation {
     /// The arguments: an object, or the JSON text the model produced (as OpenAI's events carry
     /// it), parsed like `arguments_json` (other JSON, an array or a number, is answered
     /// `tool_args_parse_error`, as that text would be)…
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub arguments: Option<Value>,
     /// …or the JSON text the model produced.
     pub arguments_json: Option<String>,
