@@ -263,6 +263,7 @@ pub(crate) async fn start_call(
         session,
         sink,
         realtime: false,
+        activity: Default::default(),
     }));
     Ok(CallStarted {
         call_id,
@@ -480,6 +481,7 @@ async fn pick_up(
         session,
         sink,
         realtime: false,
+        activity: Default::default(),
     });
     state.calls.insert(Arc::clone(&live));
     Ok(live)
@@ -644,6 +646,7 @@ pub(crate) async fn submit_and_wait(
         )));
     }
     let fc = invocation.function_call_id.clone();
+    live.activity.touch();
     let rx = live.sink.wait_for(&fc);
     if live.realtime {
         live.sink.submitted_here(&fc);
@@ -656,11 +659,17 @@ pub(crate) async fn submit_and_wait(
             return Ok(result_from_record(&record));
         }
         Some(Lookup::Pending) => {}
+        // Ended meanwhile (by `DELETE`, or idle): nothing will answer.
+        None if live.session.is_closed() => {
+            live.sink.forget(&fc);
+            return Err(ApiError::conflict(format!("call `{call_id}` has ended")));
+        }
         None => live.session.submit(invocation),
     }
     let wait = Duration::from_secs_f64(state.config.limits.max_timeout_s + 10.0);
     match tokio::time::timeout(wait, rx).await {
         Ok(Ok(delivery)) => {
+            live.activity.touch();
             let config = live.session.config();
             Ok(result_from_delivery(delivery, live, Some(&config)))
         }
@@ -691,6 +700,7 @@ pub async fn cancel_response(
     Path((call_id, response_id)): Path<(String, String)>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let live = live(&state, &tenant.id, &call_id).await?;
+    live.activity.touch();
     live.session.cancel_response(&response_id);
     Ok((
         StatusCode::ACCEPTED,
