@@ -100,6 +100,12 @@ impl OutputSink for LineSink {
     fn handed_off(&self, agent: &str) {
         let _ = self.tx.send(DriverMsg::HandedOff(agent.to_owned()));
     }
+
+    fn answered_elsewhere(&self, function_call_id: &str) {
+        let _ = self
+            .tx
+            .send(DriverMsg::AnsweredElsewhere(function_call_id.to_owned()));
+    }
 }
 
 impl RealtimeDoor {

@@ -121,6 +121,8 @@ impl OutputSink for PhoneSink {
             if let Some(h) = &delivery.handoff {
                 self.line.handed_off(&h.agent);
             }
+            self.line
+                .answered_elsewhere(&delivery.result.function_call_id);
             return self.requests.deliver(delivery);
         }
         self.line.deliver(delivery)

@@ -53,6 +53,9 @@ pub(crate) enum DriverMsg {
     /// The active agent changed through a function call answered elsewhere (a call's MCP
     /// endpoint): the model gets the new agent's instructions and tools.
     HandedOff(String),
+    /// A function call was answered elsewhere (over the call's MCP endpoint): its answer is no
+    /// longer owed to this line.
+    AnsweredElsewhere(String),
 }
 
 /// How a call ended, for the caller to record.
@@ -278,6 +281,9 @@ pub(crate) trait LineDriver: Send {
 
     /// Before the outbox is written: queue what waits for an idle model.
     fn before_flush(&mut self) {}
+
+    /// An owed answer ([`Line::owed`]) was given elsewhere: what waited for it may go on.
+    fn on_owed_settled(&mut self) {}
 }
 
 /// Attaches to the call's socket and runs `driver` until the call ends. The attach and the
@@ -380,6 +386,9 @@ async fn ended<D: LineDriver>(driver: &mut D, end: CallEnd) -> CallEnd {
                 driver.on_delivery(*d);
             }
             Ok(Some(DriverMsg::Released)) => return CallEnd::Released,
+            Ok(Some(DriverMsg::AnsweredElsewhere(id))) => {
+                driver.line_mut().owed.retain(|o| *o != id)
+            }
             Ok(Some(DriverMsg::Hangup { done, .. })) => {
                 let _ = done.send(Err("the call has ended already".to_owned()));
             }
@@ -456,6 +465,11 @@ async fn on_msg<D: LineDriver>(driver: &mut D, msg: DriverMsg) -> Step {
         }
         DriverMsg::HandedOff(agent) => {
             driver.on_handed_off(agent);
+            Step::Go
+        }
+        DriverMsg::AnsweredElsewhere(id) => {
+            driver.line_mut().owed.retain(|o| *o != id);
+            driver.on_owed_settled();
             Step::Go
         }
     }

@@ -379,6 +379,10 @@ impl LineDriver for LiveDriver {
         self.say_goodbye();
     }
 
+    fn on_owed_settled(&mut self) {
+        self.say_goodbye();
+    }
+
     fn on_delayed(&mut self, function_call_id: String) {
         if let Some(text) = self.delayed.remove(&function_call_id)
             && !self.answered.contains(&function_call_id)

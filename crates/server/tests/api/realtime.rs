@@ -784,6 +784,71 @@ async fn mcp(
     (status, json)
 }
 
+/// `end_call` asked over the call's MCP endpoint (OpenAI's own MCP tool call) is answered to
+/// that request at once, then the goodbye is said on the line and the call hung up: no model
+/// response of the line is waited for, and the line does not wait for an answer it never gets.
+#[tokio::test]
+async fn end_call_over_the_calls_mcp_endpoint_is_answered_then_hangs_up() {
+    let phone = phone(Backend::Sqlite).await;
+    let mut features = refer();
+    features["realtime"] = json!({"phone_numbers": {NUMBER: "assistant"}, "mcp_agents": ["assistant"],
+        "public_url": phone.app.base});
+    let (s, body) = phone.app.put("/v1/features", &phone.key, features).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let mut m = phone.ring_realtime("rtc_mcp_bye").await;
+    let accept = phone
+        .sim
+        .wait_request("accept", "rtc_mcp_bye", WAIT)
+        .await
+        .unwrap();
+    let url = accept.body["tools"][0]["server_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let credential = accept.body["tools"][0]["headers"]["Authorization"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap()
+        .to_owned();
+    let asked = std::time::Instant::now();
+    let (s, answer) = mcp(
+        &phone,
+        &url,
+        &credential,
+        "tools/call",
+        json!({"name": "hang_up", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert!(
+        asked.elapsed() < WAIT,
+        "answered at once: {:?}",
+        asked.elapsed()
+    );
+    let goodbye = m.recv_type("response.create", WAIT).await.expect("goodbye");
+    assert!(
+        goodbye["response"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("Thanks for calling, goodbye!"),
+        "{goodbye}"
+    );
+    let r = m.active_response().expect("the goodbye response");
+    m.finish_response(&r, "completed").await;
+    phone
+        .sim
+        .wait_request("hangup", "rtc_mcp_bye", WAIT)
+        .await
+        .expect("hung up");
+    assert!(
+        phone.sim.outputs("rtc_mcp_bye").is_empty(),
+        "answered over MCP, not on the line"
+    );
+    phone.stop().await;
+}
+
 #[tokio::test]
 async fn an_mcp_agent_hands_openai_its_calls_own_mcp_endpoint() {
     let phone = phone(Backend::Sqlite).await;
