@@ -148,6 +148,12 @@ pub struct ServeArgs {
     #[arg(long, env = "SWITCHBOARD_MAX_CALLS_PER_TENANT", default_value_t = 1_000,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_calls_per_tenant: u64,
+    /// Seconds an HTTP-door call may go without a function call (or a cancel) before it is
+    /// ended as `DELETE /v1/calls/{id}` ends it — also a dead node's call — giving its place
+    /// among the tenant's live calls back; 0: never.
+    #[arg(long, env = "SWITCHBOARD_CALL_IDLE_TIMEOUT_S",
+          default_value_t = switchboard_server::state::CALL_IDLE_TIMEOUT.as_secs())]
+    call_idle_timeout_s: u64,
     /// Emails one tenant's calls may send per minute, counted across every node.
     #[arg(long, env = "SWITCHBOARD_EMAILS_PER_TENANT_PER_MINUTE",
           default_value_t = switchboard_server::EMAILS_PER_TENANT_PER_MINUTE,
@@ -323,6 +329,8 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
         tenant_rate_per_s: args.tenant_requests_per_second,
         max_calls_per_tenant: usize::try_from(args.max_calls_per_tenant).unwrap_or(usize::MAX),
         emails_per_tenant_per_minute: args.emails_per_tenant_per_minute,
+        call_idle_timeout: (args.call_idle_timeout_s > 0)
+            .then(|| std::time::Duration::from_secs(args.call_idle_timeout_s)),
         advertise_url: args.advertise_url.clone(),
         google: args.google.settings(args.listen)?,
         memory: switchboard_store::MemoryLimits {

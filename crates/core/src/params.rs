@@ -623,15 +623,16 @@ impl ArgValidator {
         let parsed = parse_arguments(raw, self.names.len()).map_err(|e| {
             ToolError::new(ErrorCode::ToolArgsParseError, format!("The arguments for {tool} are not valid JSON ({e}). Send them as one JSON object."))
         })?;
+        // Valid JSON that is not an object cannot be read as arguments at all: as seed 004's
+        // executor does, it is a parse error, not a validation one.
         let Value::Object(mut args) = parsed else {
             return Err(ToolError::new(
-                ErrorCode::InvalidArguments,
+                ErrorCode::ToolArgsParseError,
                 format!(
-                    "The arguments for {tool} must be a JSON object, not {}.",
+                    "Tool arguments must be a JSON object; the arguments for {tool} are {}. Send them as one JSON object of the parameters by name.",
                     type_name(&parsed)
                 ),
-            )
-            .with_details(json!([{"parameter": "", "error": "arguments must be a JSON object"}])));
+            ));
         };
         // Strict-mode models send `null` for an optional parameter they leave out.
         args.retain(|k, v| !(v.is_null() && self.optional.contains(k)));
@@ -836,7 +837,7 @@ mod tests {
         let err = v.validate("save_meal", "{not json").unwrap_err();
         assert_eq!(err.code, ErrorCode::ToolArgsParseError);
         let err = v.validate("save_meal", "[1]").unwrap_err();
-        assert_eq!(err.code, ErrorCode::InvalidArguments);
+        assert_eq!(err.code, ErrorCode::ToolArgsParseError);
         let err = v
             .validate(
                 "save_meal",
@@ -887,6 +888,6 @@ mod tests {
             json!({"meal_type": "dinner", "dishes": ["egg"], "portions": 1, "at": null})
         );
         let err = v.validate("save_meal", "\"lunch\"").unwrap_err();
-        assert_eq!(err.code, ErrorCode::InvalidArguments);
+        assert_eq!(err.code, ErrorCode::ToolArgsParseError);
     }
 }

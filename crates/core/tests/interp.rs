@@ -223,6 +223,37 @@ fn invalid_arguments_never_reach_the_actions() {
     );
 }
 
+/// Arguments that are not a JSON object are a parse error, valid JSON or not, as seed 004's
+/// executor answers them (`tool_args_parse_error`): nothing runs. Empty arguments mean `{}`.
+#[test]
+fn arguments_that_are_not_an_object_are_a_parse_error() {
+    let not_an_object = |what: &str| {
+        json!({"output": {"ok": false, "error": "tool_args_parse_error", "tool": "save_meal",
+            "message": format!("Tool arguments must be a JSON object; the arguments for save_meal are {what}. Send them as one JSON object of the parameters by name.")},
+            "effects": [], "workflow": {}})
+    };
+    let cases = [
+        ("[1,2]", not_an_object("an array")),
+        ("\"text\"", not_an_object("a string")),
+        ("3", not_an_object("a number")),
+        ("null", not_an_object("null")),
+        ("true", not_an_object("a boolean")),
+        (" [] ", not_an_object("an array")),
+        (
+            "text",
+            json!({"output": {"ok": false, "error": "tool_args_parse_error", "tool": "save_meal"}, "effects": []}),
+        ),
+        (
+            "",
+            json!({"output": {"ok": false, "error": "invalid_arguments"}, "effects": []}),
+        ),
+    ];
+    for (args, expected) in cases {
+        let actual = run(&save_meal(), args, json!({}), vec![]);
+        assert_subset(&expected, &actual, &format!("arguments {args:?}"));
+    }
+}
+
 /// Name, tool, arguments, starting workflow, effect outcomes, expected subset.
 type Case = (
     &'static str,

@@ -100,6 +100,12 @@ impl OutputSink for LineSink {
     fn handed_off(&self, agent: &str) {
         let _ = self.tx.send(DriverMsg::HandedOff(agent.to_owned()));
     }
+
+    fn answered_elsewhere(&self, function_call_id: &str) {
+        let _ = self
+            .tx
+            .send(DriverMsg::AnsweredElsewhere(function_call_id.to_owned()));
+    }
 }
 
 impl RealtimeDoor {
@@ -297,6 +303,7 @@ impl CallControl for RealtimeDoor {
     fn refer<'a>(
         &'a self,
         call_id: &'a str,
+        function_call_id: &'a str,
         target_uri: &'a str,
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
@@ -307,7 +314,9 @@ impl CallControl for RealtimeDoor {
                 .await
             {
                 Ok(()) => {
-                    let _ = line.tx.send(DriverMsg::Transferred);
+                    let _ = line.tx.send(DriverMsg::Transferred {
+                        function_call_id: function_call_id.to_owned(),
+                    });
                     Ok(())
                 }
                 Err(e @ ApiError::Status { .. }) if e.is_gone() => {
@@ -321,6 +330,7 @@ impl CallControl for RealtimeDoor {
     fn hangup<'a>(
         &'a self,
         call_id: &'a str,
+        function_call_id: &'a str,
         goodbye: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
@@ -329,15 +339,15 @@ impl CallControl for RealtimeDoor {
             line.tx
                 .send(DriverMsg::Hangup {
                     goodbye: goodbye.map(str::to_owned),
+                    function_call_id: function_call_id.to_owned(),
                     done,
                 })
                 .map_err(|_| "the call's loop has stopped".to_owned())?;
-            match tokio::time::timeout(self.options.goodbye_timeout + Duration::from_secs(5), rx)
-                .await
-            {
+            // The loop takes the hang-up on at once; it happens after this call's answer.
+            match tokio::time::timeout(Duration::from_secs(5), rx).await {
                 Ok(Ok(result)) => result,
-                Ok(Err(_)) => Ok(()),
-                Err(_) => Err("the hang-up did not complete in time".into()),
+                Ok(Err(_)) => Err("the call's loop has stopped".to_owned()),
+                Err(_) => Err("the call's loop did not take the hang-up in time".into()),
             }
         })
     }

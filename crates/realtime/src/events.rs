@@ -17,6 +17,8 @@ pub struct ServerEvent {
     pub item: Option<Item>,
     pub response: Option<Response>,
     pub error: Option<ErrorBody>,
+    /// `input_audio_buffer.dtmf_event_received`: the keypad key the caller pressed.
+    pub event: Option<String>,
 }
 
 impl ServerEvent {

@@ -16,8 +16,9 @@ pub struct LiveEvent {
     pub kind: String,
     /// `response.event`: the delegation the nested backend event belongs to (may be absent).
     pub delegation_id: Option<String>,
-    /// `response.event`: the nested Responses streaming event.
-    pub event: Option<BackendEvent>,
+    /// `response.event`: the nested Responses streaming event; `transport.dtmf.received` (and
+    /// `.sent`): the keypad keys, a string.
+    pub event: Option<EventField>,
     /// `session.closed`: why.
     pub reason: Option<String>,
     /// `error`.
@@ -30,6 +31,40 @@ impl LiveEvent {
     /// Reads one text frame; unknown fields and types are ignored.
     pub fn parse(text: &str) -> Result<LiveEvent, serde_json::Error> {
         serde_json::from_str(text)
+    }
+}
+
+/// The `event` field, whose type depends on the event's: an object nested in `response.event`,
+/// the keys pressed in `transport.dtmf.*`. Read in one pass, without buffering the nested event.
+#[derive(Debug)]
+pub enum EventField {
+    Backend(BackendEvent),
+    Keys(String),
+}
+
+impl<'de> Deserialize<'de> for EventField {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Field;
+        impl<'de> serde::de::Visitor<'de> for Field {
+            type Value = EventField;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a nested event object or the keys pressed")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<EventField, E> {
+                Ok(EventField::Keys(v.to_owned()))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<EventField, A::Error> {
+                BackendEvent::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(EventField::Backend)
+            }
+        }
+        d.deserialize_any(Field)
     }
 }
 
@@ -219,6 +254,27 @@ mod tests {
             backend_model: Some("gpt-5.2-mini".into()),
             parallel_tool_calls: true,
         }
+    }
+
+    /// `event` is a nested event in `response.event` and the keys pressed in
+    /// `transport.dtmf.received` (the SDK's `TransportDtmfReceived`): both read.
+    #[test]
+    fn the_event_field_is_read_in_either_shape() {
+        let dtmf = LiveEvent::parse(
+            r#"{"type": "transport.dtmf.received", "event": "42#", "event_id": "ev_1"}"#,
+        )
+        .unwrap();
+        assert!(matches!(dtmf.event, Some(EventField::Keys(k)) if k == "42#"));
+        let nested = LiveEvent::parse(
+            r#"{"type": "response.event", "delegation_id": "d1", "event": {"type": "response.output_item.done",
+                "item": {"type": "function_call", "call_id": "c1", "name": "book", "arguments": "{}"}}}"#,
+        )
+        .unwrap();
+        let Some(EventField::Backend(inner)) = nested.event else {
+            panic!("a nested event: {nested:?}");
+        };
+        assert_eq!(inner.item.and_then(|i| i.call_id).as_deref(), Some("c1"));
+        assert!(LiveEvent::parse(r#"{"type": "x", "event": 3}"#).is_err());
     }
 
     #[test]

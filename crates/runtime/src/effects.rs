@@ -16,18 +16,26 @@ use switchboard_core::{ErrorCode, ToolError};
 use crate::BoxFuture;
 use crate::http::HttpEffects;
 
-/// Moves or ends a live call (OpenAI's call REST endpoints at the Realtime door).
+/// Moves or ends a live call (OpenAI's call REST endpoints at the phone doors).
+///
+/// Both name the function call that asked (`function_call_id`): once the call is leaving, the
+/// door still waits for that call's answer before it lets go of the line, so the tool's answer
+/// reaches the model and its record says what happened, rather than the line's end cancelling
+/// it.
 pub trait CallControl: Send + Sync {
     /// SIP REFER of the call to `target_uri`.
     fn refer<'a>(
         &'a self,
         call_id: &'a str,
+        function_call_id: &'a str,
         target_uri: &'a str,
     ) -> BoxFuture<'a, Result<(), String>>;
-    /// Has the model say `goodbye` (if any), then hangs up.
+    /// Starts the hang-up: `Ok` once it is under way. The door sends the function call's
+    /// answer first, then has the model say `goodbye` (if any), then hangs up.
     fn hangup<'a>(
         &'a self,
         call_id: &'a str,
+        function_call_id: &'a str,
         goodbye: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), String>>;
 }
@@ -238,6 +246,8 @@ impl std::fmt::Debug for Effects {
 pub struct EffectScope<'a> {
     pub tenant_id: &'a str,
     pub call_id: &'a str,
+    /// The function call whose run asked for the effect.
+    pub function_call_id: &'a str,
     pub signing_secret: Option<&'a str>,
     pub transfers: &'a TransferLedger,
     /// Time left before the tool's deadline, the ceiling for any one effect.
@@ -287,7 +297,10 @@ impl Effects {
                         });
                         EffectOutcome::Done { value: Value::Null }
                     }
-                    Some(cc) => match cc.refer(scope.call_id, &t.target_uri).await {
+                    Some(cc) => match cc
+                        .refer(scope.call_id, scope.function_call_id, &t.target_uri)
+                        .await
+                    {
                         Ok(()) => {
                             tracing::info!(name: "request_transfer_refer_call_succeeded", target_uri = %t.target_uri, "request_transfer_refer_call_succeeded");
                             EffectOutcome::Done { value: Value::Null }
@@ -308,7 +321,10 @@ impl Effects {
                     });
                     EffectOutcome::Done { value: Value::Null }
                 }
-                Some(cc) => match cc.hangup(scope.call_id, e.message.as_deref()).await {
+                Some(cc) => match cc
+                    .hangup(scope.call_id, scope.function_call_id, e.message.as_deref())
+                    .await
+                {
                     Ok(()) => EffectOutcome::Done { value: Value::Null },
                     Err(err) => EffectOutcome::Failed(ToolError::new(
                         ErrorCode::ToolExecutionFailed,

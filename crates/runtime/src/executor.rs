@@ -293,6 +293,7 @@ impl Executor {
                             let scope = EffectScope {
                                 tenant_id: &call.tenant_id,
                                 call_id: &invocation.call_id,
+                                function_call_id: &invocation.function_call_id,
                                 signing_secret: secret.as_deref(),
                                 transfers,
                                 remaining: deadline.saturating_sub(started.elapsed()),

@@ -60,6 +60,13 @@ pub trait OutputSink: Send + Sync {
     fn handed_off(&self, agent: &str) {
         let _ = agent;
     }
+
+    /// A function call of the call was answered to another client (an MCP request on a phone
+    /// call), not through this sink: a door waiting for that answer (its transfer or hang-up
+    /// is under way) waits no more.
+    fn answered_elsewhere(&self, function_call_id: &str) {
+        let _ = function_call_id;
+    }
 }
 
 /// What the call keeps of one invocation: what was asked (secrets redacted) and how it ended.

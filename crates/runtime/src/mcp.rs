@@ -35,6 +35,7 @@ use crate::BoxFuture;
 use crate::breaker::{Admission, BreakerState, Breakers, Ticket, Upstream, Verdict, paused};
 use crate::effects::McpCalls;
 
+mod answers;
 mod scrub;
 mod transport;
 
@@ -545,6 +546,19 @@ impl McpClients {
         let label = &spec.label;
         let scrubber = Scrubber::new(&spec.transport);
         match e {
+            // An answer that named another request's id, caught where its POST was read
+            // (`answers`): the server mixed up its answers, so this one is not used. The session
+            // stays for the calls it answers right; failures in a row open the breaker.
+            ServiceError::McpError(err) if answers::is_misaddressed(&err) => {
+                tracing::warn!(name: "mcp_answer_misaddressed", server = %label, origin = %scrubber.origin(), "mcp_answer_misaddressed");
+                ToolError::new(
+                    ErrorCode::UpstreamUnavailable,
+                    format!(
+                        "MCP server `{label}` ({}) answered {what} with the id of another request, a protocol error, so its answer was not used. Tell the caller this cannot be done right now; it may work again later.",
+                        scrubber.origin()
+                    ),
+                )
+            }
             ServiceError::McpError(err) => ToolError::new(
                 ErrorCode::ToolExecutionFailed,
                 format!(

@@ -42,6 +42,7 @@ impl CallControl for FakeCallControl {
     fn refer<'a>(
         &'a self,
         _call_id: &'a str,
+        _function_call_id: &'a str,
         target_uri: &'a str,
     ) -> BoxFuture<'a, Result<(), String>> {
         self.refers.lock().unwrap().push(target_uri.to_owned());
@@ -57,6 +58,7 @@ impl CallControl for FakeCallControl {
     fn hangup<'a>(
         &'a self,
         _call_id: &'a str,
+        _function_call_id: &'a str,
         goodbye: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), String>> {
         self.hangups

@@ -121,6 +121,8 @@ impl OutputSink for PhoneSink {
             if let Some(h) = &delivery.handoff {
                 self.line.handed_off(&h.agent);
             }
+            self.line
+                .answered_elsewhere(&delivery.result.function_call_id);
             return self.requests.deliver(delivery);
         }
         self.line.deliver(delivery)
@@ -144,6 +146,8 @@ pub struct LiveCall {
     pub sink: Arc<HttpSink>,
     /// Served by the Realtime door: its answers go to the call's WebSocket, not to requests.
     pub realtime: bool,
+    /// When the call was last used: an HTTP-door call idle too long ends (`crate::expiry`).
+    pub activity: crate::expiry::Activity,
 }
 
 /// The calls this node serves, by tenant and id: two tenants may use one call id.
@@ -192,6 +196,16 @@ impl Registry {
             .keys()
             .filter(|(t, _)| t == tenant_id)
             .count()
+    }
+
+    /// Every call this node serves now.
+    pub fn all(&self) -> Vec<Arc<LiveCall>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Live calls of all tenants.

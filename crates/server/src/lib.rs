@@ -6,7 +6,7 @@
 //! - [`auth`]: tenant and admin keys; [`error`]: the one error envelope; [`extract`]: extractors
 //!   whose rejections use it.
 //! - [`calls`]: the HTTP door's live calls (a `CallSession` each) and the sink that answers the
-//!   waiting requests; [`toolset`]: from stored config to compiled tools, toolsets and a call's
+//!   waiting requests; [`expiry`]: such calls left unused end by themselves; [`toolset`]: from stored config to compiled tools, toolsets and a call's
 //!   pinned config; [`tool_cache`]: compiled tools, bounded by bytes; [`caller_profile`]: a
 //!   returning caller's remembered facts, loaded when a call starts.
 //! - [`mcp`]: MCP both ways: each agent's tools served at `/v1/agents/{name}/mcp` and each
@@ -40,6 +40,7 @@ pub mod console;
 pub mod deadlines;
 pub mod demo;
 pub mod error;
+pub mod expiry;
 pub mod extract;
 pub mod mcp;
 pub mod ownership;
@@ -137,6 +138,7 @@ pub async fn serve(
         .ok()
         .and_then(|a| ownership::advertised(state.config.advertise_url.as_deref(), a));
     let liveness = ownership::start(&state, address).await;
+    let expiry = expiry::start(&state);
     let mcp_streams = state.mcp.shutdown.clone();
     // `into_make_service` turns the routes into services once. Served as a plain `Router`,
     // axum copies the whole route table for every connection it accepts (a quarter of the
@@ -157,6 +159,9 @@ pub async fn serve(
         let _ = tokio::time::timeout(Duration::from_secs(10), call.session.end()).await;
     }
     liveness.abort();
+    if let Some(expiry) = expiry {
+        expiry.abort();
+    }
     if let Err(e) = state.store.retire_node(&state.node.id).await {
         tracing::warn!(name: "node_retire_failed", error = %e, "node_retire_failed");
     }

@@ -434,6 +434,7 @@ async fn run(
         session: session.clone(),
         sink: requests,
         realtime: true,
+        activity: Default::default(),
     }));
     // Set up: the accept and the socket that follow are OpenAI's round trips, not ours.
     drop(setup);
@@ -563,6 +564,7 @@ pub(crate) async fn resume_call(
         session: session.clone(),
         sink: requests,
         realtime: true,
+        activity: Default::default(),
     });
     state.calls.insert(Arc::clone(&live));
     let (state, tenant, call_id) = (state.clone(), tenant.to_owned(), call_id.to_owned());

@@ -53,6 +53,10 @@ pub struct ServerConfig {
     /// What this node keeps of finished runs the database did not take in time, to store once
     /// it answers (`--max-unsaved-outcomes`).
     pub outbox: switchboard_runtime::outbox::OutboxLimits,
+    /// How long an HTTP-door call may go unused (no function call submitted or answered, no
+    /// response cancelled) before it is ended as `DELETE` ends it, on whichever node owns it,
+    /// or a dead node's call by any node; `None`: never (`crate::expiry`).
+    pub call_idle_timeout: Option<std::time::Duration>,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -82,9 +86,15 @@ impl Default for ServerConfig {
             memory: switchboard_store::MemoryLimits::default(),
             emails_per_tenant_per_minute: EMAILS_PER_TENANT_PER_MINUTE,
             outbox: switchboard_runtime::outbox::OutboxLimits::default(),
+            call_idle_timeout: Some(CALL_IDLE_TIMEOUT),
         }
     }
 }
+
+/// How long an HTTP-door call may go unused before it ends (`--call-idle-timeout-s`): longer
+/// than any conversation goes without a tool call, short enough that calls a client forgot to
+/// end give their places back within the hour.
+pub const CALL_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 /// Emails each tenant may send per minute, across every node sharing the database.
 pub const EMAILS_PER_TENANT_PER_MINUTE: u32 = 30;

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use switchboard_runtime::{CallSession, Delivery};
-use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
@@ -33,12 +32,13 @@ enum Asked {
     Goodbye,
 }
 
+/// A hang-up under way: the goodbye to ask for once the owed answers are out
+/// ([`Line::owed`]), the response that says it, and the latest the call is hung up.
 struct Goodbye {
     text: Option<String>,
     response: Option<String>,
     asked: bool,
     deadline: Instant,
-    done: oneshot::Sender<Result<(), String>>,
 }
 
 pub(crate) struct Driver {
@@ -59,7 +59,7 @@ pub(crate) struct Driver {
     /// Function calls started at (for the overhead metric).
     timers: HashMap<String, Instant>,
     goodbye: Option<Goodbye>,
-    /// The goodbye has been said: hang up.
+    /// The goodbye has been said (or there is none, and the owed answers are out): hang up.
     hangup_due: bool,
     /// `messages.delayed` of running calls, said once if still running when due.
     delayed: HashMap<String, String>,
@@ -171,6 +171,9 @@ impl Driver {
                 if let Some(r) = ev.response {
                     self.response_done(r);
                 }
+            }
+            "input_audio_buffer.dtmf_event_received" => {
+                line::dtmf_received(self.line.api, ev.event.as_deref());
             }
             "error" => {
                 let e = ev.error.unwrap_or_default();
@@ -323,12 +326,17 @@ impl Driver {
             return;
         }
         if let Some(g) = &mut self.goodbye {
-            if !g.asked
-                && let Some(text) = g.text.clone()
-            {
+            // The answer of the function call that asked for the hang-up goes first: the
+            // model hears that the call is ending, then says goodbye.
+            if !g.asked && self.line.owed.is_empty() {
                 g.asked = true;
-                self.requested = Some(Asked::Goodbye);
-                self.send(events::say(&text));
+                match g.text.clone() {
+                    Some(text) => {
+                        self.requested = Some(Asked::Goodbye);
+                        self.send(events::say(&text));
+                    }
+                    None => self.hangup_due = true,
+                }
             }
             return;
         }
@@ -406,58 +414,39 @@ impl LineDriver for Driver {
         self.goodbye.is_some()
     }
 
-    async fn on_hangup(
-        &mut self,
-        goodbye: Option<String>,
-        done: oneshot::Sender<Result<(), String>>,
-    ) -> Step {
-        match goodbye {
-            None => {
-                self.goodbye = Some(Goodbye {
-                    text: None,
-                    response: None,
-                    asked: true,
-                    deadline: Instant::now(),
-                    done,
-                });
-                self.hang_up().await
-            }
-            Some(text) => {
-                self.owe_response = false;
-                self.speech.clear();
-                self.goodbye = Some(Goodbye {
-                    text: Some(text),
-                    response: None,
-                    asked: false,
-                    deadline: Instant::now() + self.line.options.goodbye_timeout,
-                    done,
-                });
-                Step::Go
-            }
-        }
+    fn on_hangup(&mut self, goodbye: Option<String>) -> Step {
+        self.owe_response = false;
+        self.speech.clear();
+        self.goodbye = Some(Goodbye {
+            text: goodbye,
+            response: None,
+            asked: false,
+            deadline: Instant::now() + self.line.options.goodbye_timeout,
+        });
+        Step::Go
     }
 
     fn hangup_at(&self) -> Option<Instant> {
+        if self.hangup_due {
+            return Some(Instant::now());
+        }
         self.goodbye.as_ref().map(|g| g.deadline)
     }
 
-    async fn on_hangup_due(&mut self) -> Step {
-        tracing::warn!(name: "realtime_goodbye_timeout", "realtime_goodbye_timeout");
-        self.hang_up().await
-    }
-
-    async fn hang_up(&mut self) -> Step {
-        self.hangup_due = false;
-        let result = self.line.hang_up().await;
-        if let Some(g) = self.goodbye.take() {
-            let _ = g.done.send(result);
+    fn on_hangup_due(&mut self) -> Step {
+        if !self.hangup_due {
+            tracing::warn!(name: "realtime_goodbye_timeout", owed = self.line.owed.len(), "realtime_goodbye_timeout");
         }
-        Step::End(CallEnd::HungUp)
+        self.hangup_due = false;
+        Step::HangUp
     }
 
-    async fn after_step(&mut self, step: Step) -> Step {
+    fn after_step(&mut self, step: Step) -> Step {
         match step {
-            Step::Go if self.hangup_due => self.hang_up().await,
+            Step::Go if self.hangup_due => {
+                self.hangup_due = false;
+                Step::HangUp
+            }
             other => other,
         }
     }

@@ -9,7 +9,6 @@
 
 mod socket;
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -27,14 +26,20 @@ pub(crate) use socket::{Outbox, Socket, log_by_api};
 #[derive(Debug)]
 pub(crate) enum DriverMsg {
     Delivery(Box<Delivery>),
-    /// Say `goodbye` (if any) once the model is idle, wait for it to be said, then hang up.
+    /// Hang up, as `function_call_id` asked: `done` is told at once that the hang-up is under
+    /// way; that call's answer goes out first, then `goodbye` (if any) once the model is idle,
+    /// and once it has been said the call is hung up.
     Hangup {
         goodbye: Option<String>,
+        function_call_id: String,
         done: oneshot::Sender<Result<(), String>>,
     },
-    /// A REFER succeeded: the call is leaving; function calls are still answered, but no more
-    /// responses are asked for.
-    Transferred,
+    /// A REFER that `function_call_id` asked for succeeded: the call is leaving; function calls
+    /// are still answered (that one's answer is waited for before the line lets go), but no
+    /// more responses are asked for.
+    Transferred {
+        function_call_id: String,
+    },
     /// A slow tool's `messages.delayed` is due.
     Delayed {
         function_call_id: String,
@@ -48,6 +53,9 @@ pub(crate) enum DriverMsg {
     /// The active agent changed through a function call answered elsewhere (a call's MCP
     /// endpoint): the model gets the new agent's instructions and tools.
     HandedOff(String),
+    /// A function call was answered elsewhere (over the call's MCP endpoint): its answer is no
+    /// longer owed to this line.
+    AnsweredElsewhere(String),
 }
 
 /// How a call ended, for the caller to record.
@@ -85,6 +93,10 @@ pub struct DriverOptions {
     /// (it sends the continuation at once), so continuing it again would make the model speak
     /// twice. Longer than a lease plus the sweep that finds the dead node.
     pub continue_within: Duration,
+    /// The longest a line that has ended waits for the answers of the function calls whose
+    /// transfer or hang-up it carried out ([`Line::owed`]), so their records say what
+    /// happened.
+    pub answers_wait: Duration,
 }
 
 impl Default for DriverOptions {
@@ -94,6 +106,7 @@ impl Default for DriverOptions {
             goodbye_timeout: Duration::from_secs(15),
             live_turn_budget: 30 * 1024,
             continue_within: Duration::from_secs(30),
+            answers_wait: Duration::from_secs(10),
         }
     }
 }
@@ -103,6 +116,8 @@ pub(crate) enum Step {
     Go,
     /// The socket is gone without the call ending: attach again.
     Dropped,
+    /// Hang up now: what waits in the outbox (an answer) is written first.
+    HangUp,
     End(CallEnd),
 }
 
@@ -122,6 +137,11 @@ pub(crate) struct Line {
     /// A REFER succeeded: outputs still go, continuations do not, and a lost socket is the
     /// end of the call rather than a reason to re-attach.
     pub transferred: bool,
+    /// Function calls whose terminal effect (a REFER, a hang-up) is under way and whose answer
+    /// has not come yet: a hang-up waits for them, and a line that ends waits for them
+    /// (at most [`DriverOptions::answers_wait`]) before it lets go, so the call's end does not
+    /// cancel a tool whose effect happened.
+    pub owed: Vec<String>,
 }
 
 impl Line {
@@ -144,6 +164,7 @@ impl Line {
             tx,
             outbox: Outbox::default(),
             transferred: false,
+            owed: Vec::new(),
         }
     }
 
@@ -243,29 +264,26 @@ pub(crate) trait LineDriver: Send {
     /// A hang-up is under way (a goodbye waits to be said).
     fn hanging_up(&self) -> bool;
 
-    /// Starts a hang-up: say `goodbye` first, if any.
-    fn on_hangup(
-        &mut self,
-        goodbye: Option<String>,
-        done: oneshot::Sender<Result<(), String>>,
-    ) -> impl Future<Output = Step> + Send;
+    /// Starts a hang-up (its function call is in [`Line::owed`] already): say `goodbye` once
+    /// the owed answers are out, if any, then hang up.
+    fn on_hangup(&mut self, goodbye: Option<String>) -> Step;
 
     /// When the hang-up is due even if the goodbye has not been heard to end.
     fn hangup_at(&self) -> Option<Instant>;
 
-    /// [`LineDriver::hangup_at`] has come.
-    fn on_hangup_due(&mut self) -> impl Future<Output = Step> + Send;
-
-    /// Hangs up now and tells whoever asked for the hang-up.
-    fn hang_up(&mut self) -> impl Future<Output = Step> + Send;
+    /// [`LineDriver::hangup_at`] has come: [`Step::HangUp`], as a rule.
+    fn on_hangup_due(&mut self) -> Step;
 
     /// After each step: may turn it into another (a goodbye said is a hang-up).
-    fn after_step(&mut self, step: Step) -> impl Future<Output = Step> + Send {
-        async move { step }
+    fn after_step(&mut self, step: Step) -> Step {
+        step
     }
 
     /// Before the outbox is written: queue what waits for an idle model.
     fn before_flush(&mut self) {}
+
+    /// An owed answer ([`Line::owed`]) was given elsewhere: what waited for it may go on.
+    fn on_owed_settled(&mut self) {}
 }
 
 /// Attaches to the call's socket and runs `driver` until the call ends. The attach and the
@@ -273,7 +291,7 @@ pub(crate) trait LineDriver: Send {
 /// room for a WebSocket handshake or a hang-up request while it waits for the next frame.
 pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
     let Some(mut socket) = Box::pin(driver.line().attach()).await else {
-        return CallEnd::Gone;
+        return Box::pin(ended(&mut driver, CallEnd::Gone)).await;
     };
     driver.on_attached();
     // What a taken-over call owes goes at once: the model may be waiting for nothing else.
@@ -291,18 +309,26 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
                 Some(m) => Box::pin(on_msg(&mut driver, m)).await,
                 None => Step::End(CallEnd::Stopped),
             },
-            _ = deadline(hangup_at) => Box::pin(driver.on_hangup_due()).await,
+            _ = deadline(hangup_at) => driver.on_hangup_due(),
         };
-        match Box::pin(driver.after_step(step)).await {
-            Step::Go => {}
+        let step = match driver.after_step(step) {
+            Step::HangUp => {
+                // The answers that went before the hang-up are on the wire before it.
+                let _ = driver.line_mut().outbox.flush(&mut socket).await;
+                Step::End(Box::pin(hang_up(&mut driver)).await)
+            }
+            other => other,
+        };
+        match step {
+            Step::Go | Step::HangUp => {}
             Step::End(end) => {
                 let _ = driver.line_mut().outbox.flush(&mut socket).await;
                 let _ = futures_util::SinkExt::close(&mut socket).await;
-                return end;
+                return Box::pin(ended(&mut driver, end)).await;
             }
             Step::Dropped => {
                 if driver.line().transferred {
-                    return CallEnd::Transferred;
+                    return Box::pin(ended(&mut driver, CallEnd::Transferred)).await;
                 }
                 let api = driver.line().api;
                 log_by_api!(
@@ -319,21 +345,74 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
                 }
                 match Box::pin(driver.line().attach()).await {
                     Some(s) => socket = s,
-                    None => return CallEnd::Gone,
+                    None => return Box::pin(ended(&mut driver, CallEnd::Gone)).await,
                 }
             }
         }
         driver.before_flush();
         if driver.line_mut().outbox.flush(&mut socket).await.is_err() {
             if driver.line().transferred {
-                return CallEnd::Transferred;
+                return Box::pin(ended(&mut driver, CallEnd::Transferred)).await;
             }
             match Box::pin(driver.line().attach()).await {
                 Some(s) => socket = s,
-                None => return CallEnd::Gone,
+                None => return Box::pin(ended(&mut driver, CallEnd::Gone)).await,
             }
             let _ = driver.line_mut().outbox.flush(&mut socket).await;
         }
+    }
+}
+
+/// Hangs the call up through the control API; the line ends whatever OpenAI answers (a refused
+/// hang-up is logged).
+async fn hang_up<D: LineDriver>(driver: &mut D) -> CallEnd {
+    let _ = driver.line().hang_up().await;
+    CallEnd::HungUp
+}
+
+/// The line has ended (`end`): before it lets go (and the call's session ends, cancelling what
+/// still runs), the answers of function calls whose transfer or hang-up it carried out are
+/// waited for, at most [`DriverOptions::answers_wait`]: their effect happened, and their
+/// records must say so. Unless another node owns the call now: its answers are that node's.
+async fn ended<D: LineDriver>(driver: &mut D, end: CallEnd) -> CallEnd {
+    if end == CallEnd::Released || driver.line().owed.is_empty() {
+        return end;
+    }
+    let until = tokio::time::Instant::now() + driver.line().options.answers_wait;
+    while !driver.line().owed.is_empty() {
+        match tokio::time::timeout_at(until, driver.line_mut().rx.recv()).await {
+            Ok(Some(DriverMsg::Delivery(d))) => {
+                owed_answered(driver.line_mut(), &d);
+                driver.on_delivery(*d);
+            }
+            Ok(Some(DriverMsg::Released)) => return CallEnd::Released,
+            Ok(Some(DriverMsg::AnsweredElsewhere(id))) => {
+                driver.line_mut().owed.retain(|o| *o != id)
+            }
+            Ok(Some(DriverMsg::Hangup { done, .. })) => {
+                let _ = done.send(Err("the call has ended already".to_owned()));
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => {
+                log_by_api!(
+                    driver.line().api,
+                    warn,
+                    "realtime_answers_not_awaited",
+                    "live_answers_not_awaited",
+                    owed = driver.line().owed.len()
+                );
+                break;
+            }
+        }
+    }
+    end
+}
+
+/// A delivery settles the owed answer of its function call, if any.
+fn owed_answered(line: &mut Line, delivery: &Delivery) {
+    if !delivery.async_completion {
+        let id = &delivery.result.function_call_id;
+        line.owed.retain(|owed| owed != id);
     }
 }
 
@@ -341,11 +420,14 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
 async fn on_msg<D: LineDriver>(driver: &mut D, msg: DriverMsg) -> Step {
     match msg {
         DriverMsg::Delivery(d) => {
+            owed_answered(driver.line_mut(), &d);
             driver.on_delivery(*d);
             Step::Go
         }
-        DriverMsg::Transferred => {
-            driver.line_mut().transferred = true;
+        DriverMsg::Transferred { function_call_id } => {
+            let line = driver.line_mut();
+            line.transferred = true;
+            line.owed.push(function_call_id);
             driver.on_transferred();
             Step::Go
         }
@@ -353,14 +435,23 @@ async fn on_msg<D: LineDriver>(driver: &mut D, msg: DriverMsg) -> Step {
             driver.on_delayed(function_call_id);
             Step::Go
         }
-        // A hang-up is under way already; this one rides along.
-        DriverMsg::Hangup { done, .. } if driver.hanging_up() => {
+        DriverMsg::Hangup {
+            goodbye,
+            function_call_id,
+            done,
+        } => {
+            // Under way from here: the answer of the function call that asked goes out first.
+            driver.line_mut().owed.push(function_call_id);
             let _ = done.send(Ok(()));
-            Step::Go
+            if driver.hanging_up() {
+                // A hang-up is under way already; this one rides along.
+                Step::Go
+            } else {
+                driver.on_hangup(goodbye)
+            }
         }
-        DriverMsg::Hangup { goodbye, done } => driver.on_hangup(goodbye, done).await,
         DriverMsg::End => {
-            let _ = driver.hang_up().await;
+            let _ = driver.line().hang_up().await;
             Step::End(CallEnd::Stopped)
         }
         DriverMsg::Released => {
@@ -374,6 +465,11 @@ async fn on_msg<D: LineDriver>(driver: &mut D, msg: DriverMsg) -> Step {
         }
         DriverMsg::HandedOff(agent) => {
             driver.on_handed_off(agent);
+            Step::Go
+        }
+        DriverMsg::AnsweredElsewhere(id) => {
+            driver.line_mut().owed.retain(|o| *o != id);
+            driver.on_owed_settled();
             Step::Go
         }
     }
@@ -421,6 +517,20 @@ pub(crate) fn last_answered(snapshot: &SessionSnapshot) -> Vec<&InvocationRecord
         .filter(|r| r.response_id.as_deref() == Some(last))
         .filter(|r| !snapshot.restored.contains(&r.function_call_id))
         .collect()
+}
+
+/// The caller pressed keypad keys (`keys`, as OpenAI sent them). Both APIs tell a call's
+/// client, not its model; no tool reads them, so they are logged as known events — by count
+/// only: keypad input is how callers enter PINs and card numbers, which no log line may hold.
+pub(crate) fn dtmf_received(api: Api, keys: Option<&str>) {
+    let keys = keys.map_or(0, |k| k.chars().count());
+    log_by_api!(
+        api,
+        info,
+        "realtime_dtmf_received",
+        "live_dtmf_received",
+        keys
+    );
 }
 
 /// Sleeps until `at`, or forever when there is nothing to wait for.

@@ -25,7 +25,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use switchboard_runtime::{CallSession, Delivery};
-use tokio::sync::oneshot;
 
 use crate::events::AgentProfile;
 use crate::line::{CallEnd, Line, LineDriver, Step, owed_continuation};
@@ -39,11 +38,16 @@ use turns::Turns;
 /// How long the voice model must be quiet after the goodbye is placed before hanging up.
 const GOODBYE_QUIET: Duration = Duration::from_millis(1_500);
 
+/// A hang-up under way.
 struct Goodbye {
-    /// When to hang up: set once the goodbye is placed, pushed back while the model talks.
+    /// The goodbye: it waits for the owed answers ([`Line::owed`]).
+    text: Option<String>,
+    /// The goodbye went to the voice model (or, without one, the hang-up was made due).
+    placed: bool,
+    /// When to hang up: set once the goodbye is placed (or, without one, once the owed
+    /// answers are out), pushed back while the model talks.
     at: Option<Instant>,
     deadline: Instant,
-    done: oneshot::Sender<Result<(), String>>,
 }
 
 pub(crate) struct LiveDriver {
@@ -136,9 +140,16 @@ impl LiveDriver {
         match ev.kind.as_str() {
             "response.event" => {
                 let key = ev.delegation_id.unwrap_or_default();
-                if let Some(inner) = ev.event {
+                if let Some(live_events::EventField::Backend(inner)) = ev.event {
                     self.on_backend(key, inner);
                 }
+            }
+            "transport.dtmf.received" => {
+                let keys = match &ev.event {
+                    Some(live_events::EventField::Keys(k)) => Some(k.as_str()),
+                    _ => None,
+                };
+                crate::line::dtmf_received(self.line.api, keys);
             }
             "session.output_transcript.delta" => {
                 // The voice model is still talking: the goodbye is not over yet.
@@ -325,6 +336,29 @@ impl LiveDriver {
         self.turns.answered(&call);
         self.settle();
     }
+
+    /// Once the answers owed before a hang-up are out: the goodbye goes to the voice model (the
+    /// hang-up follows once it has been quiet), or, without one, the hang-up is due now.
+    fn say_goodbye(&mut self) {
+        if !self.line.owed.is_empty() {
+            return;
+        }
+        let Some(g) = &mut self.goodbye else {
+            return;
+        };
+        if g.placed {
+            return;
+        }
+        g.placed = true;
+        match g.text.clone() {
+            Some(text) => {
+                self.seq += 1;
+                let id = format!("bye_{}", self.seq);
+                self.line.send(live_events::commentary(&id, &text));
+            }
+            None => g.at = Some(Instant::now()),
+        }
+    }
 }
 
 impl LineDriver for LiveDriver {
@@ -342,6 +376,11 @@ impl LineDriver for LiveDriver {
 
     fn on_delivery(&mut self, delivery: Delivery) {
         self.deliver(delivery);
+        self.say_goodbye();
+    }
+
+    fn on_owed_settled(&mut self) {
+        self.say_goodbye();
     }
 
     fn on_delayed(&mut self, function_call_id: String) {
@@ -371,34 +410,16 @@ impl LineDriver for LiveDriver {
         self.goodbye.is_some()
     }
 
-    async fn on_hangup(
-        &mut self,
-        goodbye: Option<String>,
-        done: oneshot::Sender<Result<(), String>>,
-    ) -> Step {
+    fn on_hangup(&mut self, goodbye: Option<String>) -> Step {
         self.delayed.clear();
-        let now = Instant::now();
-        match goodbye {
-            None => {
-                self.goodbye = Some(Goodbye {
-                    at: Some(now),
-                    deadline: now,
-                    done,
-                });
-                self.hang_up().await
-            }
-            Some(text) => {
-                self.seq += 1;
-                let id = format!("bye_{}", self.seq);
-                self.line.send(live_events::commentary(&id, &text));
-                self.goodbye = Some(Goodbye {
-                    at: None,
-                    deadline: now + self.line.options.goodbye_timeout,
-                    done,
-                });
-                Step::Go
-            }
-        }
+        self.goodbye = Some(Goodbye {
+            text: goodbye,
+            placed: false,
+            at: None,
+            deadline: Instant::now() + self.line.options.goodbye_timeout,
+        });
+        self.say_goodbye();
+        Step::Go
     }
 
     fn hangup_at(&self) -> Option<Instant> {
@@ -407,15 +428,7 @@ impl LineDriver for LiveDriver {
             .map(|g| g.at.map_or(g.deadline, |at| at.min(g.deadline)))
     }
 
-    async fn on_hangup_due(&mut self) -> Step {
-        self.hang_up().await
-    }
-
-    async fn hang_up(&mut self) -> Step {
-        let result = self.line.hang_up().await;
-        if let Some(g) = self.goodbye.take() {
-            let _ = g.done.send(result);
-        }
-        Step::End(CallEnd::HungUp)
+    fn on_hangup_due(&mut self) -> Step {
+        Step::HangUp
     }
 }

@@ -1,4 +1,5 @@
-//! The HTTP client of the MCP transport, whose errors never carry the server's URL.
+//! The HTTP client of the MCP transport, whose errors never carry the server's URL and whose
+//! answers reach only the request whose POST they came on ([`super::answers`]).
 //!
 //! rmcp formats transport errors into its own log lines (`worker quit with fatal: …`) before we
 //! see them, and reqwest's errors embed the request URL, so the URL is taken out where the
@@ -14,8 +15,10 @@ use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
 };
 
+use super::answers;
 use super::scrub::Scrubber;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -55,10 +58,15 @@ impl StreamableHttpClient for UrlFreeClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.http
-            .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await
-            .map_err(|e| self.clean(e))
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -70,17 +78,47 @@ impl StreamableHttpClient for UrlFreeClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.http
-            .post_message_with_max_sse_event_size(
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    // The one rmcp's worker calls: the others come here too, so every POST's answers are
+    // checked, and the transport's body limits hold.
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let request = match &message {
+            ClientJsonRpcMessage::Request(r) => Some(r.id.clone()),
+            _ => None,
+        };
+        let response = self
+            .http
+            .post_message_with_response_limits(
                 uri,
                 message,
                 session_id,
                 auth_header,
                 custom_headers,
-                max_sse_event_size,
+                limits,
             )
             .await
-            .map_err(|e| self.clean(e))
+            .map_err(|e| self.clean(e))?;
+        Ok(answers::of_post(request, response))
     }
 
     async fn delete_session(
@@ -107,6 +145,7 @@ impl StreamableHttpClient for UrlFreeClient {
         self.http
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
+            .map(answers::of_get_stream)
             .map_err(|e| self.clean(e))
     }
 
@@ -129,6 +168,7 @@ impl StreamableHttpClient for UrlFreeClient {
                 max_sse_event_size,
             )
             .await
+            .map(answers::of_get_stream)
             .map_err(|e| self.clean(e))
     }
 }

@@ -550,6 +550,10 @@ impl ServerHandler for AgentServer {
             response_id: Some(function_call_id.clone()),
             item_id: None,
         };
+        // A request is asked for whole when it arrives: no model response is still being
+        // spoken that a transfer or hang-up it asks for must wait for (a phone call's session
+        // holds those until their response is done).
+        live.session.response_done(&function_call_id);
         let answer = tokio::select! {
             answer = submit_and_wait(&self.state, &live, invocation, Via::Mcp, std::time::Instant::now()) => answer.map_err(call_error)?,
             () = context.ct.cancelled() => {

@@ -71,8 +71,9 @@ pub struct NewInvocation {
     /// The function's name; required unless `item` is given.
     pub name: Option<String>,
     /// The arguments: an object, or the JSON text the model produced (as OpenAI's events carry
-    /// it), parsed like `arguments_json`…
-    #[schema(value_type = Option<Object>)]
+    /// it), parsed like `arguments_json` (other JSON, an array or a number, is answered
+    /// `tool_args_parse_error`, as that text would be)…
+    #[schema(value_type = Option<serde_json::Value>)]
     pub arguments: Option<Value>,
     /// …or the JSON text the model produced.
     pub arguments_json: Option<String>,
@@ -262,6 +263,7 @@ pub(crate) async fn start_call(
         session,
         sink,
         realtime: false,
+        activity: Default::default(),
     }));
     Ok(CallStarted {
         call_id,
@@ -487,6 +489,7 @@ async fn pick_up(
         session,
         sink,
         realtime: false,
+        activity: Default::default(),
     });
     state.calls.insert(Arc::clone(&live));
     Ok(live)
@@ -613,14 +616,11 @@ fn model_call(new: NewInvocation) -> ApiResult<RequestedCall> {
                         "give `arguments` or `arguments_json`, not both",
                     ));
                 }
-                (Some(v @ Value::Object(_)), None) => v.to_string(),
                 // The model's JSON text, as OpenAI's events carry it: parsed like arguments_json.
                 (Some(Value::String(s)), None) => s,
-                (Some(_), None) => {
-                    return Err(ApiError::bad_request(
-                        "`arguments` must be a JSON object (the function's arguments by name) or the model's arguments as JSON text; send other JSON text as `arguments_json`",
-                    ));
-                }
+                // An object, or what the model made instead of one (an array, a number): the
+                // tool answers the latter `tool_args_parse_error`, as it answers that text.
+                (Some(v), None) => v.to_string(),
                 (None, Some(s)) => s,
                 (None, None) => "{}".to_owned(),
             };
@@ -657,6 +657,7 @@ pub(crate) async fn submit_and_wait(
         )));
     }
     let fc = invocation.function_call_id.clone();
+    live.activity.touch();
     let rx = live.sink.wait_for(&fc);
     if live.realtime {
         live.sink.submitted_here(&fc);
@@ -669,11 +670,17 @@ pub(crate) async fn submit_and_wait(
             return Ok(result_from_record(&record));
         }
         Some(Lookup::Pending) => {}
+        // Ended meanwhile (by `DELETE`, or idle): nothing will answer.
+        None if live.session.is_closed() => {
+            live.sink.forget(&fc);
+            return Err(ApiError::conflict(format!("call `{call_id}` has ended")));
+        }
         None => live.session.submit_at(invocation, arrived),
     }
     let wait = Duration::from_secs_f64(state.config.limits.max_timeout_s + 10.0);
     match tokio::time::timeout(wait, rx).await {
         Ok(Ok(delivery)) => {
+            live.activity.touch();
             let config = live.session.config();
             Ok(result_from_delivery(delivery, live, Some(&config)))
         }
@@ -704,6 +711,7 @@ pub async fn cancel_response(
     Path((call_id, response_id)): Path<(String, String)>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let live = live(&state, &tenant.id, &call_id).await?;
+    live.activity.touch();
     live.session.cancel_response(&response_id);
     Ok((
         StatusCode::ACCEPTED,

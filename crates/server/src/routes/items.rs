@@ -76,14 +76,11 @@ pub fn read_item(item: &Value) -> Result<ModelCall, ApiError> {
             )
         }
         Some("tool_use") => {
+            // An input that is not an object is the model's mistake: the tool answers it
+            // `tool_args_parse_error`, as every door does.
             let input = match item.get("input") {
                 None | Some(Value::Null) => "{}".to_owned(),
-                Some(v @ Value::Object(_)) => v.to_string(),
-                Some(_) => {
-                    return Err(ApiError::bad_request(
-                        "item.input: a tool_use block's input must be a JSON object",
-                    ));
-                }
+                Some(v) => v.to_string(),
             };
             (
                 text(item, "/id")?,
@@ -176,8 +173,43 @@ mod tests {
         );
         let e = read_item(&json!({"type": "function_call", "name": "x"})).unwrap_err();
         assert!(e.message.contains("item.call_id"), "{}", e.message);
-        let e = read_item(&json!({"type": "tool_use", "id": "t", "name": "x", "input": [1]}))
-            .unwrap_err();
-        assert!(e.message.contains("item.input"), "{}", e.message);
+    }
+
+    /// Arguments that are not an object travel as the model made them: the tool answers them
+    /// `tool_args_parse_error`, whichever shape carried them.
+    #[test]
+    fn arguments_that_are_not_an_object_are_passed_as_made() {
+        for (item, arguments) in [
+            (
+                json!({"type": "tool_use", "id": "t", "name": "x", "input": [1, 2]}),
+                "[1,2]",
+            ),
+            (
+                json!({"type": "tool_use", "id": "t", "name": "x", "input": 3}),
+                "3",
+            ),
+            (
+                json!({"type": "tool_use", "id": "t", "name": "x", "input": null}),
+                "{}",
+            ),
+            (
+                json!({"type": "function_call", "call_id": "c", "name": "x", "arguments": "null"}),
+                "null",
+            ),
+            (
+                json!({"type": "function_call", "call_id": "c", "name": "x", "arguments": [1]}),
+                "[1]",
+            ),
+            (
+                json!({"type": "function", "id": "c", "function": {"name": "x", "arguments": "\"text\""}}),
+                "\"text\"",
+            ),
+        ] {
+            assert_eq!(
+                read_item(&item).unwrap().arguments_json,
+                arguments,
+                "{item}"
+            );
+        }
     }
 }

@@ -48,6 +48,7 @@ pub(crate) async fn phone(backend: Backend) -> Phone {
         "to_billing",
         "hang_up",
         "report",
+        "transfer_and_note",
     ]
     .iter()
     .map(|t| json!({"tool": t}))
@@ -87,6 +88,10 @@ fn tools(u: &str) -> Vec<Value> {
         json!({"name": "report", "description": "Make a report in the background.", "async": true,
                "actions": [{"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "report"}}],
                "on_success": [{"type": "respond", "message": "The report is ready."}]}),
+        json!({"name": "transfer_and_note", "description": "Transfer to support, then note it.",
+               "actions": [{"type": "transfer", "destination": "support"},
+                           {"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "transfer note"}}],
+               "on_success": [{"type": "respond", "message": "Transferred."}]}),
     ]
 }
 
@@ -458,7 +463,7 @@ async fn handoff_transfer_and_goodbye_use_gpt_lives_means() {
     assert_eq!(phone.live.count("refer", "live_xfer"), 1);
     assert_eq!(phone.live.response_creates("live_xfer"), 0);
 
-    // Goodbye, then hang up.
+    // end_call's answer, then the goodbye, then the hang-up.
     let backend = phone.ring_live("live_bye").await;
     let calls = backend.call_tools(&[("hang_up", json!({}))]);
     assert!(
@@ -471,6 +476,20 @@ async fn handoff_transfer_and_goodbye_use_gpt_lives_means() {
         phone.live.commentary("live_bye"),
         ["Thanks for calling, goodbye!"]
     );
+    let frames: Vec<Value> = phone
+        .live
+        .frames("live_bye")
+        .into_iter()
+        .filter(|f| f["kind"] == "client_event")
+        .map(|f| f["body"].clone())
+        .collect();
+    let at = |kind: &str| frames.iter().position(|e| e["type"] == kind);
+    assert!(
+        at("response.item.create")
+            .is_some_and(|o| at("session.commentary.append").is_some_and(|c| o < c)),
+        "end_call's output before the goodbye: {frames:?}"
+    );
+    assert_eq!(output(&phone.live, "live_bye", &calls[0]).await["ok"], true);
     assert_eq!(
         phone.live.count("hangup", "live_bye"),
         0,
@@ -483,6 +502,48 @@ async fn handoff_transfer_and_goodbye_use_gpt_lives_means() {
         .await
         .expect("hung up");
     assert_eq!(phone.live.count("hangup", "live_bye"), 1);
-    let _ = calls;
+    let app = &phone.app;
+    let key = phone.key.clone();
+    let record = |call: String, fc: String| {
+        let key = key.clone();
+        async move {
+            for _ in 0..100 {
+                let (_, view) = app.get(&format!("/v1/calls/{call}"), &key).await;
+                if view["status"] == "ended" {
+                    return view["invocations"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|r| r["function_call_id"] == fc.as_str())
+                        .cloned()
+                        .unwrap_or_else(|| panic!("no record of {fc}: {view}"));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("{call} did not end");
+        }
+    };
+    let bye = record("live_bye".into(), calls[0].clone()).await;
+    assert_eq!(
+        (bye["ok"].clone(), bye["error"].clone()),
+        (json!(true), Value::Null),
+        "{bye}"
+    );
+
+    // A transfer whose tool goes on after the REFER, the caller gone meanwhile: recorded done.
+    let backend = phone.ring_live("live_leaves").await;
+    let calls = backend.call_tools(&[("transfer_and_note", json!({}))]);
+    phone
+        .live
+        .wait_request("refer", "live_leaves", WAIT)
+        .await
+        .expect("REFER");
+    backend.caller_hangs_up();
+    let note = record("live_leaves".into(), calls[0].clone()).await;
+    assert_eq!(
+        (note["ok"].clone(), note["error"].clone()),
+        (json!(true), Value::Null),
+        "the REFER happened: {note}"
+    );
     phone.stop().await;
 }

@@ -13,6 +13,7 @@ mod console_browser;
 mod demo;
 mod email_rate;
 mod error_statuses;
+mod expiry;
 mod google;
 mod limits;
 mod live;

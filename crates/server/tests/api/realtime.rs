@@ -45,6 +45,7 @@ async fn phone(backend: Backend) -> Phone {
         "report",
         "to_billing",
         "hang_up",
+        "transfer_and_note",
     ]
     .iter()
     .map(|t| json!({"tool": t}))
@@ -79,6 +80,10 @@ fn tools(u: &str) -> Vec<Value> {
                "actions": [{"type": "end_call", "message": "Thanks for calling, goodbye!"}]}),
         json!({"name": "pay_invoice", "description": "Pay an invoice.",
                "actions": [{"type": "respond", "message": "Paid."}]}),
+        json!({"name": "transfer_and_note", "description": "Transfer to support, then note it.",
+               "actions": [{"type": "transfer", "destination": "support"},
+                           {"type": "api_call", "method": "POST", "url": format!("{u}/orders"), "body": {"item": "transfer note"}}],
+               "on_success": [{"type": "respond", "message": "Transferred."}]}),
     ]
 }
 
@@ -504,8 +509,22 @@ async fn a_handoff_updates_the_session_before_the_output() {
     phone.stop().await;
 }
 
+/// The record of one function call in the call's view.
+async fn record(phone: &Phone, call_id: &str, fc: &str) -> Value {
+    let view = call_view(phone, call_id).await;
+    view["invocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["function_call_id"] == fc)
+        .cloned()
+        .unwrap_or_else(|| panic!("no record of {fc}: {view}"))
+}
+
+/// `end_call` is answered (its output before the goodbye), the goodbye is said, then the call
+/// is hung up; the record says `ok`, not that the hang-up cancelled it.
 #[tokio::test]
-async fn end_call_says_goodbye_then_hangs_up() {
+async fn end_call_is_answered_then_says_goodbye_then_hangs_up() {
     let phone = phone(Backend::Sqlite).await;
     let mut m = phone.ring_realtime("rtc_bye").await;
     ask(&mut m, "call_bye", "hang_up", json!({})).await;
@@ -517,6 +536,17 @@ async fn end_call_says_goodbye_then_hangs_up() {
             .contains("Thanks for calling, goodbye!"),
         "{goodbye}"
     );
+    let seen = m.seen();
+    let answered = seen.iter().position(|e| {
+        e["type"] == "conversation.item.create" && e["item"]["call_id"] == "call_bye"
+    });
+    assert!(
+        answered.is_some_and(|at| at + 1 < seen.len()),
+        "end_call's output before the goodbye: {seen:?}"
+    );
+    let out: Value =
+        serde_json::from_str(seen[answered.unwrap()]["item"]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(out["ok"], true, "{out}");
     // Not hung up while the goodbye is being said.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(phone.sim.count("hangup", "rtc_bye"), 0);
@@ -536,6 +566,43 @@ async fn end_call_says_goodbye_then_hangs_up() {
     .await;
     let (_, call) = app.get("/v1/calls/rtc_bye", &key).await;
     assert_eq!(call["status"], "ended", "{call}");
+    let bye = record(&phone, "rtc_bye", "call_bye").await;
+    assert_eq!(
+        (bye["ok"].clone(), bye["error"].clone()),
+        (json!(true), Value::Null),
+        "{bye}"
+    );
+    assert_eq!(phone.sim.outputs("rtc_bye").len(), 1);
+    phone.stop().await;
+}
+
+/// A transfer whose tool goes on after the REFER (it notes the transfer upstream) is answered
+/// `ok` even when OpenAI closes the socket as the call leaves: the line waits for the answer
+/// of the tool whose REFER it carried out before the call's end cancels what still runs.
+#[tokio::test]
+async fn a_transfer_is_recorded_as_done_when_the_call_leaves_before_its_tool_ends() {
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_xfer_leaves").await;
+    ask(&mut m, "call_tn", "transfer_and_note", json!({})).await;
+    phone
+        .sim
+        .wait_request("refer", "rtc_xfer_leaves", WAIT)
+        .await
+        .expect("REFER");
+    // The call leaves at once; the tool's note upstream takes 600 ms more.
+    m.close().await;
+    let app = &phone.app;
+    wait_until("the call to end", || {
+        app.state.calls.get("acme", "rtc_xfer_leaves").is_none()
+    })
+    .await;
+    let note = record(&phone, "rtc_xfer_leaves", "call_tn").await;
+    assert_eq!(
+        (note["ok"].clone(), note["error"].clone()),
+        (json!(true), Value::Null),
+        "the REFER happened: {note}"
+    );
+    assert_eq!(phone.sim.count("refer", "rtc_xfer_leaves"), 1);
     phone.stop().await;
 }
 
@@ -715,6 +782,71 @@ async fn mcp(
             .unwrap_or(Value::Null)
     });
     (status, json)
+}
+
+/// `end_call` asked over the call's MCP endpoint (OpenAI's own MCP tool call) is answered to
+/// that request at once, then the goodbye is said on the line and the call hung up: no model
+/// response of the line is waited for, and the line does not wait for an answer it never gets.
+#[tokio::test]
+async fn end_call_over_the_calls_mcp_endpoint_is_answered_then_hangs_up() {
+    let phone = phone(Backend::Sqlite).await;
+    let mut features = refer();
+    features["realtime"] = json!({"phone_numbers": {NUMBER: "assistant"}, "mcp_agents": ["assistant"],
+        "public_url": phone.app.base});
+    let (s, body) = phone.app.put("/v1/features", &phone.key, features).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let mut m = phone.ring_realtime("rtc_mcp_bye").await;
+    let accept = phone
+        .sim
+        .wait_request("accept", "rtc_mcp_bye", WAIT)
+        .await
+        .unwrap();
+    let url = accept.body["tools"][0]["server_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let credential = accept.body["tools"][0]["headers"]["Authorization"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap()
+        .to_owned();
+    let asked = std::time::Instant::now();
+    let (s, answer) = mcp(
+        &phone,
+        &url,
+        &credential,
+        "tools/call",
+        json!({"name": "hang_up", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert!(
+        asked.elapsed() < WAIT,
+        "answered at once: {:?}",
+        asked.elapsed()
+    );
+    let goodbye = m.recv_type("response.create", WAIT).await.expect("goodbye");
+    assert!(
+        goodbye["response"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("Thanks for calling, goodbye!"),
+        "{goodbye}"
+    );
+    let r = m.active_response().expect("the goodbye response");
+    m.finish_response(&r, "completed").await;
+    phone
+        .sim
+        .wait_request("hangup", "rtc_mcp_bye", WAIT)
+        .await
+        .expect("hung up");
+    assert!(
+        phone.sim.outputs("rtc_mcp_bye").is_empty(),
+        "answered over MCP, not on the line"
+    );
+    phone.stop().await;
 }
 
 #[tokio::test]

@@ -44,14 +44,61 @@ async fn arguments_may_be_the_models_json_text() {
     .await;
     assert_eq!(s, StatusCode::OK, "{answer}");
     assert_eq!(answer["error"], "tool_args_parse_error", "{answer}");
-    // Neither an object nor text: a clear 400.
-    let (s, body) = invoke_raw(
-        &app,
-        &key,
-        json!({"function_call_id": "f3", "name": "save_meal", "arguments": [1]}),
-    )
-    .await;
-    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    app.stop().await;
+}
+
+/// Arguments that are valid JSON but not an object are the model's mistake, whichever field or
+/// item carries them: answered `tool_args_parse_error` (seed 004's "Tool arguments must be a
+/// JSON object."), nothing run.
+#[tokio::test]
+async fn arguments_that_are_not_an_object_are_answered_tool_args_parse_error() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let key = acme(&app, "acme").await;
+    assert_eq!(
+        app.post("/v1/calls", &key, json!({"call_id": "c1"}))
+            .await
+            .0,
+        StatusCode::CREATED
+    );
+    let call = |fc: &str| json!({"function_call_id": fc, "name": "save_meal"});
+    let with = |mut body: Value, field: &str, value: Value| {
+        body[field] = value;
+        body
+    };
+    let cases = [
+        with(call("a1"), "arguments_json", json!("[1,2]")),
+        with(call("a2"), "arguments_json", json!("\"text\"")),
+        with(call("a3"), "arguments_json", json!("3")),
+        with(call("a4"), "arguments_json", json!("null")),
+        with(call("a5"), "arguments", json!([1, 2])),
+        with(call("a6"), "arguments", json!(3)),
+        with(call("a7"), "arguments", json!(true)),
+        with(call("a8"), "arguments", json!("null")),
+        json!({"item": {"type": "tool_use", "id": "a9", "name": "save_meal", "input": [1, 2]}}),
+        json!({"item": {"type": "function_call", "call_id": "a10", "name": "save_meal", "arguments": "3"}}),
+    ];
+    for body in cases {
+        let (s, answer) = invoke_raw(&app, &key, body.clone()).await;
+        assert_eq!(s, StatusCode::OK, "{body}: {answer}");
+        assert_eq!(
+            (answer["ok"].clone(), answer["error"].clone()),
+            (json!(false), json!("tool_args_parse_error")),
+            "{body}: {answer}"
+        );
+        let message = answer["result"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with(
+                "Tool arguments must be a JSON object; the arguments for save_meal are"
+            ),
+            "{body}: {answer}"
+        );
+    }
+    let (_, view) = app.get("/v1/calls/c1", &key).await;
+    assert_eq!(
+        view["context"]["workflow"],
+        json!({}),
+        "nothing ran: {view}"
+    );
     app.stop().await;
 }
 

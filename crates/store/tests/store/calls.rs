@@ -13,7 +13,58 @@ on_both_backends!(
     concurrent_starts_take_no_more_places_than_the_limit,
     a_tenants_live_calls_follow_every_start_and_end,
     orphans_come_in_a_fixed_order_past_those_skipped,
+    idle_orphans_are_the_dead_nodes_http_calls_unused_since,
 );
+
+/// The idle orphans the expiry ends: a dead node's HTTP-door calls that started before the
+/// time and recorded no invocation since; not one recorded since, a live node's, a phone call,
+/// nor an ended call.
+async fn idle_orphans_are_the_dead_nodes_http_calls_unused_since(h: Harness) {
+    use std::time::Duration;
+    use switchboard_store::Door;
+    let s = &h.store;
+    tenant(s, "acme").await;
+    for node in ["dead", "alive"] {
+        s.register_node(node, None, Duration::from_secs(60))
+            .await
+            .unwrap();
+    }
+    let start = |id: &'static str, node: &'static str, door| async move {
+        let info = call_info("acme", id);
+        let ctx = Context::new(&info, json!({}));
+        s.create_call_within("acme", &info, &json!({}), &ctx, 100, (node, door))
+            .await
+            .unwrap()
+            .unwrap();
+    };
+    start("idle", "dead", Door::Http).await;
+    start("used", "dead", Door::Http).await;
+    start("ended", "dead", Door::Http).await;
+    start("owned", "alive", Door::Http).await;
+    start("phone", "dead", Door::Realtime).await;
+    s.journal_append("acme", "ended", JournalEntry::Ended)
+        .await
+        .unwrap();
+    s.retire_node("dead").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let since = switchboard_runtime::now_rfc3339();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let finished = JournalEntry::Finished {
+        record: Box::new(record("fc_1", true)),
+        context: None,
+        handoffs: 0,
+    };
+    s.journal_append("acme", "used", finished).await.unwrap();
+    let idle = s.idle_orphaned_calls(Door::Http, &since, 10).await.unwrap();
+    assert_eq!(idle, [("acme".to_owned(), "idle".to_owned())]);
+    // Before the calls started, none of them was idle yet.
+    assert!(
+        s.idle_orphaned_calls(Door::Http, "2000-01-01T00:00:00.000Z", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
 
 /// A dead node's live calls of a door come as orphans in the order of tenant and call id, past
 /// the ones a sweep skips (those it failed to take over, which come first); a live node's,
