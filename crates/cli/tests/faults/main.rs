@@ -20,6 +20,7 @@ mod chaos;
 mod conflicts;
 mod kills;
 mod live;
+mod mcp_swap;
 mod outages;
 mod phone;
 mod realtime;
