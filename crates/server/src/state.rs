@@ -50,6 +50,8 @@ pub struct ServerConfig {
     pub memory: switchboard_store::MemoryLimits,
     /// Emails each tenant may send per minute, counted in the database across all nodes.
     pub emails_per_tenant_per_minute: u32,
+    /// Bounds on the console's live call timelines (per session, per tenant on each node).
+    pub console: crate::console::ConsoleLimits,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -78,6 +80,7 @@ impl Default for ServerConfig {
             google: None,
             memory: switchboard_store::MemoryLimits::default(),
             emails_per_tenant_per_minute: EMAILS_PER_TENANT_PER_MINUTE,
+            console: crate::console::ConsoleLimits::default(),
         }
     }
 }
@@ -141,6 +144,8 @@ pub struct Inner {
     /// run at the pace the database allows and the webhooks, whose own work is small, are
     /// still answered at once instead of queueing behind every set-up.
     pub call_setups: Arc<tokio::sync::Semaphore>,
+    /// The console's open timeline streams on this node, per session and per tenant.
+    pub console_streams: crate::console::StreamSlots,
 }
 
 /// Phone calls set up at once (see [`Inner::call_setups`]).
@@ -238,6 +243,7 @@ impl AppState {
             node: crate::ownership::Node::new(config.lease),
             forwarder: forwarder(&config),
             call_setups: Arc::new(tokio::sync::Semaphore::new(CALL_SETUPS_AT_ONCE)),
+            console_streams: crate::console::StreamSlots::new(config.console),
             toolkit_tools: crate::toolset::ToolkitTools::new(&config.limits),
             google_tokens,
             config,

@@ -1,12 +1,15 @@
 //! The operators' console at `/console`: server-rendered pages (minijinja templates, htmx for
 //! the parts that update in place), with every asset compiled into the binary.
 //!
-//! Sign-in takes a tenant key or the admin key; the session is a cookie (`HttpOnly`, `SameSite=Strict`, path
-//! `/console`) holding the key sealed under the master key, so any node can read it and a
-//! revoked key ends the session at its next request. Every state-changing request carries a
-//! CSRF token derived from the cookie (a form field, or the `X-CSRF-Token` header htmx sends),
-//! and must come from this origin. Every answer has a strict Content-Security-Policy: scripts,
-//! styles and connections from this origin only, no inline script or style.
+//! Sign-in takes a tenant key or the admin key; the session is a cookie (`HttpOnly`,
+//! `SameSite=Strict`, path `/console`) holding a random token, which the database keeps (as its
+//! hash) with the key that signed in. Every console request looks the session up, so a
+//! sign-out, a revoked key or a deleted tenant ends it at its next request on any node, and a
+//! tenant's pages and streams count against the tenant's request rate like the REST API.
+//! Every state-changing request carries a CSRF token derived from the cookie (the
+//! `X-CSRF-Token` header htmx sends), and must come from this origin. Every answer has a strict
+//! Content-Security-Policy: scripts, styles and connections from this origin only, no inline
+//! script or style.
 //!
 //! Pages read through the same store queries as the API, scoped by the signed-in tenant: another
 //! tenant's tool or call is "not found". Records shown are redacted as the API's call views are.
@@ -27,13 +30,15 @@ use serde::Serialize;
 use crate::state::AppState;
 
 mod admin;
+mod events;
 mod health;
 mod pages;
 mod place;
 mod session;
 
-pub use session::{AnySession, COOKIE, ConsoleAdmin, Operator, Refusal};
-pub(crate) use session::{cleared_cookie, is_htmx, same_origin, session_cookie, to_signin_htmx};
+pub use events::{ConsoleLimits, StreamSlots};
+pub use session::{AnySession, COOKIE, ConsoleAdmin, Operator, Refusal, SessionToken};
+pub(crate) use session::{cleared_cookie, is_htmx, open_session, same_origin, to_signin_htmx};
 
 /// Every answer of the console carries this policy.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -136,7 +141,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/agents/{name}", get(pages::agent))
         .route("/console/calls", get(pages::calls))
         .route("/console/calls/{id}", get(pages::call))
-        .route("/console/calls/{id}/events", get(pages::call_events))
+        .route("/console/calls/{id}/events", get(events::call_events))
         .route("/console/health", get(health::health))
         .route(
             "/console/admin",
