@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::state::AppState;
 
 mod admin;
+mod connect;
 mod events;
 mod health;
 mod pages;
@@ -38,7 +39,9 @@ mod session;
 
 pub use events::{ConsoleLimits, StreamSlots};
 pub use session::{AnySession, COOKIE, ConsoleAdmin, Operator, Refusal, SessionToken};
-pub(crate) use session::{cleared_cookie, is_htmx, open_session, same_origin, to_signin_htmx};
+pub(crate) use session::{
+    cleared_cookie, cookie_named, is_htmx, open_session, same_origin, to_signin_htmx,
+};
 
 /// Every answer of the console carries this policy.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -57,7 +60,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
 });
 
 /// The templates, compiled into the binary.
-const SOURCES: [(&str, &str); 21] = [
+const SOURCES: [(&str, &str); 22] = [
     ("layout.html", include_str!("templates/layout.html")),
     ("signin.html", include_str!("templates/signin.html")),
     ("tools.html", include_str!("templates/tools.html")),
@@ -72,6 +75,7 @@ const SOURCES: [(&str, &str); 21] = [
     ("published.html", include_str!("templates/published.html")),
     ("agents.html", include_str!("templates/agents.html")),
     ("agent.html", include_str!("templates/agent.html")),
+    ("connect.html", include_str!("templates/connect.html")),
     ("calls.html", include_str!("templates/calls.html")),
     ("call.html", include_str!("templates/call.html")),
     ("row.html", include_str!("templates/row.html")),
@@ -141,6 +145,10 @@ pub fn router() -> Router<AppState> {
         .route("/console/agents/{name}", get(pages::agent))
         .route("/console/calls", get(pages::calls))
         .route("/console/calls/{id}", get(pages::call))
+        .route(
+            "/console/agents/{name}/connections/{toolkit}",
+            get(connect::connect_page).post(connect::connect_start),
+        )
         .route("/console/calls/{id}/events", get(events::call_events))
         .route("/console/health", get(health::health))
         .route(

@@ -54,13 +54,33 @@ pub(super) fn nav(op: &Operator, active: &str) -> Value {
 
 // ---- sign-in ----
 
-pub async fn signin_page() -> Response {
-    render("signin.html", json!({"message": null}))
+#[derive(Debug, Deserialize)]
+pub struct SignInQuery {
+    /// The console page to go to once signed in (a connect link opened before signing in).
+    next: Option<String>,
+}
+
+pub async fn signin_page(Query(q): Query<SignInQuery>) -> Response {
+    let next = q.next.as_deref().and_then(safe_next);
+    render("signin.html", json!({"message": null, "next": next}))
+}
+
+/// `next` if it is a page of this console (never another site, and never the sign-in page).
+pub(super) fn safe_next(next: &str) -> Option<&str> {
+    let ok = next.len() <= 512
+        && next.starts_with("/console/")
+        && !next.starts_with("/console/signin")
+        && !next.contains("//")
+        && !next.contains('\\')
+        && next.chars().all(|c| c.is_ascii_graphic());
+    ok.then_some(next)
 }
 
 #[derive(Debug, Deserialize)]
 pub struct SignIn {
     key: String,
+    #[serde(default)]
+    next: String,
 }
 
 pub async fn signin(
@@ -68,12 +88,13 @@ pub async fn signin(
     headers: HeaderMap,
     Form(form): Form<SignIn>,
 ) -> Response {
+    let next = safe_next(&form.next);
     if !same_origin(&headers) {
         return (
             StatusCode::FORBIDDEN,
             render(
                 "signin.html",
-                json!({"message": "Sign in from this server's own sign-in page."}),
+                json!({"message": "Sign in from this server's own sign-in page.", "next": next}),
             ),
         )
             .into_response();
@@ -85,7 +106,11 @@ pub async fn signin(
         .ok()
         .flatten();
     let refused = |status: StatusCode, message: &str| {
-        (status, render("signin.html", json!({"message": message}))).into_response()
+        (
+            status,
+            render("signin.html", json!({"message": message, "next": next})),
+        )
+            .into_response()
     };
     let Some(principal) = principal else {
         return refused(
@@ -102,7 +127,7 @@ pub async fn signin(
                     &format!("Too many requests for this tenant; retry in {retry_after} s."),
                 );
             }
-            "/console/tools"
+            next.unwrap_or("/console/tools")
         }
         None => "/console/admin/tenants",
     };
@@ -562,6 +587,7 @@ pub async fn agent(
                     .collect()
             })
             .unwrap_or_default();
+        let connections = super::connect::agent_connections(&state, &op.tenant, &agent).await?;
         let tools: Vec<Value> = agent
             .tools
             .iter()
@@ -578,6 +604,7 @@ pub async fn agent(
             "handoffs": agent.handoffs,
             "tools": tools,
             "numbers": numbers,
+            "connections": connections,
             "format": format_name,
             "formats": ["openai-realtime", "openai-chat", "openai-responses", "anthropic", "mcp"],
             "toolset": pretty(&toolset.render(format)),
