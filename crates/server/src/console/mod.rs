@@ -241,4 +241,24 @@ mod tests {
             panic!("{e:#}");
         }
     }
+
+    #[test]
+    fn sign_in_returns_only_to_a_page_of_this_console() {
+        for (next, kept) in [
+            ("/console/agents/a/connections/google_calendar", true),
+            ("/console/tools?x=1", true),
+            ("/console/signin", false),
+            ("/console/signin?next=/console/tools", false),
+            ("https://evil.example/console/", false),
+            ("//evil.example/console/", false),
+            ("/console//evil.example", false),
+            ("/console/\\evil.example", false),
+            ("/console/a b", false),
+            ("/v1/tools", false),
+            ("", false),
+        ] {
+            assert_eq!(super::pages::safe_next(next).is_some(), kept, "{next:?}");
+        }
+        assert!(super::pages::safe_next(&format!("/console/{}", "a".repeat(600))).is_none());
+    }
 }

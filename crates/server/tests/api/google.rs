@@ -897,6 +897,18 @@ async fn a_connect_link_completes_only_in_the_browser_that_started_it(backend: B
         r.headers()["location"],
         "/console/signin?next=%2Fconsole%2Fagents%2Freceptionist%2Fconnections%2Fgoogle_calendar"
     );
+    // Signing in there comes back to the page.
+    let back = no_redirects()
+        .post(format!("{}/console/signin", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "key={key_b}&next=%2Fconsole%2Fagents%2Freceptionist%2Fconnections%2Fgoogle_calendar"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(back.status(), StatusCode::SEE_OTHER);
+    assert_eq!(back.headers()["location"], page);
     let (mut tenant_a, csrf_a) = Browser::signed_in(&app, &key_a).await;
     assert_eq!(
         tenant_a.get(&format!("{}{page}", app.base)).await.status(),

@@ -32,6 +32,13 @@
     }
     source.addEventListener("signedout", stop);
     source.addEventListener("refused", stop);
+    // A stream the server refused outright (429 past the tenant's request rate) is not
+    // reconnected by the browser: say so instead of going quiet.
+    source.addEventListener("error", function () {
+      if (source.readyState !== EventSource.CLOSED || table.getAttribute("data-following") === "false") return;
+      if (table.getAttribute("data-ended") === "true") return;
+      stop({ type: "closed", data: "This page stopped following the call live (the server refused the stream). Reload the page to follow it again." });
+    });
     source.addEventListener("ended", function () {
       var status = document.getElementById("call-status");
       if (status) { status.textContent = "ended"; status.className = "ended"; }
