@@ -57,6 +57,8 @@ pub struct ServerConfig {
     /// response cancelled) before it is ended as `DELETE` ends it, on whichever node owns it,
     /// or a dead node's call by any node; `None`: never (`crate::expiry`).
     pub call_idle_timeout: Option<std::time::Duration>,
+    /// Bounds on the console's live call timelines (per session, per tenant on each node).
+    pub console: crate::console::ConsoleLimits,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -87,6 +89,7 @@ impl Default for ServerConfig {
             emails_per_tenant_per_minute: EMAILS_PER_TENANT_PER_MINUTE,
             outbox: switchboard_runtime::outbox::OutboxLimits::default(),
             call_idle_timeout: Some(CALL_IDLE_TIMEOUT),
+            console: crate::console::ConsoleLimits::default(),
         }
     }
 }
@@ -161,6 +164,8 @@ pub struct Inner {
     /// Tools' timeouts by tenant, call and function name, for requests passed on to a call's
     /// owner (see [`crate::deadlines::forward_budget`]).
     pub forward_budgets: moka::sync::Cache<(String, String, String), std::time::Duration>,
+    /// The console's open timeline streams on this node, per session and per tenant.
+    pub console_streams: crate::console::StreamSlots,
 }
 
 /// Phone calls set up at once (see [`Inner::call_setups`]).
@@ -263,6 +268,7 @@ impl AppState {
                 .max_capacity(10_000)
                 .time_to_live(std::time::Duration::from_secs(600))
                 .build(),
+            console_streams: crate::console::StreamSlots::new(config.console),
             toolkit_tools: crate::toolset::ToolkitTools::new(&config.limits),
             google_tokens,
             config,

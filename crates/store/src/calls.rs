@@ -416,6 +416,34 @@ impl Store {
         Ok((records, u64::try_from(total).unwrap_or(0)))
     }
 
+    /// Where a call's timeline stands, without reading a record or opening its context: its
+    /// status and how many invocation records it has (records are only ever added, so the
+    /// count moves exactly when there is something new to show). `None` for no such call.
+    pub async fn call_cursor(
+        &self,
+        tenant_id: &str,
+        call_id: &str,
+    ) -> Result<Option<(CallStatus, u64)>, StoreError> {
+        let row: Option<(String, i64)> = with_pool!(self, |pool| {
+            sqlx::query_as(
+                "SELECT c.status, (SELECT COUNT(*) FROM call_invocations i \
+                 WHERE i.tenant_id = c.tenant_id AND i.call_id = c.id) \
+                 FROM calls c WHERE c.tenant_id = $1 AND c.id = $2",
+            )
+            .bind(tenant_id)
+            .bind(call_id)
+            .fetch_optional(pool)
+            .await?
+        });
+        row.map(|(status, total)| {
+            Ok((
+                CallStatus::parse(&status)?,
+                u64::try_from(total).unwrap_or(0),
+            ))
+        })
+        .transpose()
+    }
+
     /// Which of the given calls of the tenant have an invocation that failed (its record's
     /// `ok` is false). One query for the list; a call id of another tenant is never in the
     /// answer.

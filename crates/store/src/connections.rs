@@ -1,6 +1,6 @@
 //! OAuth2 connections of toolkits (Google Calendar): the connect flows under way (single-use
-//! `state`s with their PKCE verifier) and each agent's tokens, sealed, with the lease that lets
-//! one node at a time refresh them.
+//! `state`s with their PKCE verifier, each bound to the browser that started it) and each
+//! agent's tokens, sealed, with the lease that lets one node at a time refresh them.
 //!
 //! Times are epoch milliseconds passed in by the caller, so tests choose the clock. A token
 //! never leaves this module but in an [`OAuthTokens`] of `SecretString`s.
@@ -66,6 +66,30 @@ pub struct Connection {
     pub refresh_until_ms: Option<i64>,
 }
 
+/// A connect flow just started: what goes to the provider and to the browser that started it.
+#[derive(Debug, Clone)]
+pub struct OAuthFlow {
+    /// The single-use `state` for the authorize URL (stored only as its hash).
+    pub state: String,
+    /// The PKCE code verifier (stored sealed).
+    pub verifier: SecretString,
+    /// The value of the cookie that binds the flow to the browser that started it (stored only
+    /// as its hash): the callback completes only with it.
+    pub binding: SecretString,
+}
+
+/// What the callback's `state` and the browser's binding cookie found.
+#[derive(Debug, Clone)]
+pub enum OAuthTake {
+    /// The flow, taken (it cannot be taken again).
+    Taken(PendingConnect),
+    /// The flow exists but this browser did not start it (no or another binding cookie): it
+    /// stays as it was, for the browser that did.
+    OtherBrowser,
+    /// No such flow: unknown, used already or expired.
+    Unknown,
+}
+
 /// A connect flow taken back by its `state`.
 #[derive(Debug, Clone)]
 pub struct PendingConnect {
@@ -115,8 +139,9 @@ impl Store {
         )
     }
 
-    /// Starts a connect flow: returns a fresh `state` and PKCE verifier (the verifier is stored
-    /// sealed, the state only as its hash), valid until `expires_at_ms`.
+    /// Starts a connect flow: a fresh `state`, PKCE verifier and browser binding (the verifier
+    /// is stored sealed, the state and the binding only as their hashes), valid until
+    /// `expires_at_ms`.
     pub async fn begin_oauth(
         &self,
         tenant_id: &str,
@@ -124,11 +149,13 @@ impl Store {
         toolkit: &str,
         now_ms: i64,
         expires_at_ms: i64,
-    ) -> Result<(String, SecretString), StoreError> {
+    ) -> Result<OAuthFlow, StoreError> {
         let state = random_token::<24>()?;
         // 48 bytes make a 64-character verifier (RFC 7636 asks for 43 to 128).
         let verifier = random_token::<48>()?;
+        let binding = random_token::<32>()?;
         let hash = state_hash(&state);
+        let binding_hash = state_hash(&binding);
         let sealed = seal_with(self.master_key(), verifier.as_bytes(), hash.as_bytes())?;
         with_pool!(self, |pool| {
             sqlx::query("DELETE FROM oauth_states WHERE expires_at < $1")
@@ -146,8 +173,8 @@ impl Store {
                 )));
             }
             let inserted = sqlx::query(
-                "INSERT INTO oauth_states (state_hash, tenant_id, agent, toolkit, verifier, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO oauth_states (state_hash, tenant_id, agent, toolkit, verifier, expires_at, binding_hash) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
             )
             .bind(&hash)
             .bind(tenant_id)
@@ -155,6 +182,7 @@ impl Store {
             .bind(toolkit)
             .bind(&sealed)
             .bind(expires_at_ms)
+            .bind(&binding_hash)
             .execute(pool)
             .await;
             match inserted {
@@ -166,39 +194,59 @@ impl Store {
                 }
             }
         });
-        Ok((state, SecretString::from(verifier)))
+        Ok(OAuthFlow {
+            state,
+            verifier: SecretString::from(verifier),
+            binding: SecretString::from(binding),
+        })
     }
 
-    /// Takes a connect flow back by its `state`, once: a second take, an unknown or an expired
-    /// state gives `None`.
+    /// Takes a connect flow back by its `state`, once, for the browser holding its `binding`:
+    /// a second take, an unknown or an expired state is [`OAuthTake::Unknown`]; a flow this
+    /// browser did not start is [`OAuthTake::OtherBrowser`] and is left as it was.
     pub async fn take_oauth_state(
         &self,
         state: &str,
+        binding: Option<&str>,
         now_ms: i64,
-    ) -> Result<Option<PendingConnect>, StoreError> {
+    ) -> Result<OAuthTake, StoreError> {
         if state.is_empty() || state.len() > 128 {
-            return Ok(None);
+            return Ok(OAuthTake::Unknown);
         }
         let hash = state_hash(state);
+        // No binding never matches: a hash is 64 hex digits.
+        let binding_hash = binding
+            .filter(|b| !b.is_empty() && b.len() <= 128)
+            .map_or_else(String::new, state_hash);
         let row: Option<(String, String, String, Vec<u8>, i64)> = with_pool!(self, |pool| {
             sqlx::query_as(
-                "DELETE FROM oauth_states WHERE state_hash = $1 \
+                "DELETE FROM oauth_states WHERE state_hash = $1 AND binding_hash = $2 \
                  RETURNING tenant_id, agent, toolkit, verifier, expires_at",
             )
             .bind(&hash)
+            .bind(&binding_hash)
             .fetch_optional(pool)
             .await?
         });
         let Some((tenant_id, agent, toolkit, sealed, expires_at)) = row else {
-            return Ok(None);
+            let pending: Option<i64> = with_pool!(self, |pool| {
+                sqlx::query_scalar("SELECT expires_at FROM oauth_states WHERE state_hash = $1")
+                    .bind(&hash)
+                    .fetch_optional(pool)
+                    .await?
+            });
+            return Ok(match pending {
+                Some(expires_at) if expires_at >= now_ms => OAuthTake::OtherBrowser,
+                _ => OAuthTake::Unknown,
+            });
         };
         if expires_at < now_ms {
-            return Ok(None);
+            return Ok(OAuthTake::Unknown);
         }
         let verifier = open_with(self.master_key(), &sealed, hash.as_bytes())?;
         let verifier = String::from_utf8(verifier)
             .map_err(|_| StoreError::Corrupt("a connect flow's verifier".into()))?;
-        Ok(Some(PendingConnect {
+        Ok(OAuthTake::Taken(PendingConnect {
             tenant_id,
             agent,
             toolkit,

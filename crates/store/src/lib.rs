@@ -9,7 +9,8 @@
 //!   [`secrets`], [`mcp_servers`], [`calls`] (whose [`TenantJournal`] is the runtime's
 //!   [`switchboard_runtime::CallJournal`] for one tenant's calls), [`replays`] (a tool's
 //!   recorded invocations read back for replay), [`connections`] (toolkits' OAuth2 connections:
-//!   connect flows, sealed tokens, the refresh lease), [`memory`] (what agents remember about
+//!   connect flows bound to the browser that started them, sealed tokens, the refresh lease),
+//!   [`console_sessions`] (the console's sign-ins, checked on every console request), [`memory`] (what agents remember about
 //!   each caller, with ranked full-text search; its [`MemoryHandler`] performs `memory.*` effects),
 //!   [`email_rate`] (the per-tenant email send rate, shared by every node on the database).
 //!
@@ -21,6 +22,7 @@
 pub mod agents;
 pub mod calls;
 pub mod connections;
+pub mod console_sessions;
 pub mod crypto;
 pub mod email_rate;
 mod error;
@@ -52,7 +54,10 @@ use sqlx::{Postgres, Sqlite, Transaction};
 
 pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret, LiveSettings};
 pub use calls::{CallRow, CallStatus};
-pub use connections::{Connection, ConnectionInfo, OAuthTokens, PendingConnect};
+pub use connections::{
+    Connection, ConnectionInfo, OAuthFlow, OAuthTake, OAuthTokens, PendingConnect,
+};
+pub use console_sessions::MAX_CONSOLE_SESSIONS_PER_KEY;
 pub use crypto::{MasterKey, open, open_with, seal, seal_with};
 pub use email_rate::EmailAdmission;
 pub use error::StoreError;

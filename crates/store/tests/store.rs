@@ -371,6 +371,8 @@ async fn tenant(store: &Store, id: &str) {
 
 #[path = "store/calls.rs"]
 mod calls;
+#[path = "store/console_sessions.rs"]
+mod console_sessions;
 #[path = "store/definitions.rs"]
 mod definitions;
 #[path = "store/journal.rs"]

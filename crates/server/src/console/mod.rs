@@ -1,12 +1,15 @@
 //! The operators' console at `/console`: server-rendered pages (minijinja templates, htmx for
 //! the parts that update in place), with every asset compiled into the binary.
 //!
-//! Sign-in takes a tenant key or the admin key; the session is a cookie (`HttpOnly`, `SameSite=Strict`, path
-//! `/console`) holding the key sealed under the master key, so any node can read it and a
-//! revoked key ends the session at its next request. Every state-changing request carries a
-//! CSRF token derived from the cookie (a form field, or the `X-CSRF-Token` header htmx sends),
-//! and must come from this origin. Every answer has a strict Content-Security-Policy: scripts,
-//! styles and connections from this origin only, no inline script or style.
+//! Sign-in takes a tenant key or the admin key; the session is a cookie (`HttpOnly`,
+//! `SameSite=Strict`, path `/console`) holding a random token, which the database keeps (as its
+//! hash) with the key that signed in. Every console request looks the session up, so a
+//! sign-out, a revoked key or a deleted tenant ends it at its next request on any node, and a
+//! tenant's pages and streams count against the tenant's request rate like the REST API.
+//! Every state-changing request carries a CSRF token derived from the cookie (the
+//! `X-CSRF-Token` header htmx sends), and must come from this origin. Every answer has a strict
+//! Content-Security-Policy: scripts, styles and connections from this origin only, no inline
+//! script or style.
 //!
 //! Pages read through the same store queries as the API, scoped by the signed-in tenant: another
 //! tenant's tool or call is "not found". Records shown are redacted as the API's call views are.
@@ -27,13 +30,18 @@ use serde::Serialize;
 use crate::state::AppState;
 
 mod admin;
+mod connect;
+mod events;
 mod health;
 mod pages;
 mod place;
 mod session;
 
-pub use session::{AnySession, COOKIE, ConsoleAdmin, Operator, Refusal};
-pub(crate) use session::{cleared_cookie, is_htmx, same_origin, session_cookie, to_signin_htmx};
+pub use events::{ConsoleLimits, StreamSlots};
+pub use session::{AnySession, COOKIE, ConsoleAdmin, Operator, Refusal, SessionToken};
+pub(crate) use session::{
+    cleared_cookie, cookie_named, is_htmx, open_session, same_origin, to_signin_htmx,
+};
 
 /// Every answer of the console carries this policy.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -52,7 +60,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
 });
 
 /// The templates, compiled into the binary.
-const SOURCES: [(&str, &str); 21] = [
+const SOURCES: [(&str, &str); 22] = [
     ("layout.html", include_str!("templates/layout.html")),
     ("signin.html", include_str!("templates/signin.html")),
     ("tools.html", include_str!("templates/tools.html")),
@@ -67,6 +75,7 @@ const SOURCES: [(&str, &str); 21] = [
     ("published.html", include_str!("templates/published.html")),
     ("agents.html", include_str!("templates/agents.html")),
     ("agent.html", include_str!("templates/agent.html")),
+    ("connect.html", include_str!("templates/connect.html")),
     ("calls.html", include_str!("templates/calls.html")),
     ("call.html", include_str!("templates/call.html")),
     ("row.html", include_str!("templates/row.html")),
@@ -136,7 +145,11 @@ pub fn router() -> Router<AppState> {
         .route("/console/agents/{name}", get(pages::agent))
         .route("/console/calls", get(pages::calls))
         .route("/console/calls/{id}", get(pages::call))
-        .route("/console/calls/{id}/events", get(pages::call_events))
+        .route(
+            "/console/agents/{name}/connections/{toolkit}",
+            get(connect::connect_page).post(connect::connect_start),
+        )
+        .route("/console/calls/{id}/events", get(events::call_events))
         .route("/console/health", get(health::health))
         .route(
             "/console/admin",
@@ -227,5 +240,25 @@ mod tests {
         {
             panic!("{e:#}");
         }
+    }
+
+    #[test]
+    fn sign_in_returns_only_to_a_page_of_this_console() {
+        for (next, kept) in [
+            ("/console/agents/a/connections/google_calendar", true),
+            ("/console/tools?x=1", true),
+            ("/console/signin", false),
+            ("/console/signin?next=/console/tools", false),
+            ("https://evil.example/console/", false),
+            ("//evil.example/console/", false),
+            ("/console//evil.example", false),
+            ("/console/\\evil.example", false),
+            ("/console/a b", false),
+            ("/v1/tools", false),
+            ("", false),
+        ] {
+            assert_eq!(super::pages::safe_next(next).is_some(), kept, "{next:?}");
+        }
+        assert!(super::pages::safe_next(&format!("/console/{}", "a".repeat(600))).is_none());
     }
 }

@@ -1,13 +1,11 @@
 //! The console's pages and the fragments htmx swaps into them.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use switchboard_core::builder::{Format, ToolChoice};
@@ -17,7 +15,7 @@ use switchboard_runtime::redact::Redactor;
 use switchboard_store::Page;
 
 use super::{
-    AnySession, Operator, cleared_cookie, is_htmx, place, render, same_origin, session_cookie,
+    AnySession, Operator, cleared_cookie, is_htmx, open_session, place, render, same_origin,
     to_signin_htmx,
 };
 use crate::error::ApiError;
@@ -28,10 +26,8 @@ use crate::toolset::{agent_toolset, refer_config};
 
 /// How many calls the calls page looks through for its filters.
 const CALLS_SCANNED: u32 = 200;
-/// How long a call's live timeline stream stays open.
-const STREAM_FOR: Duration = Duration::from_secs(30 * 60);
 /// Records a timeline shows (the newest).
-const TIMELINE_RECORDS: usize = 200;
+pub(super) const TIMELINE_RECORDS: usize = 200;
 
 /// An error as a console answer: its status, and a message that names the fix.
 pub(super) fn error_page(e: &ApiError) -> Response {
@@ -58,13 +54,33 @@ pub(super) fn nav(op: &Operator, active: &str) -> Value {
 
 // ---- sign-in ----
 
-pub async fn signin_page() -> Response {
-    render("signin.html", json!({"message": null}))
+#[derive(Debug, Deserialize)]
+pub struct SignInQuery {
+    /// The console page to go to once signed in (a connect link opened before signing in).
+    next: Option<String>,
+}
+
+pub async fn signin_page(Query(q): Query<SignInQuery>) -> Response {
+    let next = q.next.as_deref().and_then(safe_next);
+    render("signin.html", json!({"message": null, "next": next}))
+}
+
+/// `next` if it is a page of this console (never another site, and never the sign-in page).
+pub(super) fn safe_next(next: &str) -> Option<&str> {
+    let ok = next.len() <= 512
+        && next.starts_with("/console/")
+        && !next.starts_with("/console/signin")
+        && !next.contains("//")
+        && !next.contains('\\')
+        && next.chars().all(|c| c.is_ascii_graphic());
+    ok.then_some(next)
 }
 
 #[derive(Debug, Deserialize)]
 pub struct SignIn {
     key: String,
+    #[serde(default)]
+    next: String,
 }
 
 pub async fn signin(
@@ -72,12 +88,13 @@ pub async fn signin(
     headers: HeaderMap,
     Form(form): Form<SignIn>,
 ) -> Response {
+    let next = safe_next(&form.next);
     if !same_origin(&headers) {
         return (
             StatusCode::FORBIDDEN,
             render(
                 "signin.html",
-                json!({"message": "Sign in from this server's own sign-in page."}),
+                json!({"message": "Sign in from this server's own sign-in page.", "next": next}),
             ),
         )
             .into_response();
@@ -88,39 +105,66 @@ pub async fn signin(
         .await
         .ok()
         .flatten();
-    let refused = |message: &str| {
+    let refused = |status: StatusCode, message: &str| {
         (
-            StatusCode::UNAUTHORIZED,
-            render("signin.html", json!({"message": message})),
+            status,
+            render("signin.html", json!({"message": message, "next": next})),
         )
             .into_response()
     };
     let Some(principal) = principal else {
         return refused(
+            StatusCode::UNAUTHORIZED,
             "This key is not valid (unknown or revoked). Paste a tenant API key or the admin key.",
         );
     };
     // The admin key opens the admin pages (the tenants); a tenant's key, the tenant's pages.
-    let home = if principal.tenant_id.is_some() {
-        "/console/tools"
-    } else {
-        "/console/admin/tenants"
+    let home = match &principal.tenant_id {
+        Some(tenant) => {
+            if let Err(retry_after) = state.limits.check_rate(tenant) {
+                return refused(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &format!("Too many requests for this tenant; retry in {retry_after} s."),
+                );
+            }
+            next.unwrap_or("/console/tools")
+        }
+        None => "/console/admin/tenants",
     };
-    match session_cookie(&state, form.key.trim()) {
-        Some(cookie) => {
+    match open_session(&state, &principal).await {
+        Ok(cookie) => {
             let mut r = Redirect::to(home).into_response();
             if let Ok(v) = HeaderValue::from_str(&cookie) {
                 r.headers_mut().insert(header::SET_COOKIE, v);
             }
             r
         }
-        None => refused("The session could not be made; the server's log says why."),
+        Err(e) => {
+            tracing::warn!(name: "console_session_not_opened", error = %e, "console_session_not_opened");
+            refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The session could not be opened (the database did not answer); try again in a moment.",
+            )
+        }
     }
 }
 
-/// Ends the session. The header's button posts with htmx, which is sent to the sign-in page by
+/// Ends the session, in the database (so its cookie opens nothing, on any node) and in the
+/// browser. The header's button posts with htmx, which is sent to the sign-in page by
 /// `HX-Redirect` (a 303 would be followed by the browser and swapped into the button).
-pub async fn signout(_session: AnySession, headers: HeaderMap) -> Response {
+pub async fn signout(
+    State(state): State<AppState>,
+    session: AnySession,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(e) = session.end(&state).await {
+        tracing::warn!(name: "console_signout_failed", error = %e, "console_signout_failed");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Html("<p class=\"error\">Signing out failed: the database did not answer, so the session is still open. Try again in a moment.</p>"),
+        )
+            .into_response();
+    }
     let mut r = if is_htmx(&headers) {
         to_signin_htmx()
     } else {
@@ -543,6 +587,7 @@ pub async fn agent(
                     .collect()
             })
             .unwrap_or_default();
+        let connections = super::connect::agent_connections(&state, &op.tenant, &agent).await?;
         let tools: Vec<Value> = agent
             .tools
             .iter()
@@ -559,6 +604,7 @@ pub async fn agent(
             "handoffs": agent.handoffs,
             "tools": tools,
             "numbers": numbers,
+            "connections": connections,
             "format": format_name,
             "formats": ["openai-realtime", "openai-chat", "openai-responses", "anthropic", "mcp"],
             "toolset": pretty(&toolset.render(format)),
@@ -639,7 +685,7 @@ pub async fn calls(
 }
 
 /// A record as a timeline row: redacted, with its effects and context changes from its trace.
-fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
+pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
     let r = redactor.redact_record(r);
     let (effects, writes) = match &r.trace {
         Some(t) => (
@@ -717,7 +763,7 @@ pub async fn call(State(state): State<AppState>, op: Operator, Path(id): Path<St
     }
 }
 
-fn urlencode(s: &str) -> String {
+pub(super) fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -727,115 +773,4 @@ fn urlencode(s: &str) -> String {
             }
         })
         .collect()
-}
-
-#[derive(Debug, Deserialize)]
-pub struct After {
-    #[serde(default)]
-    after: u64,
-}
-
-/// Server-sent events: each new record of the call as a rendered timeline row (`record`, its id
-/// the record's ordinal in the call), then `ended` when the call ends. Polls the database, which
-/// every node commits to. A browser that reconnects sends the last id it saw (`Last-Event-ID`)
-/// and gets only the records after it.
-pub async fn call_events(
-    State(state): State<AppState>,
-    op: Operator,
-    Path(id): Path<String>,
-    Query(a): Query<After>,
-    headers: HeaderMap,
-) -> Response {
-    match state.store.get_call(&op.tenant, &id).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return error_page(&ApiError::not_found(format!("call `{id}`"))),
-        Err(e) => return error_page(&e.into()),
-    }
-    let resumed = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    let stream = async_stream(state, op.tenant, id, resumed.unwrap_or(0).max(a.after));
-    Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response()
-}
-
-fn async_stream(
-    state: AppState,
-    tenant: String,
-    id: String,
-    seen: u64,
-) -> impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>> {
-    let deadline = tokio::time::Instant::now() + STREAM_FOR;
-    // `seen` (how many of the call's records were sent) lives in the stream's state, so each
-    // record is sent once however many events one poll yields.
-    futures_util::stream::unfold(
-        (Vec::<Event>::new(), false, seen),
-        move |(mut queue, mut done, mut seen)| {
-            let (state, tenant, id) = (state.clone(), tenant.clone(), id.clone());
-            async move {
-                loop {
-                    if let Some(e) = queue.pop() {
-                        return Some((Ok(e), (queue, done, seen)));
-                    }
-                    if done || tokio::time::Instant::now() >= deadline {
-                        return None;
-                    }
-                    let Ok(Some(call)) = state.store.get_call(&tenant, &id).await else {
-                        return None;
-                    };
-                    let Ok((records, total)) = state
-                        .store
-                        .recent_invocations(&tenant, &id, TIMELINE_RECORDS)
-                        .await
-                    else {
-                        return None;
-                    };
-                    if total > seen {
-                        let fresh = usize::try_from(total - seen).unwrap_or(usize::MAX);
-                        let live = state.calls.get(&tenant, &id);
-                        let redactor = crate::routes::calls::view_redactor(
-                            &state,
-                            &tenant,
-                            live.as_deref(),
-                            &call.context,
-                        )
-                        .await
-                        .unwrap_or_default();
-                        let start = records.len().saturating_sub(fresh);
-                        // Newest last in `records`; the queue pops from its end, oldest first.
-                        for (back, r) in records[start..].iter().rev().enumerate() {
-                            let html = render_row(&row(&redactor, r));
-                            let ordinal =
-                                total.saturating_sub(u64::try_from(back).unwrap_or(u64::MAX));
-                            queue.push(
-                                Event::default()
-                                    .event("record")
-                                    .id(ordinal.to_string())
-                                    .data(html),
-                            );
-                        }
-                        seen = total;
-                    }
-                    if call.status.as_str() == "ended" {
-                        queue.insert(0, Event::default().event("ended").data("ended"));
-                        done = true;
-                        continue;
-                    }
-                    if queue.is_empty() {
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
-                }
-            }
-        },
-    )
-}
-
-fn render_row(row: &Value) -> String {
-    super::TEMPLATES
-        .get_template("row.html")
-        .and_then(|t| t.render(minijinja::value::Serde(json!({"r": row}))))
-        .unwrap_or_default()
-        .replace(['\n', '\r'], " ")
 }

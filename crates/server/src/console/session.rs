@@ -1,5 +1,6 @@
-//! Console sessions: the sealed cookie, the CSRF token derived from it, the same-origin check,
-//! and the extractors that admit a tenant's session ([`Operator`]), the admin's
+//! Console sessions: the session cookie (a random token; the database keeps its hash and the
+//! key that signed in), the CSRF token derived from it, the same-origin check, the per-tenant
+//! request rate, and the extractors that admit a tenant's session ([`Operator`]), the admin's
 //! ([`ConsoleAdmin`]) or either ([`AnySession`]), sending each elsewhere as it must.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -8,11 +9,8 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use switchboard_store::Principal;
+use switchboard_store::{Principal, StoreError};
 
 use crate::state::AppState;
 
@@ -20,33 +18,27 @@ use crate::state::AppState;
 pub const COOKIE: &str = "sb_console";
 /// How long a session lasts.
 const SESSION_SECS: u64 = 12 * 60 * 60;
-/// What the cookie's sealed value is bound to.
-const PURPOSE: &str = "console-session-v1";
 
-/// What the session cookie holds (sealed).
-#[derive(Debug, Serialize, Deserialize)]
-struct SessionToken {
-    key: String,
-    exp: u64,
-}
-
-fn now_secs() -> u64 {
+/// Now, in epoch milliseconds.
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// The cookie value for a session of `key`.
-pub(crate) fn session_cookie(state: &AppState, key: &str) -> Option<String> {
-    let token = SessionToken {
-        key: key.to_owned(),
-        exp: now_secs() + SESSION_SECS,
-    };
-    let plain = serde_json::to_vec(&token).ok()?;
-    let sealed = state.store.seal_token(PURPOSE, &plain).ok()?;
-    let value = URL_SAFE_NO_PAD.encode(sealed);
-    Some(format!(
-        "{COOKIE}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECS}"
+/// Opens a session for the key that just signed in; the answer is the `Set-Cookie` value.
+pub(crate) async fn open_session(
+    state: &AppState,
+    principal: &Principal,
+) -> Result<String, StoreError> {
+    let now = now_ms();
+    let until = now + i64::try_from(SESSION_SECS * 1000).unwrap_or(i64::MAX);
+    let token = state
+        .store
+        .open_console_session(&principal.key_id, now, until)
+        .await?;
+    Ok(format!(
+        "{COOKIE}={token}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECS}"
     ))
 }
 
@@ -55,14 +47,15 @@ pub(crate) fn cleared_cookie() -> String {
     format!("{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0")
 }
 
-fn cookie_value(headers: &HeaderMap) -> Option<String> {
+/// The value of the cookie `name` in a request, if it has one that is not empty.
+pub(crate) fn cookie_named(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(n, _)| *n == name)
         .map(|(_, value)| value.to_owned())
         .filter(|v| !v.is_empty())
 }
@@ -74,18 +67,51 @@ fn csrf_of(cookie: &str) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A signed-in tenant.
+/// A session's token, as the cookie carries it: what a sign-out ends and what a stream looks
+/// up again at each poll. Never shown.
+#[derive(Clone)]
+pub struct SessionToken(String);
+
+impl std::fmt::Debug for SessionToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionToken(…)")
+    }
+}
+
+impl SessionToken {
+    /// Whether the session is still open and still the tenant's (not signed out, not expired,
+    /// its key not revoked); `Err` when the database could not say.
+    pub(crate) async fn still_open(
+        &self,
+        state: &AppState,
+        tenant: &str,
+    ) -> Result<bool, StoreError> {
+        let principal = state.store.console_session(&self.0, now_ms()).await?;
+        Ok(principal.is_some_and(|p| p.tenant_id.as_deref() == Some(tenant)))
+    }
+
+    /// A short name for the session in per-session bounds (a hash of the token, never the
+    /// token itself).
+    pub(crate) fn id(&self) -> String {
+        let digest = Sha256::digest(format!("id:{}", self.0).as_bytes());
+        digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A signed-in tenant, admitted by the tenant's request rate like a REST request.
 #[derive(Debug, Clone)]
 pub struct Operator {
     pub tenant: String,
     /// The token every form and htmx request must carry.
     pub csrf: String,
+    /// The session, for what checks it again later (a timeline's stream, at each poll).
+    pub session: SessionToken,
 }
 
 /// Why a console request was refused.
 #[derive(Debug)]
 pub enum Refusal {
-    /// No session, or an expired or revoked one: to the sign-in page.
+    /// No session, or an ended, expired or revoked one: to the sign-in page.
     SignIn,
     /// The same, to an htmx request: `HX-Redirect` on a 200, since the browser would follow a
     /// 303 itself and htmx would swap the sign-in page into the panel.
@@ -98,6 +124,11 @@ pub enum Refusal {
     AdminHtmx,
     /// A tenant's session on an admin page.
     NotFound,
+    /// The tenant is over its request rate (the REST API's, shared with it): retry after
+    /// this many seconds.
+    RateLimited(u64),
+    /// The database could not say whether the session is open.
+    Unavailable,
 }
 
 impl IntoResponse for Refusal {
@@ -121,6 +152,20 @@ impl IntoResponse for Refusal {
                 Html("<p class=\"error\">This request did not come from a console page of this server (missing or wrong CSRF token). Reload the page and try again.</p>"),
             )
                 .into_response(),
+            Refusal::RateLimited(retry_after) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, retry_after.to_string())],
+                Html(format!(
+                    "<p class=\"error\" id=\"rate-limited\">Too many requests for this tenant (the console and the API share the tenant's request rate); retry in {retry_after} s.</p>"
+                )),
+            )
+                .into_response(),
+            Refusal::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "1".to_owned())],
+                Html("<p class=\"error\">The console cannot check your session: the database did not answer. Try again in a moment.</p>".to_owned()),
+            )
+                .into_response(),
         }
     }
 }
@@ -132,19 +177,30 @@ impl FromRequestParts<AppState> for Operator {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let (principal, csrf) = session(parts, state)
+        let (principal, csrf, session) = session(parts, state)
             .await
             .map_err(|r| for_htmx(r, parts))?;
-        match principal.tenant_id {
-            Some(tenant) => Ok(Operator { tenant, csrf }),
-            None => Err(for_htmx(Refusal::Admin, parts)),
-        }
+        let Some(tenant) = principal.tenant_id else {
+            return Err(for_htmx(Refusal::Admin, parts));
+        };
+        state
+            .limits
+            .check_rate(&tenant)
+            .map_err(Refusal::RateLimited)?;
+        Ok(Operator {
+            tenant,
+            csrf,
+            session,
+        })
     }
 }
 
 /// Any signed-in session, a tenant's or the admin's (signing out needs only this).
 #[derive(Debug)]
-pub struct AnySession;
+pub struct AnySession {
+    /// The session, which a sign-out ends.
+    pub session: SessionToken,
+}
 
 impl FromRequestParts<AppState> for AnySession {
     type Rejection = Refusal;
@@ -155,8 +211,15 @@ impl FromRequestParts<AppState> for AnySession {
     ) -> Result<Self, Self::Rejection> {
         session(parts, state)
             .await
-            .map(|_| AnySession)
+            .map(|(_, _, session)| AnySession { session })
             .map_err(|r| for_htmx(r, parts))
+    }
+}
+
+impl AnySession {
+    /// Ends the session in the database: its cookie opens nothing any more, on any node.
+    pub(crate) async fn end(&self, state: &AppState) -> Result<bool, StoreError> {
+        state.store.end_console_session(&self.session.0).await
     }
 }
 
@@ -175,7 +238,7 @@ impl FromRequestParts<AppState> for ConsoleAdmin {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let (principal, csrf) = session(parts, state)
+        let (principal, csrf, _) = session(parts, state)
             .await
             .map_err(|r| for_htmx(r, parts))?;
         match principal.tenant_id {
@@ -211,27 +274,22 @@ fn for_htmx(refusal: Refusal, parts: &Parts) -> Refusal {
     }
 }
 
-/// The signed-in key of a request and its CSRF token, checking the token when the request
-/// changes state.
-async fn session(parts: &Parts, state: &AppState) -> Result<(Principal, String), Refusal> {
-    let cookie = cookie_value(&parts.headers).ok_or(Refusal::SignIn)?;
-    let sealed = URL_SAFE_NO_PAD
-        .decode(cookie.as_bytes())
-        .map_err(|_| Refusal::SignIn)?;
-    let plain = state
-        .store
-        .open_token(PURPOSE, &sealed)
-        .map_err(|_| Refusal::SignIn)?;
-    let token: SessionToken = serde_json::from_slice(&plain).map_err(|_| Refusal::SignIn)?;
-    if token.exp <= now_secs() {
-        return Err(Refusal::SignIn);
-    }
+/// The signed-in key of a request, its CSRF token and its session, checking the token when
+/// the request changes state. The session is looked up in the database on every request, so
+/// one ended on any node (a sign-out, a revoked key, a deleted tenant) opens nothing here.
+async fn session(
+    parts: &Parts,
+    state: &AppState,
+) -> Result<(Principal, String, SessionToken), Refusal> {
+    let cookie = cookie_named(&parts.headers, COOKIE).ok_or(Refusal::SignIn)?;
     let principal = state
         .store
-        .authenticate(&token.key)
+        .console_session(&cookie, now_ms())
         .await
-        .ok()
-        .flatten()
+        .map_err(|e| {
+            tracing::warn!(name: "console_session_unavailable", error = %e, "console_session_unavailable");
+            Refusal::Unavailable
+        })?
         .ok_or(Refusal::SignIn)?;
     let csrf = csrf_of(&cookie);
     if parts.method != axum::http::Method::GET && parts.method != axum::http::Method::HEAD {
@@ -247,7 +305,7 @@ async fn session(parts: &Parts, state: &AppState) -> Result<(Principal, String),
             return Err(Refusal::Forgery);
         }
     }
-    Ok((principal, csrf))
+    Ok((principal, csrf, SessionToken(cookie)))
 }
 
 /// Whether a state-changing request comes from this origin: `Sec-Fetch-Site` (browsers send

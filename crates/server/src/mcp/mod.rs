@@ -62,7 +62,8 @@ pub struct McpState {
     pub clients: Arc<McpClients>,
     /// The MCP door's sessions, each bound to the tenant and agent that opened it.
     pub sessions: Arc<sessions::OwnedSessions>,
-    /// Cancelled when the server shuts down: open MCP streams end so shutdown is not held up.
+    /// Cancelled when the server shuts down: open MCP streams (and the console's timeline
+    /// streams) end so shutdown is not held up.
     pub shutdown: CancellationToken,
 }
 

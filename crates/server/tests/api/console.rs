@@ -8,8 +8,11 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
 use serde_json::json;
 
+use switchboard_server::ServerConfig;
+use switchboard_server::console::ConsoleLimits;
+
 use crate::both_backends;
-use crate::support::{Backend, TestApp, acme, invoke, spawn_app};
+use crate::support::{Backend, TestApp, acme, invoke, spawn_app, spawn_app_with};
 
 const FORM: &str = "application/x-www-form-urlencoded";
 
@@ -41,13 +44,13 @@ fn client() -> reqwest::Client {
 }
 
 /// A signed-in browser: the session cookie and the page's CSRF token.
-struct Browser {
-    base: String,
-    cookie: String,
-    csrf: String,
+pub(crate) struct Browser {
+    pub(crate) base: String,
+    pub(crate) cookie: String,
+    pub(crate) csrf: String,
 }
 
-async fn sign_in(app: &TestApp, key: &str) -> Browser {
+pub(crate) async fn sign_in(app: &TestApp, key: &str) -> Browser {
     sign_in_to(app, key, "/console/tools").await
 }
 
@@ -791,3 +794,332 @@ both_backends!(
         assert!(theirs.contains("No invocations yet."), "{theirs}");
     }
 );
+
+/// Reads a server-sent event stream until `want` is in it or the stream ends (at most 10 s):
+/// what was read, and whether the stream ended.
+async fn read_stream(events: &mut reqwest::Response, want: &str) -> (String, bool) {
+    let mut got = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !got.contains(want) {
+        match tokio::time::timeout_at(deadline, events.chunk()).await {
+            Err(_) => return (got, false),
+            Ok(chunk) => match chunk.unwrap() {
+                Some(c) => got.push_str(&String::from_utf8_lossy(&c)),
+                None => return (got, true),
+            },
+        }
+    }
+    (got, false)
+}
+
+impl Browser {
+    /// Opens a call's timeline stream.
+    async fn events(&self, call: &str) -> reqwest::Response {
+        client()
+            .get(format!("{}/console/calls/{call}/events?after=0", self.base))
+            .header(COOKIE, &self.cookie)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn sign_out(&self) {
+        let r = client()
+            .post(format!("{}/console/signout", self.base))
+            .header(COOKIE, &self.cookie)
+            .header("X-CSRF-Token", &self.csrf)
+            .header("HX-Request", "true")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.headers()["hx-redirect"], "/console/signin");
+    }
+
+    /// The same browser, at another node of the deployment.
+    fn at(&self, base: &str) -> Browser {
+        Browser {
+            base: base.to_owned(),
+            cookie: self.cookie.clone(),
+            csrf: self.csrf.clone(),
+        }
+    }
+}
+
+both_backends!(signing_out_ends_the_session_on_every_node, |app| {
+    let key = acme(&app, "acme").await;
+    app.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
+    let (other_base, other_state, stop, server) =
+        crate::support::start_on(&app.url, app.key.clone()).await;
+    let here = sign_in(&app, &key).await;
+    let there = here.at(&other_base);
+    let kept = sign_in(&app, &key).await;
+    assert_eq!(there.get("/console/tools").await.0, StatusCode::OK);
+
+    // Signed out on the other node: the cookie, kept and replayed, opens nothing on either.
+    there.sign_out().await;
+    for b in [&here, &there] {
+        for htmx in [false, true] {
+            let to = where_to(b, "/console/tools", htmx).await;
+            let expected = if htmx {
+                (StatusCode::OK, "/console/signin".to_owned())
+            } else {
+                (StatusCode::SEE_OTHER, "/console/signin".to_owned())
+            };
+            assert_eq!(to, expected, "{} htmx={htmx}", b.base);
+        }
+        let r = b.events("c1").await;
+        assert_eq!(r.status(), StatusCode::SEE_OTHER, "{}", b.base);
+        let (s, _) = b
+            .post("/console/tools/save_meal/publish", &[("definition", "{}")])
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        assert_eq!(
+            app.get("/v1/tools/save_meal", &key).await.1["version"],
+            1,
+            "a signed-out session publishes nothing"
+        );
+    }
+    // Another session of the same key is not ended by it.
+    assert_eq!(kept.get("/console/tools").await.0, StatusCode::OK);
+
+    let _ = stop.send(());
+    let _ = server.await;
+    other_state.store.close().await;
+});
+
+both_backends!(a_timeline_stream_ends_when_its_session_ends, |app| {
+    let key = acme(&app, "acme").await;
+    app.post("/v1/calls", &key, json!({"call_id": "watched"}))
+        .await;
+    // A second key of the tenant, whose session follows the call until the key is revoked.
+    let (s, second) = app
+        .post("/v1/api-keys", &key, json!({"label": "watcher"}))
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{second}");
+    let watcher = sign_in(&app, second["key"].as_str().unwrap()).await;
+    let mut revoked = watcher.events("watched").await;
+    assert_eq!(revoked.status(), StatusCode::OK);
+    let signer = sign_in(&app, &key).await;
+    let mut signed_out = signer.events("watched").await;
+    assert_eq!(signed_out.status(), StatusCode::OK);
+    let args = json!({"meal_type": "lunch", "dishes": ["soup"]});
+    invoke(&app, &key, "watched", "before", "save_meal", args.clone()).await;
+    for stream in [&mut revoked, &mut signed_out] {
+        let (got, _) = read_stream(stream, "fc-before").await;
+        assert!(got.contains("event: record"), "{got}");
+    }
+
+    // The key is revoked, the other session signs out: each stream says so and ends, and
+    // what the call records next reaches neither.
+    let id = second["id"].as_str().unwrap();
+    assert_eq!(
+        app.delete(&format!("/v1/api-keys/{id}"), &key).await.0,
+        StatusCode::NO_CONTENT
+    );
+    signer.sign_out().await;
+    invoke(&app, &key, "watched", "after", "save_meal", args).await;
+    for stream in [&mut revoked, &mut signed_out] {
+        let (got, ended) = read_stream(stream, "never-sent").await;
+        assert!(ended, "the stream ends: {got}");
+        assert!(got.contains("event: signedout"), "{got}");
+        assert!(got.contains("Sign in again"), "{got}");
+        assert!(
+            !got.contains("fc-after"),
+            "nothing after the session ended: {got}"
+        );
+    }
+    // And the browser, reconnecting, is sent to sign in.
+    assert_eq!(
+        watcher.events("watched").await.status(),
+        StatusCode::SEE_OTHER
+    );
+});
+
+/// An app whose console allows 2 timelines per session and 3 per tenant.
+async fn bounded_streams(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        ServerConfig {
+            tenant_rate_per_s: 10_000,
+            console: ConsoleLimits {
+                streams_per_session: 2,
+                streams_per_tenant: 3,
+            },
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let key = acme(&app, "acme").await;
+    let other = acme(&app, "other").await;
+    for call in ["c1", "c2", "c3"] {
+        app.post("/v1/calls", &key, json!({"call_id": call})).await;
+    }
+    app.post("/v1/calls", &other, json!({"call_id": "c1"}))
+        .await;
+    let first = sign_in(&app, &key).await;
+    let second = sign_in(&app, &key).await;
+
+    // A session follows two calls; a third is refused, saying why, in the page's terms.
+    let mut open = vec![first.events("c1").await, first.events("c2").await];
+    let mut refused = first.events("c3").await;
+    assert_eq!(refused.status(), StatusCode::OK);
+    let (said, ended) = read_stream(&mut refused, "\n\n").await;
+    assert!(said.contains("event: refused"), "{said}");
+    assert!(
+        said.contains("your session already follows 2 calls live"),
+        "{said}"
+    );
+    let (_, ended_after) = read_stream(&mut refused, "never-sent").await;
+    assert!(ended || ended_after, "a refusal ends its stream");
+
+    // The tenant's third stream is another session's; its fourth is refused.
+    open.push(second.events("c3").await);
+    let mut refused = second.events("c1").await;
+    let (said, _) = read_stream(&mut refused, "\n\n").await;
+    assert!(
+        said.contains("this tenant's sessions already follow 3 calls live"),
+        "{said}"
+    );
+    // Another tenant is not held back by it.
+    let theirs = sign_in(&app, &other).await;
+    let mut streams = theirs.events("c1").await;
+    let (said, _) = read_stream(&mut streams, "event: ").await;
+    assert!(!said.contains("refused"), "{said}");
+
+    // A stream whose browser left frees its place.
+    drop(open.remove(0));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut again = first.events("c1").await;
+        let (said, _) = read_stream(&mut again, "event: ").await;
+        if !said.contains("refused") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the place of a closed stream is freed: {said}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop((open, streams));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn timeline_streams_are_bounded_per_session_and_per_tenant_sqlite() {
+    bounded_streams(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn timeline_streams_are_bounded_per_session_and_per_tenant_postgres() {
+    bounded_streams(Backend::Postgres).await;
+}
+
+/// Every console page and stream is checked as a REST request is: a session (else to the
+/// sign-in page), the tenant's own resources (else not found), and the tenant's request rate,
+/// shared with the API (else 429 with `Retry-After`).
+async fn checked_like_rest(backend: Backend) {
+    let setup = spawn_app(backend).await;
+    let key = acme(&setup, "acme").await;
+    let other = setup.tenant("other").await;
+    setup
+        .post("/v1/calls", &key, json!({"call_id": "c1"}))
+        .await;
+    // A node of the same deployment allowing each tenant one request a second (a burst of 2).
+    let (base, state, stop, server) = crate::support::start_with(
+        &setup.url,
+        setup.key.clone(),
+        ServerConfig {
+            tenant_rate_per_s: 1,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let app = TestApp::view(&setup, base);
+    let pages = [
+        "/console/tools",
+        "/console/tools/save_meal",
+        "/console/tools/save_meal/diff?a=1&b=1",
+        "/console/agents",
+        "/console/agents/assistant",
+        "/console/calls",
+        "/console/calls/c1",
+        "/console/calls/c1/events",
+        "/console/health",
+    ];
+    for path in pages {
+        let r = client()
+            .get(format!("{}{path}", app.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.status(),
+            StatusCode::SEE_OTHER,
+            "{path} without a session"
+        );
+        assert_eq!(r.headers()[LOCATION], "/console/signin", "{path}");
+    }
+    let theirs = sign_in(&app, &other).await;
+    for path in [
+        "/console/tools/save_meal/diff?a=1&b=1",
+        "/console/agents/assistant",
+        "/console/calls/c1",
+        "/console/calls/c1/events",
+    ] {
+        // The other tenant's budget is its own: a second apart, each request is admitted.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let (s, page) = theirs.get(path).await;
+        assert!(
+            s == StatusCode::NOT_FOUND || page.contains("404"),
+            "{path} for another tenant: {s} {page}"
+        );
+    }
+
+    // Past the tenant's rate, every page and the stream answer 429 with when to retry.
+    let b = sign_in(&app, &key).await;
+    for path in pages {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let r = client()
+                .get(format!("{}{path}", app.base))
+                .header(COOKIE, &b.cookie)
+                .send()
+                .await
+                .unwrap();
+            if r.status() == StatusCode::TOO_MANY_REQUESTS {
+                assert!(r.headers().contains_key("retry-after"), "{path}");
+                let text = r.text().await.unwrap();
+                assert!(text.contains("Too many requests for this tenant"), "{text}");
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{path} never met the tenant's rate"
+            );
+        }
+    }
+    // The API and the console share the tenant's budget.
+    let mut limited = false;
+    for _ in 0..20 {
+        if app.get("/v1/tools", &key).await.0 == StatusCode::TOO_MANY_REQUESTS {
+            limited = true;
+            break;
+        }
+    }
+    assert!(limited, "the API meets the same rate");
+    let _ = stop.send(());
+    let _ = server.await;
+    state.store.close().await;
+    setup.stop().await;
+}
+
+#[tokio::test]
+async fn console_pages_and_streams_are_checked_like_rest_requests_sqlite() {
+    checked_like_rest(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn console_pages_and_streams_are_checked_like_rest_requests_postgres() {
+    checked_like_rest(Backend::Postgres).await;
+}

@@ -1,8 +1,11 @@
 //! The console in a real browser: headless Chromium driven by Playwright
 //! (`tests/browser/console.cjs`) against a real server seeded here with a tenant, its tool, its
 //! agent and recorded calls. One browser start for the whole walk: sign-in, the editor's
-//! diagnostics, replay, publish, a live call's timeline following the HTTP door, another
-//! tenant seeing none of it, and the admin key's tenants page (create, delete, sign out).
+//! diagnostics, replay, publish, a live call's timeline following the HTTP door, a timeline
+//! that stops when its session's key is revoked, connecting an agent's Google Calendar through
+//! a consent page on another site (the Google simulator), signing out (the old cookie then
+//! opens nothing), another tenant seeing none of it, and the admin key's tenants page (create,
+//! delete, sign out).
 //!
 //! `scripts/browser-peers.sh` installs Chromium and playwright-core (into `target/browser`). When
 //! either is missing the test says so and passes, unless `SWITCHBOARD_BROWSER_TESTS=required`
@@ -12,9 +15,15 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use reqwest::Url;
+use secrecy::SecretString;
 use serde_json::json;
+use switchboard_server::ServerConfig;
+use switchboard_server::state::GoogleSettings;
+use switchboard_sim::google::{CLIENT_ID, CLIENT_SECRET, GoogleSim};
+use switchboard_toolkits::oauth::OAuthProvider;
 
-use crate::support::{Backend, acme, invoke, spawn_app};
+use crate::support::{Backend, acme, invoke, spawn_app_on};
 
 /// How long the whole walk may take before it is stopped as hung.
 const WALK_LIMIT: Duration = Duration::from_secs(120);
@@ -69,8 +78,35 @@ async fn the_console_in_a_real_browser() {
         return;
     }
 
-    let app = spawn_app(Backend::Sqlite).await;
+    // Google's consent page on another site than the server (`localhost`, not `127.0.0.1`), so
+    // the flow cookie must ride a cross-site redirect back, as it does from Google.
+    let sim = GoogleSim::start().await.expect("the Google simulator");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let consent_site = sim.auth_url().replace("127.0.0.1", "localhost");
+    let config = ServerConfig {
+        tenant_rate_per_s: 10_000,
+        google: Some(GoogleSettings {
+            provider: OAuthProvider {
+                client_id: CLIENT_ID.to_owned(),
+                client_secret: SecretString::from(CLIENT_SECRET),
+                auth_url: Url::parse(&consent_site).expect("url"),
+                token_url: Url::parse(&sim.token_url()).expect("url"),
+                redirect_url: Url::parse(&format!("{base}/v1/oauth/callback")).expect("url"),
+                scopes: vec!["https://www.googleapis.com/auth/calendar.events".to_owned()],
+            },
+            api_base: Url::parse(&sim.api_base()).expect("url"),
+        }),
+        ..ServerConfig::default()
+    };
+    let app = spawn_app_on(listener, Backend::Sqlite, config, None).await;
     let key = acme(&app, "acme").await;
+    let agent = json!({"instructions": "Book appointments.", "tools": [
+        {"tool": "toolkit:google_calendar", "config": {"calendar_id": "primary"}}]});
+    let (s, body) = app.put("/v1/agents/receptionist", &key, agent).await;
+    assert_eq!(s, reqwest::StatusCode::OK, "{body}");
     let other = app.tenant("other").await;
     // Recorded calls: one ended call with three invocations (one refused by validation), and a
     // live call with none yet, for the page to follow.
@@ -88,6 +124,13 @@ async fn the_console_in_a_real_browser() {
     app.delete("/v1/calls/c1", &key).await;
     app.post("/v1/calls", &key, json!({"call_id": "live-call"}))
         .await;
+    // A second key of the tenant, revoked while its session follows another live call.
+    app.post("/v1/calls", &key, json!({"call_id": "watch-call"}))
+        .await;
+    let (s, watcher) = app
+        .post("/v1/api-keys", &key, json!({"label": "watcher"}))
+        .await;
+    assert_eq!(s, reqwest::StatusCode::CREATED, "{watcher}");
 
     let mut cmd = tokio::process::Command::new("node");
     cmd.arg(root().join("crates/server/tests/browser/console.cjs"))
@@ -98,6 +141,14 @@ async fn the_console_in_a_real_browser() {
         .env("SB_ADMIN_KEY", &app.admin)
         .env("SB_LIVE_CALL", "live-call")
         .env("SB_RECORDED", "3")
+        .env("SB_WATCH_KEY", watcher["key"].as_str().unwrap_or_default())
+        .env(
+            "SB_WATCH_KEY_ID",
+            watcher["id"].as_str().unwrap_or_default(),
+        )
+        .env("SB_WATCH_CALL", "watch-call")
+        .env("SB_GOOGLE_AGENT", "receptionist")
+        .env("SB_CONSENT_SITE", &consent_site)
         .env("SB_CHROMIUM", chromium())
         .stdin(Stdio::null())
         .kill_on_drop(true);

@@ -1,16 +1,19 @@
-//! Google Calendar through the HTTP door, against the Google simulator: connect (start →
-//! simulated consent → callback), check, book, retry, token expiry and refresh, revocation,
-//! two nodes refreshing at once; no token in any answer, record, page or log line.
+//! Google Calendar through the HTTP door, against the Google simulator: connect (the API's
+//! link → the tenant's console → simulated consent → callback in the same browser), check,
+//! book, retry, token expiry and refresh, revocation, two nodes refreshing at once; a connect
+//! link completed anywhere else connects nothing; no token in any answer, record, page or log
+//! line.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use reqwest::{Method, StatusCode, Url};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use switchboard_server::ServerConfig;
 use switchboard_server::state::GoogleSettings;
 use switchboard_sim::google::{CLIENT_ID, CLIENT_SECRET, GoogleSim};
+use switchboard_store::OAuthTake;
 use switchboard_toolkits::oauth::OAuthProvider;
 
 use crate::support::{self, Backend, TestApp, invoke, spawn_app, spawn_app_with};
@@ -61,7 +64,117 @@ async fn receptionist(app: &TestApp, tenant: &str) -> String {
     key
 }
 
-/// Start → the simulator's consent → the callback, as an operator's browser would.
+/// A browser: its own cookies (the console's session, flow cookies), sent by hand.
+#[derive(Default)]
+struct Browser {
+    cookies: Vec<(String, String)>,
+}
+
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+impl Browser {
+    /// A browser signed in to `key`'s console.
+    async fn signed_in(app: &TestApp, key: &str) -> (Browser, String) {
+        let b = crate::console::sign_in(app, key).await;
+        let (name, value) = b.cookie.split_once('=').unwrap();
+        let browser = Browser {
+            cookies: vec![(name.to_owned(), value.to_owned())],
+        };
+        (browser, b.csrf)
+    }
+
+    fn header(&self) -> String {
+        self.cookies
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// Keeps the cookies an answer sets (and forgets those it clears).
+    fn keep(&mut self, r: &reqwest::Response) {
+        for set in r.headers().get_all("set-cookie") {
+            let set = set.to_str().unwrap();
+            let (name, rest) = set.split_once('=').unwrap();
+            let value = rest.split(';').next().unwrap();
+            self.cookies.retain(|(n, _)| n != name);
+            if !set.contains("Max-Age=0") {
+                self.cookies.push((name.to_owned(), value.to_owned()));
+            }
+        }
+    }
+
+    async fn get(&mut self, url: &str) -> reqwest::Response {
+        let r = no_redirects()
+            .get(url)
+            .header("cookie", self.header())
+            .send()
+            .await
+            .unwrap();
+        self.keep(&r);
+        r
+    }
+
+    /// Presses the connect page's button (an htmx post): the consent page's URL.
+    async fn start_connect(&mut self, app: &TestApp, csrf: &str, agent: &str) -> Url {
+        let r = no_redirects()
+            .post(format!(
+                "{}/console/agents/{agent}/connections/google_calendar",
+                app.base
+            ))
+            .header("cookie", self.header())
+            .header("X-CSRF-Token", csrf)
+            .header("HX-Request", "true")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let set = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+        for attr in [
+            "HttpOnly",
+            "SameSite=Lax",
+            "Path=/v1/oauth/callback",
+            "Max-Age=600",
+            "Secure",
+        ] {
+            assert!(set.contains(attr), "the flow cookie has {attr}: {set}");
+        }
+        self.keep(&r);
+        let to = r.headers()["hx-redirect"].to_str().unwrap().to_owned();
+        Url::parse(&to).unwrap()
+    }
+
+    /// Consents at the simulator and follows its redirect back to the server under test:
+    /// the callback's status and page.
+    async fn consent(&mut self, app: &TestApp, authorize: Url) -> (StatusCode, String, String) {
+        let callback = consent_callback(app, authorize).await;
+        let done = self.get(&callback).await;
+        let status = done.status();
+        (status, done.text().await.unwrap(), callback)
+    }
+}
+
+/// The simulator's consent for `authorize`: the callback URL it sends the browser to, on the
+/// server under test.
+async fn consent_callback(app: &TestApp, authorize: Url) -> String {
+    let q: std::collections::HashMap<String, String> =
+        authorize.query_pairs().into_owned().collect();
+    assert_eq!(q["code_challenge_method"], "S256");
+    assert_eq!(q["redirect_uri"], CALLBACK);
+    let consent = no_redirects().get(authorize).send().await.unwrap();
+    assert_eq!(consent.status(), StatusCode::FOUND);
+    let back = Url::parse(consent.headers()["location"].to_str().unwrap()).unwrap();
+    assert!(back.as_str().starts_with(CALLBACK), "{back}");
+    format!("{}/v1/oauth/callback?{}", app.base, back.query().unwrap())
+}
+
+/// The API's link → the tenant's console → the simulator's consent → the callback, in one
+/// browser, as an operator would.
 async fn connect(app: &TestApp, key: &str, sim: &GoogleSim) -> Value {
     let (s, started) = app
         .post(
@@ -70,27 +183,25 @@ async fn connect(app: &TestApp, key: &str, sim: &GoogleSim) -> Value {
             json!({}),
         )
         .await;
-    assert_eq!(s, StatusCode::CREATED, "{started}");
-    let authorize = Url::parse(started["authorize_url"].as_str().unwrap()).unwrap();
+    assert_eq!(s, StatusCode::OK, "{started}");
+    assert_eq!(
+        started["connect_url"],
+        "https://switchboard.example.com/console/agents/receptionist/connections/google_calendar",
+        "{started}"
+    );
+    let (mut browser, csrf) = Browser::signed_in(app, key).await;
+    let authorize = browser.start_connect(app, &csrf, "receptionist").await;
     assert!(authorize.as_str().starts_with(&sim.auth_url()));
-    let q: std::collections::HashMap<String, String> =
-        authorize.query_pairs().into_owned().collect();
-    assert_eq!(q["code_challenge_method"], "S256");
-    assert_eq!(q["redirect_uri"], CALLBACK);
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let consent = browser.get(authorize).send().await.unwrap();
-    assert_eq!(consent.status(), StatusCode::FOUND);
-    let back = Url::parse(consent.headers()["location"].to_str().unwrap()).unwrap();
-    assert!(back.as_str().starts_with(CALLBACK), "{back}");
-    let callback = format!("{}/v1/oauth/callback?{}", app.base, back.query().unwrap());
-    let done = browser.get(&callback).send().await.unwrap();
-    let status = done.status();
-    let text = done.text().await.unwrap();
-    assert_eq!(status, StatusCode::OK, "{text}");
-    json!({"callback": callback, "page": text})
+    let (status, page, callback) = browser.consent(app, authorize).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        browser
+            .cookies
+            .iter()
+            .all(|(n, _)| !n.starts_with("sb_oauth_")),
+        "the flow cookie is cleared"
+    );
+    json!({"callback": callback, "page": page})
 }
 
 fn answer(r: &Value) -> &Value {
@@ -138,7 +249,14 @@ async fn scenario(app: Arc<TestApp>, sim: GoogleSim) {
         again["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("start the connection again")
+            .contains("used already")
+    );
+    assert!(
+        connected["page"]
+            .as_str()
+            .unwrap()
+            .contains("Connected: tenant `clinic`, agent `receptionist`"),
+        "{connected}"
     );
     let (_, list) = app.get("/v1/connections", &key).await;
     assert_eq!(
@@ -559,37 +677,48 @@ async fn connecting_needs_an_oauth_toolkit_and_a_configured_client() {
         )
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
-    // An expired flow cannot be taken back.
+    // An expired flow cannot be taken back; a flow is taken once, by its own browser only.
     let store = &app.state.store;
-    let (state, _) = store
+    let flow = store
         .begin_oauth("clinic", "receptionist", "google_calendar", 1_000, 2_000)
         .await
         .unwrap();
-    assert!(
+    let binding = flow.binding.expose_secret().to_owned();
+    assert!(matches!(
         store
-            .take_oauth_state(&state, 3_000)
+            .take_oauth_state(&flow.state, Some(&binding), 3_000)
             .await
-            .unwrap()
-            .is_none()
-    );
-    let (state, _) = store
+            .unwrap(),
+        OAuthTake::Unknown
+    ));
+    let flow = store
         .begin_oauth("clinic", "receptionist", "google_calendar", 1_000, 2_000)
         .await
         .unwrap();
-    assert!(
+    let binding = flow.binding.expose_secret().to_owned();
+    for other in [None, Some("another-browsers-binding"), Some("")] {
+        assert!(matches!(
+            store
+                .take_oauth_state(&flow.state, other, 1_500)
+                .await
+                .unwrap(),
+            OAuthTake::OtherBrowser
+        ));
+    }
+    assert!(matches!(
         store
-            .take_oauth_state(&state, 1_500)
+            .take_oauth_state(&flow.state, Some(&binding), 1_500)
             .await
-            .unwrap()
-            .is_some()
-    );
-    assert!(
+            .unwrap(),
+        OAuthTake::Taken(p) if p.tenant_id == "clinic" && p.agent == "receptionist"
+    ));
+    assert!(matches!(
         store
-            .take_oauth_state(&state, 1_500)
+            .take_oauth_state(&flow.state, Some(&binding), 1_500)
             .await
-            .unwrap()
-            .is_none()
-    );
+            .unwrap(),
+        OAuthTake::Unknown
+    ));
     app.stop().await;
 }
 
@@ -727,4 +856,167 @@ async fn free_slots_follow_the_calendars_zone_across_daylight_saving() {
         "{r}"
     );
     app.stop().await;
+}
+
+/// Tenant B's operator starts a connect flow; the consent link, opened anywhere else (a
+/// victim's browser with no cookie, another tenant's operator with a flow of their own),
+/// connects nothing; a callback pushed into B's operator's browser for someone else's flow
+/// connects nothing either. Only B's own browser completes B's flow, and its page says which
+/// tenant and agent it connected.
+async fn a_connect_link_completes_only_in_the_browser_that_started_it(backend: Backend) {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(backend, google_config(&sim)).await;
+    let key_b = receptionist(&app, "clinic").await;
+    let key_a = app.tenant("other").await;
+    let desk = json!({"instructions": "Desk.", "tools": [
+        {"tool": "toolkit:google_calendar", "config": {"calendar_id": "primary"}}]});
+    let (s, body) = app.put("/v1/agents/desk", &key_a, desk).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let exchanges = |sim: &GoogleSim| {
+        sim.token_requests()
+            .iter()
+            .filter(|g| *g == "authorization_code")
+            .count()
+    };
+    let page = "/console/agents/receptionist/connections/google_calendar";
+
+    // The API's link is the console page, which needs a session of the tenant: without one,
+    // to the sign-in page and back; another tenant's session finds no such agent.
+    let (s, started) = app
+        .post(
+            "/v1/agents/receptionist/connections/google_calendar",
+            &key_b,
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{started}");
+    assert!(started.get("authorize_url").is_none(), "{started}");
+    let r = Browser::default().get(&format!("{}{page}", app.base)).await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        r.headers()["location"],
+        "/console/signin?next=%2Fconsole%2Fagents%2Freceptionist%2Fconnections%2Fgoogle_calendar"
+    );
+    // Signing in there comes back to the page.
+    let back = no_redirects()
+        .post(format!("{}/console/signin", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "key={key_b}&next=%2Fconsole%2Fagents%2Freceptionist%2Fconnections%2Fgoogle_calendar"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(back.status(), StatusCode::SEE_OTHER);
+    assert_eq!(back.headers()["location"], page);
+    let (mut tenant_a, csrf_a) = Browser::signed_in(&app, &key_a).await;
+    assert_eq!(
+        tenant_a.get(&format!("{}{page}", app.base)).await.status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // B's operator sees whose connection this is, and starts it; a post without the
+    // session's CSRF token starts nothing.
+    let (mut tenant_b, csrf_b) = Browser::signed_in(&app, &key_b).await;
+    let shown = tenant_b.get(&format!("{}{page}", app.base)).await;
+    assert_eq!(shown.status(), StatusCode::OK);
+    let shown = shown.text().await.unwrap();
+    assert!(
+        shown.contains("<code>receptionist</code></a> of tenant <code>clinic</code>"),
+        "{shown}"
+    );
+    assert!(shown.contains("not connected"), "{shown}");
+    let forged = no_redirects()
+        .post(format!("{}{page}", app.base))
+        .header("cookie", tenant_b.header())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let authorize_b = tenant_b.start_connect(&app, &csrf_b, "receptionist").await;
+
+    // B sends its consent link to a victim: the victim consents, arrives at the callback
+    // without the flow's cookie, and nothing is connected; no code is exchanged.
+    let mut victim = Browser::default();
+    let (status, answer, callback_b) = victim.consent(&app, authorize_b.clone()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    assert!(answer.contains("started in another browser"), "{answer}");
+    assert!(answer.contains("do not use it"), "{answer}");
+    assert!(
+        !answer.contains("clinic") && !answer.contains("receptionist"),
+        "the refusal names no tenant or agent: {answer}"
+    );
+    assert_eq!(exchanges(&sim), 0);
+    assert_eq!(
+        app.get("/v1/connections", &key_b).await.1["items"],
+        json!([])
+    );
+
+    // Another tenant's operator, with a flow of their own under way, gets nothing from B's
+    // link either.
+    let authorize_a = tenant_a.start_connect(&app, &csrf_a, "desk").await;
+    let (status, answer) = {
+        let r = tenant_a.get(&callback_b).await;
+        (r.status(), r.text().await.unwrap())
+    };
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    // A forged callback of A's flow pushed into B's operator's browser (a cross-site
+    // navigation: the flow cookie B holds is for B's flow only) connects nothing.
+    let callback_a = consent_callback(&app, authorize_a).await;
+    let r = tenant_b.get(&callback_a).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(exchanges(&sim), 0);
+    for key in [&key_a, &key_b] {
+        assert_eq!(app.get("/v1/connections", key).await.1["items"], json!([]));
+    }
+
+    // The browser that started each flow completes it, and the page names the tenant and
+    // the agent.
+    let r = tenant_b.get(&callback_b).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let done = r.text().await.unwrap();
+    assert!(
+        done.contains("Connected: tenant `clinic`, agent `receptionist`"),
+        "{done}"
+    );
+    let r = tenant_a.get(&callback_a).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("Connected: tenant `other`, agent `desk`")
+    );
+    assert_eq!(exchanges(&sim), 2);
+    let (_, list) = app.get("/v1/connections", &key_b).await;
+    assert_eq!(list["items"][0]["agent"], "receptionist", "{list}");
+    let (_, list) = app.get("/v1/connections", &key_a).await;
+    assert_eq!(list["items"][0]["agent"], "desk", "{list}");
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+
+    // The agent's console page shows the connection, with a way to reconnect.
+    let agent_page = tenant_b
+        .get(&format!("{}/console/agents/receptionist", app.base))
+        .await
+        .text()
+        .await
+        .unwrap();
+    // (minijinja escapes `/` in attributes as `&#x2f;`.)
+    let href = page.replace('/', "&#x2f;");
+    assert!(
+        agent_page.contains("class=\"connection-connected\"")
+            && agent_page.contains(&format!("href=\"{href}\">Reconnect")),
+        "{agent_page}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_connect_link_completes_only_in_the_browser_that_started_it_sqlite() {
+    a_connect_link_completes_only_in_the_browser_that_started_it(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_connect_link_completes_only_in_the_browser_that_started_it_postgres() {
+    a_connect_link_completes_only_in_the_browser_that_started_it(Backend::Postgres).await;
 }

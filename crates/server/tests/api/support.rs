@@ -116,6 +116,20 @@ pub async fn start_with_metrics(
     config: ServerConfig,
     metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
 ) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    start_on_listener(listener, url, key, config, metrics).await
+}
+
+/// `start_with_metrics` on a listener bound already.
+async fn start_on_listener(
+    listener: tokio::net::TcpListener,
+    url: &str,
+    key: MasterKey,
+    config: ServerConfig,
+    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+) -> Server {
     let store = Store::connect(url, key).await.expect("connect");
     store.migrate().await.expect("migrate");
     let http = HttpEffects::new(HttpConfig {
@@ -129,9 +143,6 @@ pub async fn start_with_metrics(
         config,
         metrics,
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn({
@@ -179,9 +190,24 @@ pub async fn spawn_app_with_metrics(
     config: ServerConfig,
     metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
 ) -> TestApp {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    spawn_app_on(listener, backend, config, metrics).await
+}
+
+/// `spawn_app_with_metrics` on a listener bound already (for settings that name the server's
+/// own address, such as an OAuth callback).
+pub async fn spawn_app_on(
+    listener: tokio::net::TcpListener,
+    backend: Backend,
+    config: ServerConfig,
+    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+) -> TestApp {
     let (url, cleanup) = database(backend).await;
     let key = MasterKey::generate();
-    let (base, state, tx, server) = start_with_metrics(&url, key.clone(), config, metrics).await;
+    let (base, state, tx, server) =
+        start_on_listener(listener, &url, key.clone(), config, metrics).await;
     let (_, admin) = state
         .store
         .create_api_key(None, "test admin")

@@ -4,7 +4,11 @@
 //
 // Environment: SB_BASE (the server), SB_KEY (the seeded tenant's key), SB_OTHER_KEY (another
 // tenant's key), SB_ADMIN_KEY (the admin key), SB_LIVE_CALL (a live call with no invocations yet), SB_RECORDED (how many
-// recorded save_meal invocations the replay should find), SB_CHROMIUM (the browser), and
+// recorded save_meal invocations the replay should find), SB_WATCH_KEY and SB_WATCH_KEY_ID (a
+// second key of the tenant, revoked while its session follows SB_WATCH_CALL, another live call),
+// SB_GOOGLE_AGENT (an agent with Google Calendar, not connected yet) and SB_CONSENT_SITE (the
+// consent page of the Google simulator, on another site than SB_BASE), SB_CHROMIUM (the
+// browser), and
 // optionally SWITCHBOARD_CONSOLE_SCREENSHOTS (a directory: a PNG of each page is written there).
 "use strict";
 
@@ -24,6 +28,11 @@ const otherKey = env("SB_OTHER_KEY");
 const adminKey = env("SB_ADMIN_KEY");
 const liveCall = env("SB_LIVE_CALL");
 const recorded = Number(env("SB_RECORDED"));
+const watchKey = env("SB_WATCH_KEY");
+const watchKeyId = env("SB_WATCH_KEY_ID");
+const watchCall = env("SB_WATCH_CALL");
+const googleAgent = env("SB_GOOGLE_AGENT");
+const consentSite = env("SB_CONSENT_SITE");
 const shots = process.env.SWITCHBOARD_CONSOLE_SCREENSHOTS || "";
 
 let step = "start";
@@ -58,7 +67,7 @@ async function signIn(page, apiKey) {
   await page.waitForURL("**/console/tools");
 }
 
-async function main(page) {
+async function main(page, browser) {
   step = "a wrong key is refused on the sign-in page";
   await page.goto(base + "/console/signin");
   await page.fill('input[name="key"]', "sb_not_a_key");
@@ -197,11 +206,81 @@ async function main(page) {
   check(/\d+ invocations/.test(health), "health counts invocations");
   await shot(page, "health");
 
-  step = "sign out";
+  step = "a call's timeline stops following when its session's key is revoked";
+  {
+    const watcher = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+    const watching = await watcher.newPage();
+    watching.setDefaultTimeout(20000);
+    await signIn(watching, watchKey);
+    const opened = watching.waitForResponse((r) => r.url().includes(`/console/calls/${watchCall}/events`));
+    await watching.goto(`${base}/console/calls/${watchCall}`);
+    check((await opened).status() === 200, "the watched call's event stream is open");
+    await api("POST", `/v1/calls/${watchCall}/invocations`, {
+      function_call_id: "watch-1",
+      name: "save_meal",
+      arguments: { meal_type: "lunch", dishes: ["soup"] },
+    });
+    await watching.locator("#timeline tbody tr#fc-watch-1").waitFor();
+    await api("DELETE", `/v1/api-keys/${watchKeyId}`);
+    const note = watching.locator('#timeline-note[data-reason="signedout"]');
+    await note.waitFor();
+    check((await note.textContent()).includes("Sign in again"), "the page says the session ended and what to do");
+    await api("POST", `/v1/calls/${watchCall}/invocations`, {
+      function_call_id: "watch-2",
+      name: "save_meal",
+      arguments: { meal_type: "dinner", dishes: ["rice"] },
+    });
+    // Longer than several polls: a stream that still followed would have shown the row.
+    await watching.waitForTimeout(2000);
+    check((await watching.locator("#timeline tbody tr#fc-watch-2").count()) === 0, "nothing recorded after the revocation reaches the page");
+    await shot(watching, "call-signed-out");
+    await watching.reload();
+    await watching.waitForURL("**/console/signin");
+    await watcher.close();
+  }
+
+  step = "connect an agent's Google Calendar: the consent site sends the browser back, and the page says whose connection it is";
+  await page.goto(`${base}/console/agents/${googleAgent}`);
+  check((await page.textContent("#connections")).includes("not connected"), "the agent page shows the calendar not connected");
+  await page.click('#connections a:has-text("Connect")');
+  await page.waitForURL(`**/console/agents/${googleAgent}/connections/google_calendar`);
+  const connectFor = await page.textContent("#connect-for");
+  check(connectFor.includes(googleAgent) && connectFor.includes("acme"), `the page names the agent and the tenant: ${connectFor}`);
+  // The simulator consents at once with a redirect; Google shows a page whose "Allow" the user
+  // clicks, so the way back is a navigation started on Google's site. The consent page here is
+  // made so: the simulator's answer becomes a page on its site with that link, clicked below.
+  await page.route(`${consentSite}**`, async (route) => {
+    const answer = await route.fetch({ maxRedirects: 0 });
+    const back = answer.headers()["location"] || "";
+    const href = back.replace(/&/g, "&amp;").replace(/"/g, "&quot;");
+    await route.fulfill({ status: 200, contentType: "text/html", body: `<a id="allow" href="${href}">Allow</a>` });
+  });
+  await page.click("#connect-button");
+  await page.waitForURL(`${consentSite}**`);
+  await page.click("#allow");
+  await page.waitForURL("**/v1/oauth/callback?**");
+  const connected = await page.textContent("body");
+  check(
+    connected.includes(`Connected: tenant \`acme\`, agent \`${googleAgent}\``),
+    `the callback, reached from the consent site, completes in this browser: ${connected}`,
+  );
+  await page.goto(`${base}/console/agents/${googleAgent}`);
+  check((await page.textContent("#connections")).includes("Reconnect"), "the agent page shows the calendar connected");
+  await shot(page, "agent-connected");
+
+  step = "sign out; the old session cookie, kept and sent again, opens nothing";
+  const kept = (await page.context().cookies()).filter((c) => c.name === "sb_console");
+  check(kept.length === 1, "the session cookie is set");
   await page.click("header button:has-text('Sign out')");
   await page.waitForURL("**/console/signin");
   await page.goto(base + "/console/tools");
   await page.waitForURL("**/console/signin");
+  await page.context().addCookies(kept);
+  await page.goto(base + "/console/tools");
+  await page.waitForURL("**/console/signin");
+  const replayed = await page.request.get(`${base}/console/calls/${liveCall}`, { maxRedirects: 0 });
+  check(replayed.status() === 303, `the old cookie is refused (${replayed.status()})`);
+  await page.context().clearCookies();
 
   step = "another tenant sees none of the first tenant's tools or calls";
   await signIn(page, otherKey);
@@ -281,7 +360,7 @@ async function main(page) {
   });
   let failed = null;
   try {
-    await main(page);
+    await main(page, browser);
     check(faults.length === 0, `the pages ran without script errors or policy violations: ${faults.join("; ")}`);
   } catch (e) {
     let shown = "";

@@ -1,5 +1,6 @@
 // The console's own script (no inline script: the Content-Security-Policy forbids it).
-// - A call's timeline follows the call live over server-sent events.
+// - A call's timeline follows the call live over server-sent events, and says why when it
+//   stops (the session ended, or too many timelines are open).
 // - Clicking a problem in the editor selects its line in the definition.
 (function () {
   "use strict";
@@ -20,6 +21,23 @@
       if (old) { old.replaceWith(row); return; }
       body.appendChild(row);
       if (total && e.lastEventId) total.textContent = e.lastEventId;
+    });
+    // The server ends a stream whose session ended, and refuses one past its bounds; either way
+    // the page says why and stops following (otherwise the browser would reconnect).
+    function stop(e) {
+      var note = document.getElementById("timeline-note");
+      if (note) { note.textContent = e.data; note.hidden = false; note.setAttribute("data-reason", e.type); }
+      table.setAttribute("data-following", "false");
+      source.close();
+    }
+    source.addEventListener("signedout", stop);
+    source.addEventListener("refused", stop);
+    // A stream the server refused outright (429 past the tenant's request rate) is not
+    // reconnected by the browser: say so instead of going quiet.
+    source.addEventListener("error", function () {
+      if (source.readyState !== EventSource.CLOSED || table.getAttribute("data-following") === "false") return;
+      if (table.getAttribute("data-ended") === "true") return;
+      stop({ type: "closed", data: "This page stopped following the call live (the server refused the stream). Reload the page to follow it again." });
     });
     source.addEventListener("ended", function () {
       var status = document.getElementById("call-status");

@@ -1,0 +1,342 @@
+//! A call's live timeline: a server-sent event stream that polls the database (which every
+//! node commits to) and sends each new record as a rendered row.
+//!
+//! Each poll checks the session again (a sign-out, a revoked key or a deleted tenant ends the
+//! stream with `signedout`) and then only the call's cursor — its status and its record
+//! count, no record and no context — so an idle stream costs one small query or two; records
+//! are read only when the count moved. Streams are bounded per session and per tenant on each
+//! node ([`ConsoleLimits`]); one past a bound is answered with a `refused` event saying which.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+use switchboard_store::CallStatus;
+
+use super::Operator;
+use super::pages::{TIMELINE_RECORDS, error_page, row};
+use super::session::SessionToken;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// How long a call's live timeline stream stays open.
+const STREAM_FOR: Duration = Duration::from_secs(30 * 60);
+/// How often a stream looks at the call's cursor.
+const POLL: Duration = Duration::from_millis(500);
+/// How long a browser waits before reconnecting a stream that ended without being told why.
+const RECONNECT_AFTER: Duration = Duration::from_secs(60);
+
+/// Bounds on the console's live timelines, on each node.
+#[derive(Debug, Clone, Copy)]
+pub struct ConsoleLimits {
+    /// Timelines one session may follow at once.
+    pub streams_per_session: usize,
+    /// Timelines one tenant's sessions may follow at once on a node.
+    pub streams_per_tenant: usize,
+}
+
+impl Default for ConsoleLimits {
+    fn default() -> Self {
+        ConsoleLimits {
+            streams_per_session: 8,
+            streams_per_tenant: 100,
+        }
+    }
+}
+
+/// The open timeline streams of this node, counted per session and per tenant.
+#[derive(Debug, Clone)]
+pub struct StreamSlots {
+    limits: ConsoleLimits,
+    open: Arc<Mutex<Open>>,
+}
+
+#[derive(Debug, Default)]
+struct Open {
+    by_session: HashMap<String, usize>,
+    by_tenant: HashMap<String, usize>,
+}
+
+/// One open stream's place; dropping it (the stream ends or its client leaves) frees it.
+#[derive(Debug)]
+pub(crate) struct StreamSlot {
+    open: Arc<Mutex<Open>>,
+    session: String,
+    tenant: String,
+}
+
+/// Why a stream was not opened: the bound it met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamRefusal {
+    Session(usize),
+    Tenant(usize),
+}
+
+impl StreamRefusal {
+    fn message(self) -> String {
+        match self {
+            StreamRefusal::Session(n) => format!(
+                "This page is not following the call live: your session already follows {n} calls live, the most one session may. Close another call's page, then reload this one."
+            ),
+            StreamRefusal::Tenant(n) => format!(
+                "This page is not following the call live: this tenant's sessions already follow {n} calls live on this server, the most a tenant may. Close call pages you are not watching, then reload this one."
+            ),
+        }
+    }
+}
+
+fn lock(open: &Mutex<Open>) -> MutexGuard<'_, Open> {
+    // The counts stay consistent under a panic elsewhere: every change is one statement.
+    open.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl StreamSlots {
+    /// No stream open yet, under `limits`.
+    pub fn new(limits: ConsoleLimits) -> Self {
+        StreamSlots {
+            limits,
+            open: Arc::default(),
+        }
+    }
+
+    /// A place for one more stream of `session` (of `tenant`), if both bounds allow it.
+    pub(crate) fn take(&self, tenant: &str, session: &str) -> Result<StreamSlot, StreamRefusal> {
+        let mut open = lock(&self.open);
+        let of_session = open.by_session.get(session).copied().unwrap_or(0);
+        if of_session >= self.limits.streams_per_session {
+            return Err(StreamRefusal::Session(self.limits.streams_per_session));
+        }
+        let of_tenant = open.by_tenant.get(tenant).copied().unwrap_or(0);
+        if of_tenant >= self.limits.streams_per_tenant {
+            return Err(StreamRefusal::Tenant(self.limits.streams_per_tenant));
+        }
+        open.by_session.insert(session.to_owned(), of_session + 1);
+        open.by_tenant.insert(tenant.to_owned(), of_tenant + 1);
+        Ok(StreamSlot {
+            open: Arc::clone(&self.open),
+            session: session.to_owned(),
+            tenant: tenant.to_owned(),
+        })
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = lock(&self.open);
+        let open = &mut *open;
+        release(&mut open.by_session, &self.session);
+        release(&mut open.by_tenant, &self.tenant);
+    }
+}
+
+/// One place fewer under `key`; a key with none left is forgotten, so the maps hold only
+/// sessions and tenants with open streams.
+fn release(map: &mut HashMap<String, usize>, key: &str) {
+    match map.get_mut(key) {
+        Some(n) if *n > 1 => *n -= 1,
+        _ => {
+            map.remove(key);
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct After {
+    #[serde(default)]
+    after: u64,
+}
+
+/// Server-sent events: each new record of the call as a rendered timeline row (`record`, its id
+/// the record's ordinal in the call), then `ended` when the call ends. A browser that
+/// reconnects sends the last id it saw (`Last-Event-ID`) and gets only the records after it.
+/// `signedout` ends a stream whose session ended; `refused` answers one past a bound.
+pub async fn call_events(
+    State(state): State<AppState>,
+    op: Operator,
+    Path(id): Path<String>,
+    Query(a): Query<After>,
+    headers: HeaderMap,
+) -> Response {
+    match state.store.get_call(&op.tenant, &id).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return error_page(&ApiError::not_found(format!("call `{id}`"))),
+        Err(e) => return error_page(&e.into()),
+    }
+    let slot = match state.console_streams.take(&op.tenant, &op.session.id()) {
+        Ok(slot) => slot,
+        Err(refusal) => {
+            tracing::info!(name: "console_stream_refused", tenant_id = %op.tenant, bound = ?refusal, "console_stream_refused");
+            return notice("refused", refusal.message());
+        }
+    };
+    let resumed = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let follow = Follow {
+        state,
+        tenant: op.tenant,
+        id,
+        session: op.session,
+        _slot: slot,
+    };
+    Sse::new(stream(follow, resumed.unwrap_or(0).max(a.after)))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// A stream of one event, after which the browser is told not to come back soon.
+fn notice(event: &'static str, message: String) -> Response {
+    let once = futures_util::stream::once(async move {
+        Ok::<_, Infallible>(
+            Event::default()
+                .event(event)
+                .retry(RECONNECT_AFTER)
+                .data(message),
+        )
+    });
+    Sse::new(once).into_response()
+}
+
+/// What a stream follows, and the place it holds while it lives.
+struct Follow {
+    state: AppState,
+    tenant: String,
+    id: String,
+    session: SessionToken,
+    _slot: StreamSlot,
+}
+
+/// What one poll found.
+enum Poll {
+    /// Events to send (possibly none), and whether the stream ends after them.
+    Events(Vec<Event>, bool),
+    /// The stream ends now (the call is gone, or the database failed: the browser reconnects,
+    /// and its new request is checked like any other).
+    Stop,
+}
+
+fn stream(
+    follow: Follow,
+    seen: u64,
+) -> impl futures_util::Stream<Item = Result<Event, Infallible>> {
+    let deadline = tokio::time::Instant::now() + STREAM_FOR;
+    // `seen` (how many of the call's records were sent) lives in the stream's state, so each
+    // record is sent once however many events one poll yields. The queue pops from its end.
+    futures_util::stream::unfold(
+        (follow, Vec::<Event>::new(), false, seen),
+        move |(follow, mut queue, mut done, mut seen)| async move {
+            loop {
+                if let Some(e) = queue.pop() {
+                    return Some((Ok(e), (follow, queue, done, seen)));
+                }
+                // The server's shutdown ends the stream too (it would hold the shutdown up).
+                let shutdown = &follow.state.mcp.shutdown;
+                if done || tokio::time::Instant::now() >= deadline || shutdown.is_cancelled() {
+                    return None;
+                }
+                match poll(&follow, &mut seen).await {
+                    Poll::Stop => return None,
+                    Poll::Events(events, ends) => {
+                        done = ends;
+                        if events.is_empty() && !ends {
+                            tokio::select! {
+                                () = tokio::time::sleep(POLL) => {}
+                                () = shutdown.cancelled() => return None,
+                            }
+                        }
+                        queue = events;
+                        queue.reverse();
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// One look at the session and the call: the events it makes, oldest first.
+async fn poll(f: &Follow, seen: &mut u64) -> Poll {
+    match f.session.still_open(&f.state, &f.tenant).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::info!(name: "console_stream_signed_out", tenant_id = %f.tenant, "console_stream_signed_out");
+            let event = Event::default()
+                .event("signedout")
+                .retry(RECONNECT_AFTER)
+                .data("Your console session ended (signed out, expired, or its key was revoked): this page no longer follows the call. Sign in again to see it.");
+            return Poll::Events(vec![event], true);
+        }
+        Err(_) => return Poll::Stop,
+    }
+    let Ok(Some((status, total))) = f.state.store.call_cursor(&f.tenant, &f.id).await else {
+        return Poll::Stop;
+    };
+    let mut events = Vec::new();
+    if total > *seen {
+        match records_after(f, *seen, total).await {
+            Some((rows, now_total)) => {
+                events = rows;
+                *seen = now_total;
+            }
+            None => return Poll::Stop,
+        }
+    }
+    let ended = status == CallStatus::Ended;
+    if ended {
+        events.push(Event::default().event("ended").data("ended"));
+    }
+    Poll::Events(events, ended)
+}
+
+/// The records after the first `seen` (at most the newest [`TIMELINE_RECORDS`]) as events,
+/// and the count they bring the stream to.
+async fn records_after(f: &Follow, seen: u64, total: u64) -> Option<(Vec<Event>, u64)> {
+    let (state, tenant, id) = (&f.state, f.tenant.as_str(), f.id.as_str());
+    let wanted = usize::try_from(total - seen)
+        .unwrap_or(usize::MAX)
+        .min(TIMELINE_RECORDS);
+    let (records, now_total) = state
+        .store
+        .recent_invocations(tenant, id, wanted)
+        .await
+        .ok()?;
+    let call = state.store.get_call(tenant, id).await.ok()??;
+    let live = state.calls.get(tenant, id);
+    // No redactor, no rows: a record is never shown unredacted.
+    let redactor =
+        crate::routes::calls::view_redactor(state, tenant, live.as_deref(), &call.context)
+            .await
+            .ok()?;
+    // `records` is oldest first and ends with the call's newest, whose ordinal is `now_total`.
+    let newest = u64::try_from(records.len()).unwrap_or(u64::MAX);
+    let events = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let ordinal = now_total.saturating_sub(newest - 1 - u64::try_from(i).ok()?);
+            (ordinal > seen).then(|| {
+                Event::default()
+                    .event("record")
+                    .id(ordinal.to_string())
+                    .data(render_row(&row(&redactor, r)))
+            })
+        })
+        .collect();
+    Some((events, now_total.max(seen)))
+}
+
+fn render_row(row: &serde_json::Value) -> String {
+    super::TEMPLATES
+        .get_template("row.html")
+        .and_then(|t| t.render(minijinja::value::Serde(json!({"r": row}))))
+        .unwrap_or_default()
+        .replace(['\n', '\r'], " ")
+}
