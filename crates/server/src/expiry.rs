@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 use switchboard_store::Door;
 
 use crate::calls::LiveCall;
-use crate::routes::calls::{Serving, locate};
+use crate::calls::{Serving, locate};
 use crate::state::AppState;
 
 /// Orphans asked for at a time.

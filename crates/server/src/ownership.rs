@@ -20,8 +20,8 @@ use axum::response::{IntoResponse, Response};
 use switchboard_store::{Door, NodeInfo};
 
 use crate::calls::LiveCall;
+use crate::calls::{Serving, locate};
 use crate::error::{ApiError, ApiResult};
-use crate::routes::calls::{Serving, locate};
 use crate::state::AppState;
 
 /// The header a forwarded request carries (the forwarding node's id): it is never forwarded
@@ -370,7 +370,7 @@ pub(crate) async fn forward(
     body: Body,
 ) -> Response {
     let Some(address) = node.address.as_deref() else {
-        return crate::routes::calls::served_elsewhere(call_id, node).into_response();
+        return crate::calls::served_elsewhere(call_id, node).into_response();
     };
     let bytes = match axum::body::to_bytes(body, state.config.max_body_bytes).await {
         Ok(b) => b,
@@ -435,7 +435,7 @@ pub(crate) async fn forward(
 /// The answer when the owner could not be reached, or did not answer within `budget`.
 fn unanswered(call_id: &str, node: &NodeInfo, timed_out: bool, budget: Duration) -> Response {
     if !timed_out {
-        return crate::routes::calls::served_elsewhere(call_id, node).into_response();
+        return crate::calls::served_elsewhere(call_id, node).into_response();
     }
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,

@@ -289,7 +289,7 @@ async fn build_plan(
             .await
             .map_err(|e| internal(e.into()))?;
         for a in &list.items {
-            let toolset = crate::routes::calls::realtime_toolset(config, &a.name);
+            let toolset = crate::toolset::realtime_toolset(config, &a.name);
             let tool_choice = match &feature.tool_choice {
                 Some(c) => json!(c),
                 None => toolset.get("tool_choice").cloned().unwrap_or(json!("auto")),
@@ -531,7 +531,7 @@ pub(crate) async fn resume_call(
         .await?
         .ok_or_else(|| ApiError::conflict("the tenant has no `openai_api_key` secret"))?;
     let feature = RealtimeFeature::of(&tenant_row.features).map_err(ApiError::bad_request)?;
-    let config = crate::routes::calls::pinned_config(state, tenant, &row.pinned).await?;
+    let config = crate::calls::pinned_config(state, tenant, &row.pinned).await?;
     let plan = build_plan(state, tenant, call_id, &feature, api, &row.agent, &config)
         .await
         .map_err(|d| ApiError::internal(d.reason))?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
-use switchboard_core::builder::{ToolChoice, Toolset};
+use switchboard_core::builder::{Format, ToolChoice, Toolset};
 use switchboard_core::toolkits;
 use switchboard_core::transfer::{ReferConfig, request_transfer_tool};
 use switchboard_core::{FunctionDef, Tool};
@@ -260,4 +260,21 @@ pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfi
         .await?
         .map(|s| s.expose_secret().to_owned().into());
     Ok((config, json!({ "agents": pinned })))
+}
+
+/// The toolset of one agent of a live call, in OpenAI Realtime format.
+pub(crate) fn realtime_toolset(config: &CallConfig, agent: &str) -> Value {
+    let mut functions: Vec<_> = config
+        .tools(agent)
+        .map(|t| {
+            t.values()
+                .filter(|e| e.enabled)
+                .map(|e| e.tool.function_def(false))
+                .collect()
+        })
+        .unwrap_or_default();
+    functions.sort_by(|a, b| a.name.cmp(&b.name));
+    Toolset::build(functions, None)
+        .map(|t| t.render(Format::OpenAiRealtime))
+        .unwrap_or_else(|e| json!({"error": e.to_string()}))
 }

@@ -311,10 +311,9 @@ async fn records_after(f: &Follow, seen: u64, total: u64) -> Option<(Vec<Event>,
     let call = state.store.get_call(tenant, id).await.ok()??;
     let live = state.calls.get(tenant, id);
     // No redactor, no rows: a record is never shown unredacted.
-    let redactor =
-        crate::routes::calls::view_redactor(state, tenant, live.as_deref(), &call.context)
-            .await
-            .ok()?;
+    let redactor = crate::calls::view_redactor(state, tenant, live.as_deref(), &call.context)
+        .await
+        .ok()?;
     // `records` is oldest first and ends with the call's newest, whose ordinal is `now_total`.
     let newest = u64::try_from(records.len()).unwrap_or(u64::MAX);
     let events = records

@@ -740,8 +740,7 @@ pub async fn call(State(state): State<AppState>, op: Operator, Path(id): Path<St
             .await?;
         let live = state.calls.get(&op.tenant, &id);
         let redactor =
-            crate::routes::calls::view_redactor(&state, &op.tenant, live.as_deref(), &row_.context)
-                .await?;
+            crate::calls::view_redactor(&state, &op.tenant, live.as_deref(), &row_.context).await?;
         let rows: Vec<Value> = records.iter().map(|r| row(&redactor, r)).collect();
         let mut context = serde_json::to_value(&row_.context).unwrap_or(Value::Null);
         redactor.redact_value(&mut context);

@@ -52,11 +52,11 @@ use switchboard_runtime::{CallConfig, Invocation};
 
 use crate::auth::Tenant;
 use crate::calls::LiveCall;
+use crate::calls::{NewCall, Serving, Via, live, locate, start_call, submit_and_wait};
 use crate::error::ApiError;
 use crate::mcp::call_token;
 use crate::mcp::sessions::{OwnedSessions, Owner, current_opener, opened_by};
 use crate::ownership::FORWARDED_HEADER;
-use crate::routes::calls::{NewCall, Serving, Via, live, locate, start_call, submit_and_wait};
 use crate::state::AppState;
 use crate::toolset::agent_toolset;
 

@@ -2,6 +2,17 @@
 //! the HTTP request waiting for it; a phone call's sink that splits answers between its line and
 //! the requests of its MCP endpoint.
 
+mod answers;
+mod lifecycle;
+mod view;
+
+pub use answers::InvocationResult;
+pub(crate) use answers::{Via, submit_and_wait};
+pub use lifecycle::{CallStarted, NewCall};
+pub(crate) use lifecycle::{Serving, live, locate, pinned_config, served_elsewhere, start_call};
+pub use view::CallView;
+pub(crate) use view::{recent_invocations, view, view_redactor};
+
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -154,7 +165,7 @@ pub struct LiveCall {
 #[derive(Debug, Default)]
 pub struct Registry {
     calls: Mutex<HashMap<(String, String), Arc<LiveCall>>>,
-    /// Held while a call started elsewhere is picked up (see `routes::calls::live`).
+    /// Held while a call started elsewhere is picked up (see `lifecycle::locate`).
     pickup: tokio::sync::Mutex<()>,
 }
 
