@@ -1,16 +1,32 @@
-//! Keeps secrets out of what Switchboard shows: outputs, invocation records, logs, call views.
+//! Keeps secrets out of what Switchboard shows: outputs, invocation records, replay traces,
+//! logs, call views and console pages.
 //!
 //! A [`Redactor`] knows the secret strings of one call (the agent tools' sensitive config, the
 //! signing secret and the token-like fields of the user context) and replaces any occurrence with
 //! `[redacted]`. JSON is redacted as values, not as text: every string at any depth (object keys
 //! too) is compared in its decoded form, so a secret holding `"`, `\`, a newline or any character
 //! written as `\uXXXX` is found whatever escaping its JSON text used.
+//!
+//! An upstream may echo a secret the way the request carried it, so each string is also read
+//! through the escapes it holds (JSON, percent and form encoding, HTML references: `views.rs`)
+//! and searched for the secret's base64 forms (`forms.rs`), by one automaton built once per
+//! redactor (`matcher.rs`). What is not covered: an encoding applied to only part of a secret
+//! in a way no decoder reads (say base64 broken across lines), hex or other encodings, and a
+//! secret shorter than six bytes (replacing those would mangle text).
+
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use switchboard_core::result::LogEntry;
 
 use crate::executor::CallConfig;
 use crate::invocation::InvocationRecord;
+
+mod forms;
+mod matcher;
+mod views;
+
+use matcher::Matcher;
 
 /// The marker that replaces a secret.
 pub const REDACTED: &str = "[redacted]";
@@ -37,18 +53,16 @@ fn is_secret_key(key: &str) -> bool {
     .any(|s| k.contains(s))
 }
 
-/// The secret strings of one call.
+/// The secrets of one call, as one matcher over all their forms.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
-    /// Raw (decoded) secrets, longest first.
-    secrets: Vec<String>,
-    /// Their JSON-escaped forms where those differ, for text that is not JSON as a whole.
-    escaped: Vec<String>,
+    /// `None` when there is no secret to look for. Shared: a redactor is cloned per view.
+    matcher: Option<Arc<Matcher>>,
 }
 
 impl Redactor {
     /// Collects every string of `secrets` (sensitive config) and the values of token-like keys
-    /// of `user`.
+    /// of `user`, and builds the matcher of their forms.
     pub fn new<'a>(secrets: impl IntoIterator<Item = &'a Value>, user: &Value) -> Self {
         let mut out = Vec::new();
         for s in secrets {
@@ -56,22 +70,13 @@ impl Redactor {
         }
         collect_secret_fields(user, &mut out);
         out.retain(|s| s.len() >= MIN_SECRET_LEN);
-        // Longest first, so a secret containing another is replaced whole.
         out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         out.dedup();
-        let mut escaped: Vec<String> = out
-            .iter()
-            .filter_map(|s| {
-                let quoted = serde_json::to_string(s).ok()?;
-                let inner = quoted.get(1..quoted.len().saturating_sub(1))?.to_owned();
-                (inner != *s).then_some(inner)
-            })
-            .collect();
-        escaped.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        escaped.dedup();
+        if out.is_empty() {
+            return Redactor::default();
+        }
         Redactor {
-            secrets: out,
-            escaped,
+            matcher: Some(Arc::new(Matcher::new(&out))),
         }
     }
 
@@ -124,17 +129,16 @@ impl Redactor {
 
     /// Whether there is nothing to redact.
     pub fn is_empty(&self) -> bool {
-        self.secrets.is_empty()
+        self.matcher.is_none()
     }
 
-    /// Replaces every secret in free text (a log message): each secret as it is and in its JSON
-    /// escaped form, for text that quotes JSON.
+    /// Replaces every secret in free text (a log message, a handoff's words), in any of the
+    /// forms the matcher knows.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = replace_all(&self.secrets, text.to_owned());
-        if !self.escaped.is_empty() {
-            out = replace_all(&self.escaped, out);
+        match &self.matcher {
+            Some(m) => m.redact(text).unwrap_or_else(|| text.to_owned()),
+            None => text.to_owned(),
         }
-        out
     }
 
     /// Replaces every secret in a JSON text (an output, arguments) as values. The text is kept
@@ -155,58 +159,51 @@ impl Redactor {
         }
     }
 
-    /// Replaces every secret in every string of `v`, object keys included; returns whether
-    /// anything changed.
+    /// Replaces every secret in every string of `v`, object keys included (and a number that
+    /// is a secret, as the string `[redacted]`); returns whether anything changed.
     pub fn redact_value(&self, v: &mut Value) -> bool {
-        if self.is_empty() {
-            return false;
+        match &self.matcher {
+            Some(m) => redact_value(m, v),
+            None => false,
         }
-        match v {
-            Value::String(s) => self.redact_string(s),
-            Value::Array(a) => a
-                .iter_mut()
-                .fold(false, |changed, x| self.redact_value(x) | changed),
-            Value::Object(o) => {
-                let mut changed = false;
-                for x in o.values_mut() {
-                    changed |= self.redact_value(x);
-                }
-                if o.keys().any(|k| self.contains_secret(k)) {
-                    let old = std::mem::take(o);
-                    let mut new = Map::with_capacity(old.len());
-                    for (mut k, x) in old {
-                        self.redact_string(&mut k);
-                        new.insert(k, x);
-                    }
-                    *o = new;
-                    changed = true;
-                }
-                changed
-            }
-            _ => false,
-        }
-    }
-
-    fn contains_secret(&self, s: &str) -> bool {
-        self.secrets.iter().any(|x| s.contains(x.as_str()))
-    }
-
-    fn redact_string(&self, s: &mut String) -> bool {
-        if !self.contains_secret(s) {
-            return false;
-        }
-        *s = replace_all(&self.secrets, std::mem::take(s));
-        true
     }
 }
 
-fn replace_all(secrets: &[String], mut text: String) -> String {
-    for s in secrets {
-        if text.contains(s.as_str()) {
-            text = text.replace(s.as_str(), REDACTED);
+fn redact_value(m: &Matcher, v: &mut Value) -> bool {
+    match v {
+        Value::String(s) => match m.redact(s) {
+            Some(r) => {
+                *s = r;
+                true
+            }
+            None => false,
+        },
+        Value::Number(n) if m.numeric && m.matches(&n.to_string()) => {
+            *v = Value::String(REDACTED.to_owned());
+            true
         }
+        Value::Array(a) => a
+            .iter_mut()
+            .fold(false, |changed, x| redact_value(m, x) | changed),
+        Value::Object(o) => {
+            let mut changed = false;
+            for x in o.values_mut() {
+                changed |= redact_value(m, x);
+            }
+            if o.keys().any(|k| m.matches(k)) {
+                let old = std::mem::take(o);
+                let mut new = Map::with_capacity(old.len());
+                for (k, x) in old {
+                    let k = m.redact(&k).unwrap_or(k);
+                    new.insert(k, x);
+                }
+                *o = new;
+                changed = true;
+            }
+            changed
+        }
+        _ => false,
     }
-    text
 }
 
 fn collect_strings(v: &Value, out: &mut Vec<String>) {
@@ -301,6 +298,107 @@ mod tests {
             let text = format!("sent {}", serde_json::to_string(s).unwrap());
             assert!(!r.redact(&text).contains(&serde_json::to_string(s).unwrap()));
         }
+    }
+
+    /// A secret with the characters every encoding treats differently, and a space.
+    const AWKWARD: &str = "pa+ss/w=rd@host#frag! ok";
+
+    /// Every form an upstream could echo `secret` in.
+    fn encoded_forms(secret: &str) -> Vec<(&'static str, String)> {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+        let form: String = form_urlencoded::byte_serialize(secret.as_bytes()).collect();
+        let upper = utf8_percent_encode(secret, NON_ALPHANUMERIC).to_string();
+        let lower = upper
+            .split('%')
+            .enumerate()
+            .map(|(i, part)| {
+                if i == 0 || part.len() < 2 {
+                    part.to_owned()
+                } else {
+                    format!("%{}{}", part[..2].to_ascii_lowercase(), &part[2..])
+                }
+            })
+            .collect::<String>();
+        let json_slashes = serde_json::to_string(secret).unwrap().replace('/', "\\/");
+        let json_ascii: String = secret
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_string()
+                } else {
+                    format!("\\u{:04X}", c as u32)
+                }
+            })
+            .collect();
+        vec![
+            ("form-urlencoded", form.clone()),
+            ("percent, upper hex, %20", upper.clone()),
+            ("percent, lower hex", lower),
+            ("JSON with \\/", json_slashes),
+            ("JSON \\uXXXX", json_ascii),
+            (
+                "HTML references",
+                secret
+                    .replace('&', "&amp;")
+                    .replace('+', "&#43;")
+                    .replace('/', "&#x2F;"),
+            ),
+            ("double percent", upper.replace('%', "%25")),
+            ("base64", STANDARD.encode(secret)),
+            ("base64url, unpadded", URL_SAFE_NO_PAD.encode(secret)),
+            (
+                "Basic user:secret",
+                format!("Basic {}", STANDARD.encode(format!("user:{secret}"))),
+            ),
+            (
+                "base64 of a form-encoded query",
+                STANDARD.encode(format!("q=1&key={form}&x=2")),
+            ),
+            (
+                "base64url of a percent-encoded query",
+                URL_SAFE_NO_PAD.encode(format!("k1={upper}")),
+            ),
+        ]
+    }
+
+    #[test]
+    fn encoded_forms_are_redacted_in_free_text_and_in_values() {
+        let r = Redactor::new([&json!({"api_key": AWKWARD})], &json!({}));
+        for (what, form) in encoded_forms(AWKWARD) {
+            let text = format!("upstream said: bad key ({form}) for /v1/x");
+            let out = r.redact(&text);
+            assert!(!out.contains(&form), "{what}: {out}");
+            assert!(out.contains("[redacted]"), "{what}: {out}");
+            assert!(out.starts_with("upstream said: bad key ("), "{what}: {out}");
+            assert!(out.ends_with(") for /v1/x"), "{what}: {out}");
+            // As a value inside a JSON body, and inside JSON text that is itself a string.
+            let body =
+                json!({"error": {"detail": text.clone()}, "raw": json!({"q": form}).to_string()})
+                    .to_string();
+            let out = r.redact_json(&body);
+            assert!(!out.contains(&form), "{what}: {out}");
+            let v: Value = serde_json::from_str(&out).unwrap();
+            assert!(!v["raw"].as_str().unwrap().contains(&form), "{what}: {v}");
+        }
+    }
+
+    #[test]
+    fn a_numeric_secret_echoed_as_a_number_is_redacted() {
+        let r = Redactor::new([&json!({"pin": "90210417"})], &json!({}));
+        assert_eq!(
+            r.redact_json(r#"{"account":90210417,"n":3}"#),
+            r#"{"account":"[redacted]","n":3}"#
+        );
+    }
+
+    #[test]
+    fn short_secrets_stay_unredacted_in_every_form() {
+        // Five bytes: below the minimum, so neither it nor its encodings are looked for.
+        let r = Redactor::new([&json!({"pin": "a+b/c"})], &json!({}));
+        assert!(r.is_empty());
+        assert_eq!(r.redact("a%2Bb%2Fc and YStiL2M="), "a%2Bb%2Fc and YStiL2M=");
     }
 
     #[test]
