@@ -6,8 +6,9 @@
 //! escaped and plain characters is covered without listing forms here. What cannot be decoded
 //! in place is listed: base64 (standard and URL-safe alphabets, padded or not) of the secret and
 //! of the encodings a request carries it in — form-urlencoded (`+` for a space, as `api_call`'s
-//! `query` sends it), percent-encoded with `%20`, the URL query as a URL template leaves it, and
-//! JSON-escaped. A secret inside a longer base64 text (`user:secret` in a Basic credential, a
+//! `query` sends it), percent-encoded with `%20` (RFC 3986's unreserved characters left), the URL
+//! query as a URL template leaves it, and JSON-escaped. (Base64 of another percent-encoding —
+//! lower-case hex, another set of characters escaped — is not looked for.) A secret inside a longer base64 text (`user:secret` in a Basic credential, a
 //! whole query string encoded) sits at one of three alignments; for each, only the characters
 //! that depend on the secret alone are looked for, and a match redacts the whole base64 run
 //! around it.

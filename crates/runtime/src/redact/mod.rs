@@ -310,6 +310,12 @@ mod tests {
         use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
         let form: String = form_urlencoded::byte_serialize(secret.as_bytes()).collect();
         let upper = utf8_percent_encode(secret, NON_ALPHANUMERIC).to_string();
+        const UNRESERVED: &percent_encoding::AsciiSet = &NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'.')
+            .remove(b'_')
+            .remove(b'~');
+        let component = utf8_percent_encode(secret, UNRESERVED).to_string();
         let lower = upper
             .split('%')
             .enumerate()
@@ -328,7 +334,10 @@ mod tests {
                 if c.is_ascii_alphanumeric() {
                     c.to_string()
                 } else {
-                    format!("\\u{:04X}", c as u32)
+                    c.encode_utf16(&mut [0; 2])
+                        .iter()
+                        .map(|u| format!("\\u{u:04X}"))
+                        .collect()
                 }
             })
             .collect();
@@ -357,8 +366,8 @@ mod tests {
                 STANDARD.encode(format!("q=1&key={form}&x=2")),
             ),
             (
-                "base64url of a percent-encoded query",
-                URL_SAFE_NO_PAD.encode(format!("k1={upper}")),
+                "base64url of an RFC 3986 percent-encoded query",
+                URL_SAFE_NO_PAD.encode(format!("k1={component}")),
             ),
         ]
     }
@@ -381,6 +390,28 @@ mod tests {
             assert!(!out.contains(&form), "{what}: {out}");
             let v: Value = serde_json::from_str(&out).unwrap();
             assert!(!v["raw"].as_str().unwrap().contains(&form), "{what}: {v}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any secret of printable characters, in any form an echo could take, amid any text:
+        /// the form is gone from what the redactor gives back.
+        #[test]
+        fn every_form_of_any_secret_is_redacted(
+            secret in "[ -~]{6,24}|\\PC{6,12}",
+            before in "[a-z .:=]{0,12}",
+            after in "[a-z .:=]{0,12}",
+        ) {
+            let r = Redactor::new([&json!({"k": secret.clone()})], &json!({}));
+            let mut forms = encoded_forms(&secret);
+            forms.push(("raw", secret.clone()));
+            for (what, form) in forms {
+                let text = format!("{before}{form}{after}");
+                let out = r.redact(&text);
+                proptest::prop_assert!(!out.contains(&form), "{}: {:?} -> {:?}", what, text, out);
+                let json_out = r.redact_json(&json!({"e": text}).to_string());
+                proptest::prop_assert!(!json_out.contains(&form), "{}: {:?}", what, json_out);
+            }
         }
     }
 
