@@ -6,7 +6,7 @@
 
 use std::ops::Range;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use super::forms::{Kind, Needle, needles};
 use super::views::{decoded_views, has_escapes, to_text};
@@ -35,6 +35,9 @@ impl Matcher {
         all.dedup_by(|a, b| a.text == b.text);
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)
+            // A DFA searches a little faster but took 100 µs to build for three secrets; the
+            // redactor is built for every call and every call view.
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
             .build(all.iter().map(|n| &n.text))
             .ok();
         let numeric = secrets.iter().any(|s| {
