@@ -2,7 +2,8 @@
 //!
 //! # Layout
 //! - [`tool`]: a tool definition parsed once into a validated, compiled [`Tool`]; every problem
-//!   reported at once with its JSON Pointer and a fix ([`diag`]).
+//!   reported at once with its JSON Pointer and a fix ([`diag`]); [`compiled_size`]: what a
+//!   compiled tool holds, estimated for caches bounded by bytes.
 //! - [`params`]: typed parameters, the JSON Schema a model sees, argument validation.
 //! - [`template`]: `{{ expr }}` templates and expressions, compiled once per tool version.
 //! - [`context`]: per-call state and the writes tools make to it.
@@ -20,6 +21,7 @@
 
 mod actions;
 pub mod builder;
+pub mod compiled_size;
 pub mod context;
 pub mod diag;
 pub mod effect;

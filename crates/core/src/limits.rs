@@ -12,6 +12,11 @@ pub struct Limits {
     pub max_depth: usize,
     /// Parameters of one tool.
     pub max_parameters: usize,
+    /// `{{ }}` holes and expressions (conditions, checks, transforms) in one tool. Each is
+    /// compiled and kept with the tool; one the template engine compiles holds about 10 KB
+    /// whatever its length, so this bounds what a tool version costs in memory (and what
+    /// parsing one costs: holes past the limit are counted, not compiled).
+    pub max_template_holes: usize,
     /// Bytes one template result may take (default 256 KiB, the size of a whole context:
     /// nothing bigger could be kept), whether it renders to text or is one `{{ expr }}` that
     /// yields a JSON value; measured as JSON.
@@ -46,6 +51,7 @@ impl Default for Limits {
             max_actions: 64,
             max_depth: 8,
             max_parameters: 64,
+            max_template_holes: 1_000,
             max_template_output: 256 * 1024,
             max_context_bytes: 256 * 1024,
             max_response_body: 1024 * 1024,

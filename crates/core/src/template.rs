@@ -266,6 +266,11 @@ impl Expr {
         Expr::compile(t)
     }
 
+    /// Whether the template engine compiled it (rather than a plain path read directly).
+    pub fn uses_engine(&self) -> bool {
+        matches!(self, Expr::Jinja { .. })
+    }
+
     /// The expression's text as written.
     pub fn source(&self) -> String {
         match self {
@@ -794,6 +799,21 @@ impl StrTemplate {
             return Err(EvalError::TooLarge { limit });
         }
         Ok(out)
+    }
+}
+
+/// How many holes a template string has at most (its `{{`), counted without compiling it.
+pub fn hole_count(src: &str) -> usize {
+    src.matches("{{").count()
+}
+
+/// [`hole_count`] of every string in `v`, at any depth.
+pub fn value_hole_count(v: &Value) -> usize {
+    match v {
+        Value::String(s) => hole_count(s),
+        Value::Array(a) => a.iter().map(value_hole_count).sum(),
+        Value::Object(o) => o.values().map(value_hole_count).sum(),
+        _ => 0,
     }
 }
 

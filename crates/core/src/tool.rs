@@ -131,6 +131,8 @@ pub struct Tool {
     /// The function definitions, built once: toolsets share them rather than rebuild them.
     function: Arc<FunctionDef>,
     strict_function: Arc<FunctionDef>,
+    /// What this compiled tool holds on the heap, estimated (see [`Tool::heap_bytes`]).
+    heap_bytes: u64,
 }
 
 impl Tool {
@@ -209,6 +211,13 @@ impl Tool {
         &self.limits
     }
 
+    /// About how many bytes of heap this compiled tool holds (its definition's copies, its
+    /// compiled templates and argument validator), for caches bounded by bytes; it errs
+    /// towards more (see [`crate::compiled_size`]).
+    pub fn heap_bytes(&self) -> u64 {
+        self.heap_bytes
+    }
+
     /// The function a model sees; `strict` gives the OpenAI strict-mode schema (a raw JSON
     /// Schema is used as given either way).
     pub fn function_def(&self, strict: bool) -> Arc<FunctionDef> {
@@ -265,7 +274,23 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         }
     }
     let action_count = cx.action_count();
+    let holes = cx.template_holes();
+    let engine_exprs = cx.engine_expressions();
     let blocks = cx.finish();
+    if holes > limits.max_template_holes {
+        let tool = obj
+            .get("name")
+            .and_then(Value::as_str)
+            .map_or_else(|| "the tool".to_owned(), |n| format!("tool `{n}`"));
+        sink.error_fix(
+            "",
+            format!(
+                "{tool} has {holes} template holes and expressions, over the limit of {} (max_template_holes)",
+                limits.max_template_holes
+            ),
+            "build values in fewer expressions (one `{{ }}` can make a whole object or list), move the work into one `api_call` to your backend, or raise max_template_holes with `serve --limits`",
+        );
+    }
     if action_count > limits.max_actions {
         sink.error_fix(
             "/actions",
@@ -359,6 +384,7 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         messages,
         source: def.clone(),
         limits: limits.clone(),
+        heap_bytes: crate::compiled_size::estimate(def, holes, engine_exprs),
     })
 }
 

@@ -196,6 +196,12 @@ fn one_problem_per_line() {
             "/actions/0/duraton_minutes",
             "did you mean `duration_minutes`?",
         ),
+        (
+            base(json!([{"type": "api_call", "url": "https://x",
+                "body": (0..1001).map(|i| (format!("f{i}"), json!(format!("{{{{ params.x{i} | upper }}}}")))).collect::<serde_json::Map<_, _>>()}])),
+            "",
+            "tool `t` has 1001 template holes and expressions, over the limit of 1000 (max_template_holes) | build values in fewer expressions",
+        ),
     ];
     for (def, ptr, needle) in cases {
         let got = problems(&def);
@@ -219,6 +225,26 @@ fn limits_are_enforced_when_parsing() {
         err.0
             .iter()
             .any(|d| d.message.contains("over the limit of 3")),
+        "{err}"
+    );
+    // Holes past the limit are counted, not compiled: the broken fifth is not even read.
+    let holes = Limits {
+        max_template_holes: 3,
+        ..Limits::default()
+    };
+    let many = json!({"name": "t", "description": "d", "actions": [
+        {"type": "validate", "rules": [{"check": "true", "message": "{{ 1 }} {{ 2 }}"}]},
+        {"type": "respond", "message": "{{ 3 }} and {{ 4 }} and {{ oops | }}"}]});
+    let err = Tool::parse(&many, &holes).unwrap_err();
+    assert_eq!(err.0.len(), 1, "{err}");
+    assert!(
+        err.0[0]
+            .message
+            .contains("tool `t` has 6 template holes and expressions, over the limit of 3"),
+        "{err}"
+    );
+    assert!(
+        err.0[0].fix.as_deref().unwrap().contains("serve --limits"),
         "{err}"
     );
     let deep = json!({"name": "t", "description": "d", "actions": [{"type": "conditional", "if": "true", "then": [{"type": "conditional", "if": "true", "then": []}]}]});

@@ -142,6 +142,38 @@ pub struct ReplayedInvocation {
     pub effects_changed: bool,
 }
 
+impl ReplayedInvocation {
+    /// The invocation with `redactor`'s secrets replaced in every part of it. Records are
+    /// redacted when they are kept; this is for reading back those kept before a secret (or a
+    /// form of it) was known. A part that no longer reads as its type once redacted is dropped,
+    /// and `reason` says so.
+    pub fn redacted(self, redactor: &Redactor) -> ReplayedInvocation {
+        let Ok(mut v) = serde_json::to_value(&self) else {
+            return self;
+        };
+        if !redactor.redact_value(&mut v) {
+            return self;
+        }
+        if let Ok(r) = serde_json::from_value::<ReplayedInvocation>(v.clone()) {
+            return r;
+        }
+        let take = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+        ReplayedInvocation {
+            call_id: redactor.redact(&self.call_id),
+            function_call_id: redactor.redact(&self.function_call_id),
+            reason: Some("parts of this invocation held a secret and are not shown".to_owned()),
+            arguments: take("arguments"),
+            recorded_output: take("recorded_output"),
+            replayed_output: take("replayed_output"),
+            recorded_writes: Vec::new(),
+            replayed_writes: Vec::new(),
+            effects: Vec::new(),
+            effects_not_requested: Vec::new(),
+            ..self
+        }
+    }
+}
+
 /// How many replayed invocations fell in each verdict.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplaySummary {

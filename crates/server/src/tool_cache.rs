@@ -3,28 +3,14 @@
 //! A version never changes, so it is compiled once and kept while it is used; the least
 //! recently used versions are evicted when the estimated total passes the bound, and a version
 //! evicted (or never admitted: larger than the whole bound) is compiled again on its next use.
+//! Each is weighed by [`Tool::heap_bytes`], core's estimate of what a compiled tool holds,
+//! which a heap profiler checks against each shape of tool (a template the engine compiles
+//! weighs about 10 KB however short: a tool of a thousand of them, ten megabytes).
 
 use std::sync::Arc;
 
 use moka::policy::EvictionPolicy;
-use serde_json::Value;
 use switchboard_core::Tool;
-
-/// What a compiled tool is assumed to hold, from its definition: `TEXT_FACTOR` bytes per byte
-/// of text (strings and keys) plus `NODE_BYTES` per JSON value.
-///
-/// A compiled [`Tool`] keeps its source definition as a `serde_json::Value`, plus its
-/// description, parameters, compiled templates, two function definitions (plain and strict JSON
-/// Schema) and the compiled argument validator: each string is held several times over, and
-/// each small value (an `enum` entry, a parameter field) costs several allocations in each copy.
-/// Measured as the growth of the process's resident memory while compiling 40 definitions:
-/// text-heavy ones (a 200 KB description) about 5 bytes per definition byte; structure-heavy
-/// ones (60 parameters of 30 `enum` values, 60 actions: ~2,500 values in 33 KB) 25 to 50 bytes
-/// per definition byte, i.e. some 300 to 700 bytes per value. The constants cover both, rounded
-/// up: the bound is an estimate, and it errs towards holding less than configured.
-pub const TEXT_FACTOR: u64 = 8;
-/// See [`TEXT_FACTOR`].
-pub const NODE_BYTES: u64 = 400;
 
 /// A fixed cost per entry (the key, the `Arc`, the cache's own bookkeeping).
 const ENTRY_OVERHEAD: u64 = 256;
@@ -68,28 +54,11 @@ impl ToolCache {
         ToolCache { tools, max_bytes }
     }
 
-    /// The estimated bytes of the compiled tool of `definition`, with its key (see
-    /// [`TEXT_FACTOR`]).
-    pub fn estimate(tenant: &str, name: &str, definition: &Value) -> u64 {
-        let (mut text, mut nodes) = (0u64, 0u64);
-        let mut stack = vec![definition];
-        while let Some(v) = stack.pop() {
-            nodes += 1;
-            match v {
-                Value::String(s) => text += s.len() as u64,
-                Value::Array(items) => stack.extend(items),
-                Value::Object(map) => {
-                    for (k, item) in map {
-                        text += k.len() as u64;
-                        stack.push(item);
-                    }
-                }
-                Value::Null | Value::Bool(_) | Value::Number(_) => {}
-            }
-        }
+    /// What keeping `tool` under this tenant and name weighs: the tool's heap estimate and
+    /// the entry's own.
+    pub fn weight(tenant: &str, name: &str, tool: &Tool) -> u64 {
         let key = (tenant.len() + name.len()) as u64;
-        text.saturating_mul(TEXT_FACTOR)
-            .saturating_add(nodes.saturating_mul(NODE_BYTES))
+        tool.heap_bytes()
             .saturating_add(key)
             .saturating_add(ENTRY_OVERHEAD)
     }
@@ -100,10 +69,10 @@ impl ToolCache {
             .map(|c| c.tool)
     }
 
-    /// Keeps a compiled version, weighed by its definition. A tool estimated larger than the
+    /// Keeps a compiled version, weighed by what it holds. A tool estimated larger than the
     /// whole bound is not kept (it is compiled on each use).
-    pub fn put(&self, tenant: &str, name: &str, version: i64, definition: &Value, tool: Arc<Tool>) {
-        let estimate = Self::estimate(tenant, name, definition);
+    pub fn put(&self, tenant: &str, name: &str, version: i64, tool: Arc<Tool>) {
+        let estimate = Self::weight(tenant, name, &tool);
         if estimate > self.max_bytes {
             return;
         }
@@ -112,6 +81,11 @@ impl ToolCache {
             (tenant.to_owned(), name.to_owned(), version),
             Cached { tool, weight },
         );
+        // moka evicts in its maintenance, which otherwise runs only now and then: versions
+        // compiled in a row stayed held past the bound (seven of ~11 MB under a 32 MiB bound,
+        // and 4× the bound in RSS for a server compiling versions one after another). A put
+        // follows a compile, so the cost is nothing beside it.
+        self.tools.run_pending_tasks();
     }
 
     /// The configured bound, in estimated bytes.
@@ -135,5 +109,66 @@ impl ToolCache {
 impl Default for ToolCache {
     fn default() -> Self {
         ToolCache::new(Self::DEFAULT_MAX_BYTES)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::{Map, Value, json};
+    use switchboard_core::Limits;
+
+    use super::*;
+
+    /// A version of a tool whose body has `holes` templates the engine compiles.
+    fn engine_heavy(version: usize, holes: usize) -> Arc<Tool> {
+        let body: Map<String, Value> = (0..holes)
+            .map(|i| {
+                (
+                    format!("f{i}"),
+                    json!(format!(
+                        "{{{{ params.text | replace('a', 'v{version}-{i}') }}}}"
+                    )),
+                )
+            })
+            .collect();
+        let def = json!({"name": "big", "description": "d",
+            "parameters": [{"name": "text", "type": "string"}],
+            "actions": [{"type": "api_call", "url": "https://example.com/x", "body": body}]});
+        Arc::new(Tool::parse(&def, &Limits::default()).unwrap())
+    }
+
+    /// Versions whose definitions are small but whose compiled templates are not are weighed
+    /// by what they hold: the cache keeps as many as fit in its bound, not one per definition
+    /// kilobyte, and never more than fit, even for a moment.
+    #[test]
+    fn tools_are_weighed_by_what_they_hold_compiled() {
+        let bound = 32 * 1024 * 1024;
+        let cache = ToolCache::new(bound);
+        let mut weights = Vec::new();
+        for v in 1..=12 {
+            let tool = engine_heavy(v, 900);
+            weights.push(ToolCache::weight("acme", "big", &tool));
+            cache.put("acme", "big", v as i64, tool);
+            // Counted entry by entry, as held this moment (not after pending evictions).
+            let held: u64 = cache.tools.iter().map(|(_, c)| u64::from(c.weight)).sum();
+            assert!(held <= bound, "{held} bytes held: {cache:?}");
+            assert!(cache.weighted_bytes() <= bound, "{cache:?}");
+        }
+        let (least, most) = (
+            *weights.iter().min().unwrap(),
+            *weights.iter().max().unwrap(),
+        );
+        assert!(cache.entries() <= bound / least, "{cache:?}, each {least}");
+        assert!(cache.entries() >= 1, "{cache:?}");
+        // What the kept versions hold at the least (their compiled expressions alone, as
+        // measured in core's `compiled_size` test) is within the bound.
+        let floor = 900 * switchboard_core::compiled_size::ENGINE_EXPR_BYTES;
+        assert!(cache.entries() * floor <= bound, "{cache:?}");
+        let held = cache.weighted_bytes();
+        assert!(
+            (cache.entries() * least..=cache.entries() * most).contains(&held),
+            "{cache:?}"
+        );
     }
 }

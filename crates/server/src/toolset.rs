@@ -34,7 +34,7 @@ pub fn compile(state: &AppState, tenant: &str, v: &ToolVersion) -> ApiResult<Arc
     let tool = Arc::new(tool);
     state
         .tools
-        .put(tenant, &v.name, v.version, &v.definition, Arc::clone(&tool));
+        .put(tenant, &v.name, v.version, Arc::clone(&tool));
     Ok(tool)
 }
 

@@ -229,6 +229,10 @@ pub(crate) struct ParseCx<'s> {
     next_id: u32,
     /// Whether the action being parsed reads a context scope.
     reads_context: bool,
+    /// Template holes and expressions so far: compiled, or counted past `max_template_holes`.
+    holes: usize,
+    /// Of those compiled, the ones the template engine compiled.
+    engine_exprs: usize,
 }
 
 /// Scopes backed by the call's context (as opposed to params, config, response, …).
@@ -243,6 +247,8 @@ impl<'s> ParseCx<'s> {
             blocks: vec![Vec::new(), Vec::new(), Vec::new()],
             next_id: 0,
             reads_context: false,
+            holes: 0,
+            engine_exprs: 0,
         }
     }
 
@@ -259,6 +265,35 @@ impl<'s> ParseCx<'s> {
 
     pub(crate) fn action_count(&self) -> usize {
         self.next_id as usize
+    }
+
+    /// Template holes and expressions in the tool (see `max_template_holes`).
+    pub(crate) fn template_holes(&self) -> usize {
+        self.holes
+    }
+
+    /// Compiled expressions the template engine holds.
+    pub(crate) fn engine_expressions(&self) -> usize {
+        self.engine_exprs
+    }
+
+    /// Whether `n` more holes fit within `max_template_holes`. Past it they are counted, not
+    /// compiled: the tool is refused whatever they hold, and compiling is what the limit bounds.
+    fn admit(&mut self, n: usize) -> bool {
+        if self.holes.saturating_add(n) > self.limits.max_template_holes {
+            self.holes = self.holes.saturating_add(n);
+            return false;
+        }
+        true
+    }
+
+    /// Counts a compiled expression and checks the names it reads.
+    fn compiled(&mut self, e: &Expr, ptr: &str, extra: &[&str]) {
+        self.holes = self.holes.saturating_add(1);
+        if e.uses_engine() {
+            self.engine_exprs = self.engine_exprs.saturating_add(1);
+        }
+        self.check_vars(e, ptr, extra);
     }
 
     pub(crate) fn finish(self) -> Vec<Vec<Action>> {
@@ -411,10 +446,13 @@ impl<'s> ParseCx<'s> {
     }
 
     pub(crate) fn compile_template(&mut self, src: &str, ptr: &str) -> Option<StrTemplate> {
+        if !self.admit(crate::template::hole_count(src)) {
+            return None;
+        }
         match StrTemplate::compile(src) {
             Ok(t) => {
                 for e in t.exprs() {
-                    self.check_vars(e, ptr, &[]);
+                    self.compiled(e, ptr, &[]);
                 }
                 Some(t)
             }
@@ -427,22 +465,28 @@ impl<'s> ParseCx<'s> {
 
     /// A JSON value with templates in its strings.
     pub(crate) fn value_template(&mut self, v: &Value, ptr: &str) -> ValueTemplate {
+        if !self.admit(crate::template::value_hole_count(v)) {
+            return ValueTemplate::Literal(v.clone());
+        }
         let mut errors = Vec::new();
         let t = ValueTemplate::compile(v, &mut |at, e| errors.push((format!("{ptr}{at}"), e)));
         for (at, e) in errors {
             self.sink.push(&at, e.message, e.fix);
         }
         for e in t.exprs() {
-            self.check_vars(e, ptr, &[]);
+            self.compiled(e, ptr, &[]);
         }
         t
     }
 
     /// An expression written bare or as one `{{ }}`; `extra` names scopes it may also read.
     pub(crate) fn expr(&mut self, src: &str, ptr: &str, extra: &[&str]) -> Option<Expr> {
+        if !self.admit(1) {
+            return None;
+        }
         match Expr::compile_condition(src) {
             Ok(e) => {
-                self.check_vars(&e, ptr, extra);
+                self.compiled(&e, ptr, extra);
                 Some(e)
             }
             Err(e) => {

@@ -9,6 +9,7 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchboard_core::Tool;
+use switchboard_runtime::redact::Redactor;
 use switchboard_runtime::replay::{ReplaySummary, ReplayedInvocation, replay};
 use switchboard_store::CallRecord;
 use utoipa::ToSchema;
@@ -99,6 +100,14 @@ pub(crate) async fn report(
     })
     .await
     .map_err(|e| ApiError::internal(format!("the replay stopped unexpectedly: {e}")))?;
+    // Records are redacted when kept; a record kept before a secret (or one of its encoded
+    // forms) was known is redacted here with the tenant's secrets as they are now.
+    let (config, _) = crate::toolset::call_config(state, tenant).await?;
+    let redactor = Redactor::for_call(&config, &Value::Null);
+    let invocations: Vec<ReplayedInvocation> = invocations
+        .into_iter()
+        .map(|i| i.redacted(&redactor))
+        .collect();
     Ok(ReplayReport {
         tool: name,
         version,

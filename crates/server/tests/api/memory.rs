@@ -78,7 +78,7 @@ fn recorder() -> PrometheusHandle {
 // --- The compiled-tool cache is bounded by bytes, least recently used evicted first.
 
 async fn tool_cache_is_bounded(app: std::sync::Arc<TestApp>) {
-    // Each version's definition is ~20 KB, estimated ~170 KB compiled: a 1 MiB cache holds 6.
+    // Each version's definition is ~20 KB, estimated ~140 KB compiled: a 1 MiB cache holds 7.
     let key = echo_tenant(&app, "acme", 20_000).await;
     let cache = &app.state.tools;
     let bound = cache.max_bytes();
@@ -151,6 +151,60 @@ async fn tool_cache_is_bounded_postgres() {
         small_cache(),
         false,
         tool_cache_is_bounded,
+    )
+    .await;
+}
+
+// --- A tool's compiled templates are bounded: each the engine compiles holds ~10 KB.
+
+async fn template_holes_are_limited_at_save(app: std::sync::Arc<TestApp>) {
+    let key = app.tenant("acme").await;
+    let body: serde_json::Map<String, Value> = (0..1500)
+        .map(|i| {
+            (
+                format!("f{i}"),
+                json!(format!("{{{{ params.text | replace('a', '{i}') }}}}")),
+            )
+        })
+        .collect();
+    let def = json!({"name": "big", "description": "A tool of many templates.",
+        "parameters": [{"name": "text", "type": "string", "required": true}],
+        "actions": [{"type": "api_call", "url": "https://example.com/x", "body": body}]});
+    let (s, err) = app.post("/v1/tools", &key, def).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{err}");
+    assert_eq!(err["error"]["code"], "invalid_tool", "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(
+            "tool `big` has 1500 template holes and expressions, over the limit of 1000 (max_template_holes)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("serve --limits"), "{text}");
+    assert_eq!(
+        app.get("/v1/tools/big", &key).await.0,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn template_holes_are_limited_at_save_sqlite() {
+    run(
+        Backend::Sqlite,
+        config(),
+        false,
+        template_holes_are_limited_at_save,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn template_holes_are_limited_at_save_postgres() {
+    run(
+        Backend::Postgres,
+        config(),
+        false,
+        template_holes_are_limited_at_save,
     )
     .await;
 }
