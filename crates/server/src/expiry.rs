@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use switchboard_store::Door;
 
@@ -94,13 +94,9 @@ async fn end_idle_here(state: &AppState, timeout: Duration) {
 /// Takes over and ends the HTTP-door calls of dead nodes on which nothing was recorded for
 /// `timeout`.
 async fn end_idle_orphans(state: &AppState, timeout: Duration) {
-    let Some(since) = SystemTime::now().checked_sub(timeout) else {
-        return;
-    };
-    let since = humantime::format_rfc3339_millis(since).to_string();
     let found = match state
         .store
-        .idle_orphaned_calls(Door::Http, &since, BATCH)
+        .idle_orphaned_calls(Door::Http, timeout, BATCH)
         .await
     {
         Ok(found) => found,

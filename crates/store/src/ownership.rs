@@ -306,28 +306,31 @@ impl Store {
 
 impl Store {
     /// Live calls of `door` whose owner is dead (or that have none) and on which nothing
-    /// happened since `idle_since` (an RFC 3339 time: the call started before it and no
-    /// invocation of it was recorded at or after it), at most `limit`, in the order of tenant
-    /// and call id: what a node's idle expiry ends after taking them over. Times are the
-    /// nodes' (the calls' and records' `created_at`), written in one fixed-width form, so
-    /// their text orders as the times do.
+    /// happened for `idle` (the call started before and no invocation of it was recorded
+    /// since), at most `limit`, in the order of tenant and call id: what a node's idle expiry
+    /// ends after taking them over. How long ago is the database's clock's word: records are
+    /// stamped by it (a call's start by the node that started it, within its clock's skew).
     pub async fn idle_orphaned_calls(
         &self,
         door: Door,
-        idle_since: &str,
+        idle: Duration,
         limit: u32,
     ) -> Result<Vec<(String, String)>, StoreError> {
         let rows = with_pool!(self, |pool| {
+            let (now, started, recorded) = (
+                now_ms(pool.kind()),
+                stamp_ms(pool.kind(), "c.created_at"),
+                stamp_ms(pool.kind(), "i.created_at"),
+            );
             sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "SELECT c.tenant_id, c.id FROM calls c LEFT JOIN nodes n ON n.id = c.owner_node \
-                 WHERE c.status = 'active' AND c.door = $1 AND (n.id IS NULL OR n.expires_at <= {}) \
-                 AND c.created_at < $2 AND NOT EXISTS (SELECT 1 FROM call_invocations i \
-                 WHERE i.tenant_id = c.tenant_id AND i.call_id = c.id AND i.created_at >= $2) \
-                 ORDER BY c.tenant_id, c.id LIMIT $3",
-                now_ms(pool.kind())
+                 WHERE c.status = 'active' AND c.door = $1 AND (n.id IS NULL OR n.expires_at <= {now}) \
+                 AND {started} < {now} - $2 AND NOT EXISTS (SELECT 1 FROM call_invocations i \
+                 WHERE i.tenant_id = c.tenant_id AND i.call_id = c.id AND {recorded} >= {now} - $2) \
+                 ORDER BY c.tenant_id, c.id LIMIT $3"
             )))
             .bind(door.as_str())
-            .bind(idle_since)
+            .bind(lease_ms(idle))
             .bind(i64::from(limit))
             .fetch_all(pool)
             .await?

@@ -144,6 +144,8 @@ struct Seen {
     late: u64,
     /// Writes answered with an error and asked for again under a new function call id.
     retried: u64,
+    /// How long each function call's caller waited for its answer, sent again and again.
+    waits: Vec<Duration>,
 }
 
 /// Sends `body` to a random node until it is answered, as a client does; counts each request
@@ -250,7 +252,10 @@ async fn traffic(
                     let body =
                         json!({"function_call_id": fc, "name": tool, "arguments": {"item": item}});
                     seen.sent += 1;
-                    match invoke(&client, &bases, &key, &call, &body, &late).await {
+                    let asked = Instant::now();
+                    let answer = invoke(&client, &bases, &key, &call, &body, &late).await;
+                    seen.waits.push(asked.elapsed());
+                    match answer {
                         Some(a) => {
                             let again = attempt == 0 && not_done(&a);
                             seen.answers
@@ -295,6 +300,20 @@ async fn settle(
         .build()
         .unwrap();
     let (mut errors, mut unknown, mut retried) = (0, 0, 0);
+    let mut waits: Vec<Duration> = calls.iter().flat_map(|(_, s)| s.waits.clone()).collect();
+    waits.sort();
+    let at = |q: f64| {
+        waits
+            .get(((waits.len() as f64 * q) as usize).min(waits.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    eprintln!(
+        "what callers waited for an answer, sending again after a 503: p50 {:?}, p99 {:?}, longest {:?}",
+        at(0.5),
+        at(0.99),
+        waits.last().copied().unwrap_or_default()
+    );
     for (call, seen) in calls {
         totals.invocations += seen.sent;
         totals.answers_lost += seen.lost;
