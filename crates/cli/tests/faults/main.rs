@@ -124,14 +124,16 @@ fn tools(upstream: &str) -> Vec<Value> {
 
 /// Makes tenant `acme` on `node` with the suite's tools on a default agent; returns its key.
 async fn tenant(node: &Serve, admin: &str, upstream: &str) -> String {
+    tenant_with(node, admin, tools(upstream)).await
+}
+
+/// [`tenant`] with `tools`.
+async fn tenant_with(node: &Serve, admin: &str, tools: Vec<Value>) -> String {
     let key = node.tenant(admin, "acme").await;
-    for t in tools(upstream) {
+    let entries: Vec<Value> = tools.iter().map(|t| json!({"tool": t["name"]})).collect();
+    for t in tools {
         node.post("/v1/tools", &key, t).await;
     }
-    let entries: Vec<Value> = tools(upstream)
-        .iter()
-        .map(|t| json!({"tool": t["name"]}))
-        .collect();
     node.put(
         "/v1/agents/assistant",
         &key,

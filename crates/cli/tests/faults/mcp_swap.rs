@@ -83,15 +83,19 @@ async fn swapper(
                     match tokio::time::timeout(Duration::from_millis(150), rx).await {
                         Ok(Ok(swapped)) => json_answer(swapped),
                         // Alone: answered right, unless another took it meanwhile.
-                        _ => match waiting.lock().unwrap().take() {
-                            Some((own, own_said, _)) if own == id => {
-                                json_answer(result(&id, own_said))
+                        _ => {
+                            let mut waiting = waiting.lock().unwrap();
+                            match waiting.take() {
+                                Some((own, own_said, _)) if own == id => {
+                                    json_answer(result(&id, own_said))
+                                }
+                                // Another's, which took ours meanwhile: left for the next.
+                                other => {
+                                    *waiting = other;
+                                    json_answer(result(&id, said))
+                                }
                             }
-                            other => {
-                                *waiting.lock().unwrap() = other;
-                                json_answer(result(&id, said))
-                            }
-                        },
+                        }
                     }
                 }
             }

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::support::proxy::{Net, Proxy};
 use crate::support::{Serve, TempDir, with_postgres_within};
 use crate::upstream::Upstream;
-use crate::{Kills, SERIAL, Totals, retry_after, until_ok};
+use crate::{Kills, SERIAL, Totals, retry_after, tenant_with, until_ok};
 
 /// The tools' deadline in these scenarios, in seconds.
 const TIMEOUT_S: u64 = 5;
@@ -59,24 +59,6 @@ fn tools(upstream: &str) -> Vec<Value> {
                ],
                "on_success": [{"type": "respond", "message": "Ordered {{params.item}}."}]}),
     ]
-}
-
-async fn tenant(node: &Serve, admin: &str, upstream: &str) -> String {
-    let key = node.tenant(admin, "acme").await;
-    for t in tools(upstream) {
-        node.post("/v1/tools", &key, t).await;
-    }
-    let entries: Vec<Value> = tools(upstream)
-        .iter()
-        .map(|t| json!({"tool": t["name"]}))
-        .collect();
-    node.put(
-        "/v1/agents/assistant",
-        &key,
-        json!({"instructions": "Help.", "default": true, "tools": entries}),
-    )
-    .await;
-    key
 }
 
 /// Two nodes on `database`, each reaching PostgreSQL through a proxy of its own, and each
@@ -419,7 +401,7 @@ async fn scenario(
     upstream.set_delay(Duration::from_millis(800));
     let pair = Pair::start(database, dir.path(), lease_ms).await;
     let admin = pair.nodes[0].admin_key();
-    let key = tenant(&pair.nodes[0], &admin, &upstream.url).await;
+    let key = tenant_with(&pair.nodes[0], &admin, tools(&upstream.url)).await;
     let bases = pair.bases();
     let stop = Arc::new(AtomicBool::new(false));
     let running = tokio::spawn(traffic(bases.clone(), key.clone(), 6, Arc::clone(&stop)));
