@@ -50,6 +50,11 @@ pub struct ServerConfig {
     pub memory: switchboard_store::MemoryLimits,
     /// Emails each tenant may send per minute, counted in the database across all nodes.
     pub emails_per_tenant_per_minute: u32,
+    /// The API listener's cap on open connections and its deadlines for slow and idle ones.
+    pub connections: crate::listener::ConnectionLimits,
+    /// Connections the metrics listener (`--metrics-listen`) takes at once; its deadlines are
+    /// the API listener's.
+    pub metrics_max_connections: usize,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -78,6 +83,8 @@ impl Default for ServerConfig {
             google: None,
             memory: switchboard_store::MemoryLimits::default(),
             emails_per_tenant_per_minute: EMAILS_PER_TENANT_PER_MINUTE,
+            connections: crate::listener::ConnectionLimits::default(),
+            metrics_max_connections: crate::listener::ConnectionLimits::METRICS_CONNECTIONS,
         }
     }
 }
