@@ -127,6 +127,29 @@ pub struct ServeArgs {
     /// Most MCP sessions one tenant may have open on this node; a new one beyond it gets 429.
     #[arg(long, env = "SWITCHBOARD_MCP_MAX_SESSIONS", default_value_t = McpSettings::default().max_sessions_per_tenant)]
     mcp_max_sessions: usize,
+    /// Milliseconds an MCP session lives without a message from its client; then it closes,
+    /// with its streams and the call it started.
+    #[arg(long, env = "SWITCHBOARD_MCP_SESSION_IDLE_MS",
+          default_value_t = millis(McpSettings::default().session_idle),
+          value_parser = clap::value_parser!(u64).range(1_000..=86_400_000))]
+    mcp_session_idle_ms: u64,
+    /// Milliseconds one of the MCP door's event streams stays open before it ends (a client
+    /// opens another); keep it above the longest tool timeout (300 s at most).
+    #[arg(long, env = "SWITCHBOARD_MCP_MAX_STREAM_MS",
+          default_value_t = millis(McpSettings::default().max_stream),
+          value_parser = clap::value_parser!(u64).range(1_000..=86_400_000))]
+    mcp_max_stream_ms: u64,
+    /// Milliseconds a session to a tenant's MCP server stays open with no request through it.
+    #[arg(long, env = "SWITCHBOARD_MCP_CLIENT_IDLE_MS",
+          default_value_t = millis(McpSettings::default().pool_session_idle),
+          value_parser = clap::value_parser!(u64).range(1_000..=86_400_000))]
+    mcp_client_idle_ms: u64,
+    /// Milliseconds after which a session to a tenant's MCP server is retired (the next
+    /// request opens another).
+    #[arg(long, env = "SWITCHBOARD_MCP_CLIENT_MAX_AGE_MS",
+          default_value_t = millis(McpSettings::default().pool_session_max_age),
+          value_parser = clap::value_parser!(u64).range(1_000..=604_800_000))]
+    mcp_client_max_age_ms: u64,
     /// Log format: `json` (one event per line) or `text`.
     #[arg(long, env = "SWITCHBOARD_LOG_FORMAT", default_value = "json")]
     log_format: String,
@@ -338,6 +361,10 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
             stateless: args.mcp_stateless,
             allow_stdio: args.allow_mcp_stdio,
             max_sessions_per_tenant: args.mcp_max_sessions,
+            session_idle: std::time::Duration::from_millis(args.mcp_session_idle_ms),
+            max_stream: std::time::Duration::from_millis(args.mcp_max_stream_ms),
+            pool_session_idle: std::time::Duration::from_millis(args.mcp_client_idle_ms),
+            pool_session_max_age: std::time::Duration::from_millis(args.mcp_client_max_age_ms),
         },
         openai: switchboard_realtime::Endpoints::from_api_base(&args.openai_api_base),
         tool_cache_bytes: args.tool_cache_bytes,

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod eras;
+mod pool;
 mod python;
 mod sessions;
 #[allow(dead_code)]
