@@ -1,5 +1,6 @@
 //! `switchboard serve` as real processes: killed with SIGKILL mid-call and restarted on the same
-//! database; two nodes on one PostgreSQL database serving one tenant and one call.
+//! database; two nodes on one PostgreSQL database serving one tenant and one call; a node under a
+//! low open-files limit flooded by slow clients.
 //!
 //! Every process is killed when its guard drops (also when a test fails); every PostgreSQL
 //! database is made for its test and dropped after it, pass or fail.
