@@ -375,3 +375,88 @@ async fn a_slow_request_in_flight_outlives_every_connection_timeout() {
     assert_eq!(answer["ok"], true, "{answer}");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn shutdown_finishes_the_requests_in_flight_and_is_not_held_up_by_slow_clients() {
+    let mut app = app_with(limits()).await;
+    let upstream = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("GET"))
+        .respond_with(
+            wiremock::ResponseTemplate::new(200)
+                .set_body_json(json!({"found": true}))
+                .set_delay(Duration::from_millis(1000)),
+        )
+        .mount(&upstream)
+        .await;
+    let key = app.tenant("acme").await;
+    let tool = json!({
+        "name": "slow_lookup",
+        "description": "Look something up in a slow system",
+        "parameters": [],
+        "actions": [{"type": "api_call", "method": "GET", "url": format!("{}/slow", upstream.uri()),
+                     "retry_count": 0}],
+        "on_success": [{"type": "respond", "message": "Found it."}]
+    });
+    assert_eq!(
+        app.post("/v1/tools", &key, tool).await.0,
+        StatusCode::CREATED
+    );
+    let agent =
+        json!({"instructions": "Help.", "default": true, "tools": [{"tool": "slow_lookup"}]});
+    assert_eq!(
+        app.put("/v1/agents/front", &key, agent).await.0,
+        StatusCode::OK
+    );
+    assert!(
+        app.post("/v1/calls", &key, json!({"call_id": "c1"}))
+            .await
+            .0
+            .is_success()
+    );
+    // A client that sent half a request head, and one that sent nothing.
+    let mut slow = connect(&app).await;
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let mut quiet = connect(&app).await;
+    let in_flight = tokio::spawn({
+        let (client, url, key) = (
+            app.client.clone(),
+            format!("{}/v1/calls/c1/invocations", app.base),
+            key.clone(),
+        );
+        async move {
+            let body = json!({"function_call_id": "f1", "name": "slow_lookup", "arguments": {}});
+            let answer = client
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (answer.status(), answer.json::<Value>().await.unwrap())
+        }
+    });
+    while upstream
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .is_empty()
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::timeout(Duration::from_secs(10), app.stop_server())
+        .await
+        .expect("shutdown is not held up by clients that send nothing");
+    let (status, answer) = in_flight.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["result"]["ok"], true, "{answer}");
+    for stream in [&mut slow, &mut quiet] {
+        assert!(
+            closed_within(stream, Duration::from_secs(1))
+                .await
+                .is_some()
+        );
+    }
+    app.stop().await;
+}
