@@ -1,7 +1,9 @@
 //! The open-files limit of a serving node. Each live phone call holds a descriptor (its
 //! WebSocket to OpenAI), so the soft limit many systems start with, 1,024, stops a node at a
 //! few hundred calls with `Too many open files`. `serve` raises the soft limit to the hard one
-//! at start and says so when even that is short.
+//! at start and says so when even that is short. The API listener's connections take at most a
+//! quarter of the limit by default (`ConnectionLimits::for_open_files`), so clients holding
+//! connections open cannot take the descriptors the calls need.
 
 /// Descriptors per live phone call: its WebSocket (measured: 10,000 calls held 10,058 in the
 /// server and 10,029 in the bench that played OpenAI).
@@ -21,6 +23,13 @@ pub fn raise() -> Option<String> {
             "cannot read or raise the open-files limit ({e}); each phone call needs a descriptor"
         )),
     }
+}
+
+/// The soft open-files limit now (after [`raise`]); `None` when it cannot be read.
+pub fn current() -> Option<u64> {
+    rlimit::getrlimit(rlimit::Resource::NOFILE)
+        .ok()
+        .map(|(soft, _)| soft)
 }
 
 /// For `bench calls`: raises this process's soft limit (a server the bench starts inherits

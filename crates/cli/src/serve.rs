@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use secrecy::ExposeSecret;
 use switchboard_runtime::Effects;
 use switchboard_runtime::http::{HttpConfig, HttpEffects};
+use switchboard_server::listener::ConnectionLimits;
 use switchboard_server::mcp::McpSettings;
 use switchboard_server::{AppState, ServerConfig};
 use switchboard_store::{MasterKey, Store};
@@ -66,6 +67,42 @@ pub struct ServeArgs {
     /// interface); on `--listen`, `/metrics` needs the admin key.
     #[arg(long, env = "SWITCHBOARD_METRICS_LISTEN")]
     metrics_listen: Option<SocketAddr>,
+    /// Connections `--listen` keeps open at once. Past it the connection idle the longest is
+    /// closed to make room; when every one has a request in flight, a new one is answered `503`.
+    /// Default: a quarter of the open-files limit (16 to 10,000), leaving the rest to the
+    /// database, upstreams and phone calls.
+    #[arg(long, env = "SWITCHBOARD_MAX_CONNECTIONS",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_connections: Option<u64>,
+    /// Connections `--metrics-listen` keeps open at once.
+    #[arg(long, env = "SWITCHBOARD_METRICS_MAX_CONNECTIONS",
+          default_value_t = ConnectionLimits::METRICS_CONNECTIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    metrics_max_connections: u64,
+    /// Milliseconds a client has to send a request's line and headers, from the connection's
+    /// accept or from the first byte of a later request; a slower one is closed.
+    #[arg(long, env = "SWITCHBOARD_HEADER_READ_TIMEOUT_MS",
+          default_value_t = millis(ConnectionLimits::default().header_read_timeout),
+          value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
+    header_read_timeout_ms: u64,
+    /// Milliseconds a keep-alive connection with no request in flight stays open. Behind a load
+    /// balancer, keep it above the balancer's own idle timeout.
+    #[arg(long, env = "SWITCHBOARD_IDLE_TIMEOUT_MS",
+          default_value_t = millis(ConnectionLimits::default().idle_timeout),
+          value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
+    idle_timeout_ms: u64,
+    /// Milliseconds a request's body may take to arrive after its headers; a slower one is
+    /// answered `408`.
+    #[arg(long, env = "SWITCHBOARD_BODY_READ_TIMEOUT_MS",
+          default_value_t = millis(ConnectionLimits::default().body_read_timeout),
+          value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
+    body_read_timeout_ms: u64,
+    /// Milliseconds a response may wait for a client that takes none of it; then the
+    /// connection is closed.
+    #[arg(long, env = "SWITCHBOARD_SEND_TIMEOUT_MS",
+          default_value_t = millis(ConnectionLimits::default().send_timeout),
+          value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
+    send_timeout_ms: u64,
     /// Create the `acme-corp` demo tenant (if missing) and print a key and curl commands.
     #[arg(long)]
     demo: bool,
@@ -90,6 +127,29 @@ pub struct ServeArgs {
     /// Most MCP sessions one tenant may have open on this node; a new one beyond it gets 429.
     #[arg(long, env = "SWITCHBOARD_MCP_MAX_SESSIONS", default_value_t = McpSettings::default().max_sessions_per_tenant)]
     mcp_max_sessions: usize,
+    /// Milliseconds an MCP session lives without a message from its client; then it closes,
+    /// with its streams and the call it started.
+    #[arg(long, env = "SWITCHBOARD_MCP_SESSION_IDLE_MS",
+          default_value_t = millis(McpSettings::default().session_idle),
+          value_parser = clap::value_parser!(u64).range(1_000..=86_400_000))]
+    mcp_session_idle_ms: u64,
+    /// Milliseconds one of the MCP door's event streams stays open before it ends (a client
+    /// opens another); keep it above the longest tool timeout (300 s at most).
+    #[arg(long, env = "SWITCHBOARD_MCP_MAX_STREAM_MS",
+          default_value_t = millis(McpSettings::default().max_stream),
+          value_parser = clap::value_parser!(u64).range(1_000..=86_400_000))]
+    mcp_max_stream_ms: u64,
+    /// Milliseconds a session to a tenant's MCP server stays open with no request through it.
+    #[arg(long, env = "SWITCHBOARD_MCP_CLIENT_IDLE_MS",
+          default_value_t = millis(McpSettings::default().pool_session_idle),
+          value_parser = clap::value_parser!(u64).range(1_000..=86_400_000))]
+    mcp_client_idle_ms: u64,
+    /// Milliseconds after which a session to a tenant's MCP server is retired (the next
+    /// request opens another).
+    #[arg(long, env = "SWITCHBOARD_MCP_CLIENT_MAX_AGE_MS",
+          default_value_t = millis(McpSettings::default().pool_session_max_age),
+          value_parser = clap::value_parser!(u64).range(1_000..=604_800_000))]
+    mcp_client_max_age_ms: u64,
     /// Log format: `json` (one event per line) or `text`.
     #[arg(long, env = "SWITCHBOARD_LOG_FORMAT", default_value = "json")]
     log_format: String,
@@ -272,6 +332,10 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
             "switchboard listening on http://{addr} (database {})",
             redact_url(&args.db.database)
         );
+        let limits = state.config.connections;
+        tracing::info!(name: "listener_limits", max_connections = limits.max_connections,
+            header_read_timeout_ms = millis(limits.header_read_timeout),
+            idle_timeout_ms = millis(limits.idle_timeout), "listener_limits");
         let served = switchboard_server::serve(listener, state, shutdown_signal()).await;
         if let Some(m) = metrics_server {
             m.abort();
@@ -312,6 +376,10 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
             stateless: args.mcp_stateless,
             allow_stdio: args.allow_mcp_stdio,
             max_sessions_per_tenant: args.mcp_max_sessions,
+            session_idle: std::time::Duration::from_millis(args.mcp_session_idle_ms),
+            max_stream: std::time::Duration::from_millis(args.mcp_max_stream_ms),
+            pool_session_idle: std::time::Duration::from_millis(args.mcp_client_idle_ms),
+            pool_session_max_age: std::time::Duration::from_millis(args.mcp_client_max_age_ms),
         },
         openai: switchboard_realtime::Endpoints::from_api_base(&args.openai_api_base),
         tool_cache_bytes: args.tool_cache_bytes,
@@ -332,6 +400,9 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
         call_idle_timeout: (args.call_idle_timeout_s > 0)
             .then(|| std::time::Duration::from_secs(args.call_idle_timeout_s)),
         advertise_url: args.advertise_url.clone(),
+        connections: connection_limits(args),
+        metrics_max_connections: usize::try_from(args.metrics_max_connections)
+            .unwrap_or(usize::MAX),
         google: args.google.settings(args.listen)?,
         memory: switchboard_store::MemoryLimits {
             max_observations_per_caller: args.memory_max_observations_per_caller,
@@ -340,6 +411,30 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
         },
         ..ServerConfig::default()
     })
+}
+
+/// The listener's bounds: the flags, and a cap on connections made from the open-files limit
+/// unless one is given (`serve` has raised the limit by then).
+fn connection_limits(args: &ServeArgs) -> ConnectionLimits {
+    let max_connections = match args.max_connections {
+        Some(max) => usize::try_from(max).unwrap_or(usize::MAX),
+        None => crate::open_files::current().map_or(
+            ConnectionLimits::default().max_connections,
+            ConnectionLimits::for_open_files,
+        ),
+    };
+    let ms = std::time::Duration::from_millis;
+    ConnectionLimits {
+        max_connections,
+        header_read_timeout: ms(args.header_read_timeout_ms),
+        idle_timeout: ms(args.idle_timeout_ms),
+        body_read_timeout: ms(args.body_read_timeout_ms),
+        send_timeout: ms(args.send_timeout_ms),
+    }
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The database URL without its password.

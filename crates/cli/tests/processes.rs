@@ -1,5 +1,6 @@
 //! `switchboard serve` as real processes: killed with SIGKILL mid-call and restarted on the same
-//! database; two nodes on one PostgreSQL database serving one tenant and one call.
+//! database; two nodes on one PostgreSQL database serving one tenant and one call; a node under a
+//! low open-files limit flooded by slow clients.
 //!
 //! Every process is killed when its guard drops (also when a test fails); every PostgreSQL
 //! database is made for its test and dropped after it, pass or fail.
@@ -458,6 +459,82 @@ async fn serve_flags_set_the_tenant_call_cap_and_request_rate() {
         assert!(
             limited > 0,
             "40 requests at once passed a rate of 5 a second"
+        );
+    })
+    .await;
+}
+
+/// A node with 256 open files, flooded by 300 clients that each send one byte of a request
+/// head every half second and never finish it: `/healthz` answers throughout, and every slow
+/// connection is closed, the last within the header timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_cannot_take_a_nodes_descriptors() {
+    bounded(async {
+        let dir = TempDir::new();
+        let database = format!("sqlite://{}", dir.path().join("switchboard.db").display());
+        let header = Duration::from_secs(2);
+        let flags = ["--header-read-timeout-ms", "2000"].map(str::to_owned);
+        let serve =
+            Serve::start_within(&database, dir.path(), "slow", &flags, None, Some(256)).await;
+        // This process holds a socket per slow client too.
+        rlimit::increase_nofile_limit(4096).unwrap();
+        let address = format!("127.0.0.1:{}", serve.port);
+        let head = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".repeat(10);
+        let opened = Instant::now();
+        let mut slow = Vec::new();
+        for _ in 0..300 {
+            let stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+            let head = head.clone();
+            slow.push(tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let (mut reader, mut writer) = stream.into_split();
+                let mut buf = [0u8; 1024];
+                for b in head {
+                    if writer.write_all(&[b]).await.is_err() {
+                        return Some(Instant::now());
+                    }
+                    match tokio::time::timeout(Duration::from_millis(500), reader.read(&mut buf))
+                        .await
+                    {
+                        Ok(_) => return Some(Instant::now()),
+                        Err(_) => continue,
+                    }
+                }
+                None
+            }));
+        }
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        for _ in 0..5 {
+            let answer = client
+                .get(format!("{}/healthz", serve.base))
+                .send()
+                .await
+                .map(|r| r.status());
+            assert!(
+                matches!(answer, Ok(StatusCode::OK)),
+                "/healthz during the flood: {answer:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        for task in slow {
+            let closed = tokio::time::timeout(Duration::from_secs(20), task)
+                .await
+                .expect("a slow client's task ends")
+                .unwrap()
+                .expect("every slow connection is closed by the node");
+            let after = closed.duration_since(opened);
+            assert!(
+                after < header + Duration::from_secs(3),
+                "closed after {after:?}"
+            );
+        }
+        assert!(
+            serve.log().contains("max_connections=64"),
+            "{}",
+            serve.log()
         );
     })
     .await;

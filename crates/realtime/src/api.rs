@@ -61,6 +61,15 @@ pub enum Api {
 }
 
 impl Api {
+    /// The longest OpenAI keeps a call: a Realtime session lasts at most 60 minutes, a
+    /// GPT-Live SIP call at most 2 hours.
+    pub fn longest_call(self) -> std::time::Duration {
+        match self {
+            Api::Realtime => std::time::Duration::from_secs(60 * 60),
+            Api::Live => std::time::Duration::from_secs(2 * 60 * 60),
+        }
+    }
+
     /// As written in settings and logs: `realtime` or `live`.
     pub fn as_str(self) -> &'static str {
         match self {

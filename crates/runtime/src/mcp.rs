@@ -36,6 +36,7 @@ use crate::breaker::{Admission, BreakerState, Breakers, Ticket, Upstream, Verdic
 use crate::effects::McpCalls;
 
 mod answers;
+mod lifetime;
 mod scrub;
 mod transport;
 
@@ -119,6 +120,11 @@ pub struct McpClientOptions {
     /// one server fail fast for `breaker_cooldown`, then one trial at a time.
     pub breaker_failure_threshold: u32,
     pub breaker_cooldown: Duration,
+    /// A session with no request through it for this long is closed (its streams to the
+    /// server and a stdio server's process with it).
+    pub session_idle: Duration,
+    /// A session this old is retired: the next request opens a new one.
+    pub session_max_age: Duration,
 }
 
 impl Default for McpClientOptions {
@@ -130,6 +136,8 @@ impl Default for McpClientOptions {
             list_timeout: Duration::from_secs(10),
             breaker_failure_threshold: 5,
             breaker_cooldown: Duration::from_secs(30),
+            session_idle: Duration::from_secs(300),
+            session_max_age: Duration::from_secs(3600),
         }
     }
 }
@@ -183,6 +191,8 @@ struct Pooled {
     /// then.
     tools: Mutex<Option<Listed>>,
     stale: Arc<AtomicBool>,
+    /// When the session was opened and last used: it is closed when idle and retired when old.
+    lifetime: lifetime::Lifetime,
 }
 
 impl Pooled {
@@ -192,6 +202,7 @@ impl Pooled {
             session: tokio::sync::Mutex::new(None),
             tools: Mutex::new(None),
             stale: Arc::new(AtomicBool::new(false)),
+            lifetime: lifetime::Lifetime::new(),
         }
     }
 }
@@ -207,6 +218,8 @@ pub struct McpClients {
     /// Per tenant and server label: a server that cannot be reached fails fast instead of
     /// costing every call the connect timeout.
     breakers: Breakers,
+    /// Sessions opened since the pool was made.
+    opened: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for McpClients {
@@ -239,12 +252,29 @@ impl McpClients {
             http,
             pool: Mutex::new(HashMap::new()),
             breakers,
+            opened: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     /// The settings the pool runs with.
     pub fn options(&self) -> &McpClientOptions {
         &self.options
+    }
+
+    /// How many sessions the pool holds open now, and how many it has opened in all.
+    pub fn sessions(&self) -> (usize, u64) {
+        let entries: Vec<Arc<Pooled>> = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        let open = entries
+            .iter()
+            .filter(|p| p.session.try_lock().map_or(true, |s| s.is_some()))
+            .count();
+        (open, self.opened.load(Ordering::Relaxed))
     }
 
     /// Drops the session and cached tools of one server (its registration changed or went).
@@ -426,15 +456,18 @@ impl McpClients {
     /// The server's open session, opening one (bounded by `budget`) when there is none.
     async fn session(
         &self,
-        pooled: &Pooled,
+        pooled: &Arc<Pooled>,
         spec: &McpServerSpec,
         budget: Duration,
     ) -> Result<Arc<Session>, ToolError> {
+        let (idle, max_age) = (self.options.session_idle, self.options.session_max_age);
         let mut slot = pooled.session.lock().await;
         if let Some(s) = slot.as_ref() {
-            if !s.is_closed() {
+            if !s.is_closed() && !pooled.lifetime.expired(idle, max_age) {
+                pooled.lifetime.used();
                 return Ok(Arc::clone(s));
             }
+            // Gone, or past its life: requests still running on it keep it until they end.
             *slot = None;
         }
         let label = &spec.label;
@@ -456,6 +489,9 @@ impl McpClients {
                 // A new session may see another tool list than the cached one.
                 pooled.stale.store(true, Ordering::Release);
                 let session = Arc::new(session);
+                self.opened.fetch_add(1, Ordering::Relaxed);
+                pooled.lifetime.opened();
+                lifetime::watch(pooled, &session, idle, max_age, label.clone());
                 listen_for_changes(&session, &pooled.stale, label);
                 *slot = Some(Arc::clone(&session));
                 Ok(session)

@@ -68,6 +68,13 @@ pub struct Query<T>(pub T);
 
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> Self {
+        if let Some(timed_out) = crate::listener::BodyReadTimedOut::find(&r) {
+            return ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                timed_out.to_string(),
+            );
+        }
         let code = if r.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
             "too_large"
         } else {

@@ -18,6 +18,9 @@
 //! - [`demo`]: the `acme-corp` demo tenant; [`prometheus`]: the metrics recorder (latency
 //!   histograms, drained between scrapes).
 //!
+//! - [`listener`]: the TCP listeners: a cap on open connections, and deadlines that close
+//!   connections which are slow to send a request, idle, or not reading their answer.
+//!
 //! [`serve`] takes its listener and its shutdown signal, so tests bind `127.0.0.1:0` and drive a
 //! real server. `/metrics` there needs the admin key; [`serve_metrics`] serves it without one on
 //! a listener of its own (`--metrics-listen`, for a private interface).
@@ -42,6 +45,7 @@ pub mod demo;
 pub mod error;
 pub mod expiry;
 pub mod extract;
+pub mod listener;
 pub mod mcp;
 pub mod ownership;
 pub mod phone;
@@ -108,9 +112,11 @@ pub async fn serve_metrics(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, metrics_app(state).into_make_service())
-        .with_graceful_shutdown(shutdown)
-        .await
+    let limits = listener::ConnectionLimits {
+        max_connections: state.config.metrics_max_connections,
+        ..state.config.connections
+    };
+    listener::serve(listener, metrics_app(state), limits, "metrics", shutdown).await
 }
 
 /// The OpenAPI 3.1 document of the API.
@@ -140,16 +146,13 @@ pub async fn serve(
     let liveness = ownership::start(&state, address).await;
     let expiry = expiry::start(&state);
     let mcp_streams = state.mcp.shutdown.clone();
-    // `into_make_service` turns the routes into services once. Served as a plain `Router`,
-    // axum copies the whole route table for every connection it accepts (a quarter of the
-    // server's CPU while 6,000 calls rang, each webhook a new connection).
-    axum::serve(listener, app.into_make_service())
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // Open MCP streams would hold the graceful shutdown up forever.
-            mcp_streams.cancel();
-        })
-        .await?;
+    let limits = state.config.connections;
+    listener::serve(listener, app, limits, "api", async move {
+        shutdown.await;
+        // Open MCP streams would hold the graceful shutdown up forever.
+        mcp_streams.cancel();
+    })
+    .await?;
     state.realtime.stop_all();
     let calls = state.calls.drain();
     if !calls.is_empty() {

@@ -59,6 +59,11 @@ pub struct ServerConfig {
     pub call_idle_timeout: Option<std::time::Duration>,
     /// Bounds on the console's live call timelines (per session, per tenant on each node).
     pub console: crate::console::ConsoleLimits,
+    /// The API listener's cap on open connections and its deadlines for slow and idle ones.
+    pub connections: crate::listener::ConnectionLimits,
+    /// Connections the metrics listener (`--metrics-listen`) takes at once; its deadlines are
+    /// the API listener's.
+    pub metrics_max_connections: usize,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -90,6 +95,8 @@ impl Default for ServerConfig {
             outbox: switchboard_runtime::outbox::OutboxLimits::default(),
             call_idle_timeout: Some(CALL_IDLE_TIMEOUT),
             console: crate::console::ConsoleLimits::default(),
+            connections: crate::listener::ConnectionLimits::default(),
+            metrics_max_connections: crate::listener::ConnectionLimits::METRICS_CONNECTIONS,
         }
     }
 }

@@ -78,6 +78,19 @@ impl Serve {
         extra: &[String],
         port: Option<u16>,
     ) -> Serve {
+        Serve::start_within(database, dir, name, extra, port, None).await
+    }
+
+    /// [`Serve::start_with`] under an open-files limit of `open_files` (set by the shell that
+    /// starts it, as `ulimit -n` would), when given.
+    pub async fn start_within(
+        database: &str,
+        dir: &Path,
+        name: &str,
+        extra: &[String],
+        port: Option<u16>,
+        open_files: Option<u64>,
+    ) -> Serve {
         let mut last_log = String::new();
         for attempt in 0..5 {
             let port = port.unwrap_or_else(|| {
@@ -88,7 +101,17 @@ impl Serve {
                     .port()
             });
             let log = dir.join(format!("{name}-{attempt}-{}.log", random(6)));
-            let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            let mut command = match open_files {
+                Some(limit) => {
+                    let mut sh = Command::new("sh");
+                    sh.arg("-c")
+                        .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                        .arg(env!("CARGO_BIN_EXE_switchboard"));
+                    sh
+                }
+                None => Command::new(env!("CARGO_BIN_EXE_switchboard")),
+            };
+            let child = command
                 .args(["serve", "--database", database, "--listen"])
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("--key-file")

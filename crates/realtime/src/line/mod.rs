@@ -20,6 +20,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
 use crate::api::{Api, CallsApi};
 
+use socket::{Beat, Liveness};
 pub(crate) use socket::{Outbox, Socket, log_by_api};
 
 /// What reaches a call's driver besides socket traffic.
@@ -97,6 +98,14 @@ pub struct DriverOptions {
     /// transfer or hang-up it carried out ([`Line::owed`]), so their records say what
     /// happened.
     pub answers_wait: Duration,
+    /// How often the socket is pinged: a quiet call's socket carries nothing else.
+    pub ping_every: Duration,
+    /// A socket from which nothing (no event, no pong) has come for this long is taken for
+    /// dead, dropped and attached again (a call OpenAI no longer has then ends).
+    pub silent_for: Duration,
+    /// The longest this node serves a call: past it the call is hung up. `None`: the API's
+    /// own bound ([`Api::longest_call`]) and five minutes more, as OpenAI ends a call first.
+    pub longest_call: Option<Duration>,
 }
 
 impl Default for DriverOptions {
@@ -107,6 +116,9 @@ impl Default for DriverOptions {
             live_turn_budget: 30 * 1024,
             continue_within: Duration::from_secs(30),
             answers_wait: Duration::from_secs(10),
+            ping_every: Duration::from_secs(20),
+            silent_for: Duration::from_secs(60),
+            longest_call: None,
         }
     }
 }
@@ -222,6 +234,16 @@ impl Line {
         result
     }
 
+    /// When this node stops serving the call, whatever happens on it.
+    fn ends_at(&self) -> Instant {
+        let margin = Duration::from_secs(5 * 60);
+        let longest = self
+            .options
+            .longest_call
+            .unwrap_or_else(|| self.api.longest_call() + margin);
+        Instant::now() + longest
+    }
+
     /// How the call ended when OpenAI ended it: by the transfer, if there was one.
     pub(crate) fn ended_by_peer(&self) -> CallEnd {
         if self.transferred {
@@ -293,17 +315,35 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
     let Some(mut socket) = Box::pin(driver.line().attach()).await else {
         return Box::pin(ended(&mut driver, CallEnd::Gone)).await;
     };
+    let options = &driver.line().options;
+    let mut liveness = Liveness::new(options.ping_every, options.silent_for);
+    let ends_at = driver.line().ends_at();
     driver.on_attached();
     // What a taken-over call owes goes at once: the model may be waiting for nothing else.
     let _ = driver.line_mut().outbox.flush(&mut socket).await;
     loop {
         let hangup_at = driver.hangup_at();
         let step = tokio::select! {
-            frame = socket.next() => match frame {
-                Some(Ok(Message::Text(text))) => driver.on_text(text.as_str()),
-                Some(Ok(Message::Close(frame))) => driver.on_close(frame),
-                None | Some(Err(_)) => Step::Dropped,
-                Some(Ok(_)) => Step::Go,
+            frame = socket.next() => {
+                liveness.heard();
+                match frame {
+                    Some(Ok(Message::Text(text))) => driver.on_text(text.as_str()),
+                    Some(Ok(Message::Close(frame))) => driver.on_close(frame),
+                    None | Some(Err(_)) => Step::Dropped,
+                    Some(Ok(_)) => Step::Go,
+                }
+            },
+            beat = liveness.beat() => match beat {
+                Beat::Ping if socket::ping(&mut socket).await => Step::Go,
+                Beat::Ping => Step::Dropped,
+                Beat::Silent => {
+                    log_by_api!(driver.line().api, warn, "realtime_socket_silent", "live_sideband_silent");
+                    Step::Dropped
+                }
+            },
+            _ = deadline(Some(ends_at)) => {
+                log_by_api!(driver.line().api, warn, "realtime_call_too_long", "live_call_too_long");
+                Step::HangUp
             },
             msg = driver.line_mut().rx.recv() => match msg {
                 Some(m) => Box::pin(on_msg(&mut driver, m)).await,
@@ -347,6 +387,7 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
                     Some(s) => socket = s,
                     None => return Box::pin(ended(&mut driver, CallEnd::Gone)).await,
                 }
+                liveness.heard();
             }
         }
         driver.before_flush();
@@ -358,6 +399,7 @@ pub(crate) async fn run<D: LineDriver>(mut driver: D) -> CallEnd {
                 Some(s) => socket = s,
                 None => return Box::pin(ended(&mut driver, CallEnd::Gone)).await,
             }
+            liveness.heard();
             let _ = driver.line_mut().outbox.flush(&mut socket).await;
         }
     }

@@ -1,5 +1,6 @@
-//! A call's socket to OpenAI: attaching (again) with backoff, and the outbox of events not yet
-//! written, which survives a re-attach.
+//! A call's socket to OpenAI: attaching (again) with backoff, the outbox of events not yet
+//! written, which survives a re-attach, and the socket's liveness: pinged while quiet, and taken
+//! for dead when nothing comes back.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -117,4 +118,61 @@ impl Outbox {
         }
         socket.flush().await.map_err(|_| ())
     }
+}
+
+/// Whether OpenAI is still at the other end. A quiet caller makes a quiet socket, and a peer
+/// that vanished without closing it (a network partition, a dead host) looks the same; so the
+/// socket is pinged every [`DriverOptions::ping_every`], a WebSocket peer answers a ping with a
+/// pong (RFC 6455, 5.5.2), and a socket from which nothing at all has come for
+/// [`DriverOptions::silent_for`] is taken for dead.
+///
+/// [`DriverOptions::ping_every`]: super::DriverOptions::ping_every
+/// [`DriverOptions::silent_for`]: super::DriverOptions::silent_for
+#[derive(Debug)]
+pub(crate) struct Liveness {
+    heard: Instant,
+    silent_for: Duration,
+    pings: tokio::time::Interval,
+}
+
+/// What the socket's liveness asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Beat {
+    /// Send a ping.
+    Ping,
+    /// Nothing came for too long: the socket is dead.
+    Silent,
+}
+
+impl Liveness {
+    pub(crate) fn new(ping_every: Duration, silent_for: Duration) -> Self {
+        let every = ping_every.max(Duration::from_millis(10));
+        let mut pings = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        pings.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Liveness {
+            heard: Instant::now(),
+            silent_for,
+            pings,
+        }
+    }
+
+    /// A frame came from OpenAI (or a new socket was attached).
+    pub(crate) fn heard(&mut self) {
+        self.heard = Instant::now();
+    }
+
+    /// Waits for the next ping time.
+    pub(crate) async fn beat(&mut self) -> Beat {
+        self.pings.tick().await;
+        if self.heard.elapsed() >= self.silent_for {
+            Beat::Silent
+        } else {
+            Beat::Ping
+        }
+    }
+}
+
+/// Pings the socket; `false` when it cannot be written.
+pub(crate) async fn ping(socket: &mut Socket) -> bool {
+    socket.send(Message::Ping(Default::default())).await.is_ok()
 }

@@ -206,7 +206,10 @@ const MODERN_REVISION: &str = "2026-07-28";
 /// with an [`McpCaller`] in its extensions, as the session's [`Owner`] should it open one.
 pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
     match admit(&state, request).await {
-        Ok(Admitted::Here(owner, request)) => opened_by(owner, next.run(request)).await,
+        Ok(Admitted::Here(owner, request)) => crate::mcp::streams::bounded(
+            opened_by(owner, next.run(request)).await,
+            state.config.mcp.max_stream,
+        ),
         Ok(Admitted::Forwarded(response)) => response,
         Err(e) => e.into_response(),
     }

@@ -8,6 +8,8 @@
 //!   OpenAI gets for a Realtime call's MCP tool).
 //! - [`sources`]: tenants' MCP servers as tool sources: the store behind the runtime's client
 //!   pool, and the synthesized declarative tools an agent gets for `"<label>/<tool>"` entries.
+//! - [`sessions`]: the door's sessions, each bound to whoever opened it; [`streams`]: the
+//!   door's event streams, each ended after the longest a stream may last.
 //!
 //! The REST routes that register servers are in `routes::mcp_servers`.
 
@@ -22,6 +24,7 @@ pub mod call_token;
 pub mod door;
 pub mod sessions;
 pub mod sources;
+pub mod streams;
 
 /// The path of an agent's MCP endpoint (what an MCP client is pointed at).
 pub const ENDPOINT_PATH: &str = "/v1/agents/{name}/mcp";
@@ -42,6 +45,18 @@ pub struct McpSettings {
     /// Most MCP sessions one tenant may have open on this node (each holds a worker and, once
     /// it calls a tool, a call); a new one beyond it is refused with 429.
     pub max_sessions_per_tenant: usize,
+    /// How long a session lives without a message from its client: then it is closed, with
+    /// its streams and the call it started.
+    pub session_idle: Duration,
+    /// The longest one of the door's event streams stays open (a session's GET stream; a POST
+    /// answered as a stream): then it ends and a client opens another. Longer than any tool's
+    /// deadline (`max_timeout_s`), so no answer is cut.
+    pub max_stream: Duration,
+    /// A session to a tenant's MCP server with no request through it for this long is closed
+    /// (its streams to the server and a stdio server's process with it).
+    pub pool_session_idle: Duration,
+    /// A session to a tenant's MCP server this old is retired: the next request opens another.
+    pub pool_session_max_age: Duration,
 }
 
 impl Default for McpSettings {
@@ -51,6 +66,10 @@ impl Default for McpSettings {
             stateless: false,
             allow_stdio: false,
             max_sessions_per_tenant: 100,
+            session_idle: Duration::from_secs(300),
+            max_stream: Duration::from_secs(600),
+            pool_session_idle: McpClientOptions::default().session_idle,
+            pool_session_max_age: McpClientOptions::default().session_max_age,
         }
     }
 }
@@ -75,6 +94,8 @@ impl McpState {
             allow_stdio: settings.allow_stdio,
             connect_timeout: Duration::from_secs(10),
             list_timeout: Duration::from_secs(10),
+            session_idle: settings.pool_session_idle,
+            session_max_age: settings.pool_session_max_age,
             ..McpClientOptions::default()
         };
         McpState {
@@ -82,7 +103,7 @@ impl McpState {
                 Arc::new(sources::StoreSource(store)),
                 options,
             )),
-            sessions: Arc::new(sessions::OwnedSessions::default()),
+            sessions: Arc::new(sessions::OwnedSessions::new(settings.session_idle)),
             shutdown: CancellationToken::new(),
         }
     }

@@ -6,11 +6,13 @@
 //! there is no moment when a session exists unbound). The door's middleware asks
 //! [`OwnedSessions::owns`] before any request that names a session reaches rmcp: another
 //! tenant's key, or another endpoint's path, finds no such session (404) and changes nothing.
-//! The binding goes when the session closes (DELETE, idle timeout, shutdown).
+//! The binding goes when the session closes (DELETE, the session idle time without a message
+//! from its client, shutdown).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use futures_util::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -55,13 +57,23 @@ pub enum SessionsError {
 }
 
 /// rmcp's in-memory sessions, each bound to the [`Owner`] that opened it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct OwnedSessions {
     inner: LocalSessionManager,
     owners: Mutex<HashMap<SessionId, Owner>>,
 }
 
 impl OwnedSessions {
+    /// Sessions closed after `idle` without a message from their client.
+    pub fn new(idle: Duration) -> Self {
+        let mut inner = LocalSessionManager::default();
+        inner.session_config.keep_alive = Some(idle);
+        OwnedSessions {
+            inner,
+            owners: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// Whether session `id` exists and was opened by `owner`.
     pub fn owns(&self, id: &str, owner: &Owner) -> bool {
         self.owners

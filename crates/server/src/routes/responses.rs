@@ -51,6 +51,10 @@ fn declare_on(op: &mut Operation, item_path_params: bool) {
             error("The body is not JSON, or a value in it is not acceptable"),
         );
         add(
+            "408",
+            error("The body did not arrive whole within `--body-read-timeout-ms` of the headers"),
+        );
+        add(
             "413",
             error("The body is larger than the server's `--max-body-bytes`"),
         );

@@ -8,6 +8,7 @@ mod call_cap;
 mod caller_memory;
 mod commits;
 mod conformance;
+mod connections;
 mod console;
 mod console_browser;
 mod demo;

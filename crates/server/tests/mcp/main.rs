@@ -5,6 +5,7 @@
 
 mod eras;
 mod ids;
+mod pool;
 mod python;
 mod sessions;
 #[allow(dead_code)]

@@ -1,9 +1,13 @@
 //! An MCP session belongs to the tenant and agent that opened it: another tenant's key, or
-//! another agent's path, finds no such session, whatever it sends.
+//! another agent's path, finds no such session, whatever it sends. A session closes when its
+//! client falls silent, and its streams end on their own.
+
+use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use switchboard_server::ServerConfig;
+use switchboard_server::listener::ConnectionLimits;
 use switchboard_server::mcp::McpSettings;
 
 use super::support::{Backend, TestApp, acme, spawn_app, spawn_app_with};
@@ -204,5 +208,85 @@ async fn a_tenant_may_hold_only_so_many_mcp_sessions() {
     let closed = send(&app, &key, "assistant", Some(&first), Method::DELETE, None).await;
     assert!(closed.status().is_success(), "{}", closed.status());
     open(&app, &key, "assistant").await;
+    app.stop().await;
+}
+
+/// Reads an event stream to its end, at most `within`: how long it lasted, or `None` if it did
+/// not end.
+async fn lasts(response: reqwest::Response, within: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut response = response;
+    tokio::time::timeout(within, async {
+        while let Ok(Some(_)) = response.chunk().await {}
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+fn bounded_streams(session_idle: Duration, max_stream: Duration) -> ServerConfig {
+    ServerConfig {
+        tenant_rate_per_s: 10_000,
+        mcp: McpSettings {
+            session_idle,
+            max_stream,
+            ..McpSettings::default()
+        },
+        // The connection's own timeouts are far shorter than the stream: they do not cut it.
+        connections: ConnectionLimits {
+            header_read_timeout: Duration::from_millis(200),
+            idle_timeout: Duration::from_millis(200),
+            ..ConnectionLimits::default()
+        },
+        ..ServerConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn a_sessions_stream_ends_at_the_longest_a_stream_may_last() {
+    let max_stream = Duration::from_millis(1500);
+    let config = bounded_streams(Duration::from_secs(60), max_stream);
+    let app = spawn_app_with(Backend::Sqlite, config).await;
+    let key = acme(&app, "acme").await;
+    let session = open(&app, &key, "assistant").await;
+    let stream = send(&app, &key, "assistant", Some(&session), Method::GET, None).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    let lasted = lasts(stream, Duration::from_secs(10))
+        .await
+        .expect("the stream ends on its own");
+    assert!(
+        lasted >= max_stream - Duration::from_millis(200),
+        "{lasted:?}"
+    );
+    // The session goes on: the client opens another stream.
+    answer(&app, &key, "assistant", &session, list(2), 2).await;
+    let again = send(&app, &key, "assistant", Some(&session), Method::GET, None).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_without_messages_closes_at_its_idle_time_and_its_stream_with_it() {
+    let idle = Duration::from_millis(1200);
+    let config = bounded_streams(idle, Duration::from_secs(60));
+    let app = spawn_app_with(Backend::Sqlite, config).await;
+    let key = acme(&app, "acme").await;
+    let session = open(&app, &key, "assistant").await;
+    let stream = send(&app, &key, "assistant", Some(&session), Method::GET, None).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    let lasted = lasts(stream, Duration::from_secs(10))
+        .await
+        .expect("the stream of an idle session ends");
+    assert!(lasted >= idle - Duration::from_millis(200), "{lasted:?}");
+    let gone = send(
+        &app,
+        &key,
+        "assistant",
+        Some(&session),
+        Method::POST,
+        Some(list(2)),
+    )
+    .await;
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND);
     app.stop().await;
 }
