@@ -4,9 +4,9 @@ use std::num::NonZeroU32;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use crate::prometheus::Metrics;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use metrics_exporter_prometheus::PrometheusHandle;
 use switchboard_core::Limits;
 use switchboard_runtime::{Effects, Executor};
 use switchboard_store::Store;
@@ -153,7 +153,7 @@ pub struct Inner {
     /// deployment configured a Google OAuth client.
     pub google_tokens: Option<switchboard_toolkits::oauth::Tokens>,
     pub config: ServerConfig,
-    pub metrics: Option<PrometheusHandle>,
+    pub metrics: Option<Metrics>,
     /// MCP client pool (also the `mcp.call` handler) and the MCP endpoint's shutdown signal.
     pub mcp: crate::mcp::McpState,
     /// This node of the deployment: its id and lease (see [`crate::ownership`]).
@@ -194,7 +194,7 @@ impl AppState {
         store: Store,
         effects: Arc<Effects>,
         config: ServerConfig,
-        metrics: Option<PrometheusHandle>,
+        metrics: Option<Metrics>,
     ) -> Self {
         // `mcp.call` goes to the tenants' registered servers, unless the caller brought its own
         // handler; MCP servers are held to the same outbound guard as `api_call`.

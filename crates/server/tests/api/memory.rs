@@ -3,11 +3,11 @@
 
 use std::sync::OnceLock;
 
-use metrics_exporter_prometheus::PrometheusHandle;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use switchboard_runtime::{Invocation, Lookup, RecordLimits};
 use switchboard_server::ServerConfig;
+use switchboard_server::prometheus::Metrics;
 
 use crate::support::{Backend, TestApp, invoke, spawn_app_with_metrics};
 
@@ -63,13 +63,11 @@ where
 }
 
 /// The process's one metrics recorder (the `metrics` facade has a single global one).
-fn recorder() -> PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+fn recorder() -> Metrics {
+    static HANDLE: OnceLock<Metrics> = OnceLock::new();
     HANDLE
         .get_or_init(|| {
-            switchboard_server::prometheus::builder()
-                .expect("the server's buckets")
-                .install_recorder()
+            switchboard_server::prometheus::install_recorder()
                 .expect("the only recorder of this test binary")
         })
         .clone()

@@ -114,7 +114,7 @@ pub async fn start_with_metrics(
     url: &str,
     key: MasterKey,
     config: ServerConfig,
-    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    metrics: Option<switchboard_server::prometheus::Metrics>,
 ) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -128,7 +128,7 @@ async fn start_on_listener(
     url: &str,
     key: MasterKey,
     config: ServerConfig,
-    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    metrics: Option<switchboard_server::prometheus::Metrics>,
 ) -> Server {
     let store = Store::connect(url, key).await.expect("connect");
     store.migrate().await.expect("migrate");
@@ -188,7 +188,7 @@ pub async fn spawn_app_with(backend: Backend, config: ServerConfig) -> TestApp {
 pub async fn spawn_app_with_metrics(
     backend: Backend,
     config: ServerConfig,
-    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    metrics: Option<switchboard_server::prometheus::Metrics>,
 ) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -202,7 +202,7 @@ pub async fn spawn_app_on(
     listener: tokio::net::TcpListener,
     backend: Backend,
     config: ServerConfig,
-    metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    metrics: Option<switchboard_server::prometheus::Metrics>,
 ) -> TestApp {
     let (url, cleanup) = database(backend).await;
     let key = MasterKey::generate();
