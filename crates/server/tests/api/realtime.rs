@@ -428,7 +428,7 @@ async fn a_transfer_refers_once_and_asks_for_no_response() {
         .await
         .expect("REFER");
     assert_eq!(refer.body, json!({"target_uri": "tel:+14155552000"}));
-    // Asked again: no second REFER to the same target.
+    // Asked again: the call is being transferred already; no second REFER.
     ask(
         &mut m,
         "call_t2",
@@ -436,6 +436,7 @@ async fn a_transfer_refers_once_and_asks_for_no_response() {
         json!({"destination_id": "support"}),
     )
     .await;
+    assert_eq!(output(&mut m, "call_t2").await["error"], "already_done");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(phone.sim.count("refer", "rtc_xfer"), 1);
     assert!(phone.sim.response_creates("rtc_xfer").is_empty());
