@@ -24,7 +24,7 @@ pub enum ErrorCode {
     ToolExecutionFailed,
     /// A runaway guard refused the call: the same call repeated too often, or too many calls.
     LoopDetected,
-    /// A terminal tool (a transfer, a hang-up) already ran in this call.
+    /// This terminal tool (a transfer, a hang-up) already ran in this call.
     AlreadyDone,
 }
 

@@ -5,8 +5,9 @@
 //! - the same tool with the same arguments more than `identical_calls.max` times within
 //!   `identical_calls.window_s` → `loop_detected`;
 //! - more than `calls_per_minute` function calls in the last 60 s → `loop_detected`;
-//! - a terminal tool (a transfer, a hang-up) after a terminal tool succeeded in the call →
-//!   `already_done`.
+//! - a terminal tool (a transfer, a hang-up) called again after it succeeded in the call →
+//!   `already_done` (another terminal tool may still run: a hang-up after a transfer the
+//!   client carries out, say).
 //!
 //! Every function call the guards see counts, refused ones too, so a model that keeps calling
 //! stays refused until it stops for the window. The state is derived, not stored: every
@@ -37,8 +38,9 @@ const MINUTE: Duration = Duration::from_secs(60);
 pub(super) struct Runaway {
     /// When each recent function call arrived, and its tool and arguments' digest; oldest first.
     recent: VecDeque<(Instant, DedupeKey)>,
-    /// The terminal function call that succeeded, and its tool.
-    terminal: Option<(String, String)>,
+    /// Each terminal tool that succeeded, with its first successful function call; only
+    /// configured tools' names, so as many as the call's config has terminal tools.
+    terminal: Vec<(String, String)>,
 }
 
 impl Runaway {
@@ -80,12 +82,12 @@ impl Runaway {
         now: Instant,
     ) -> Result<(), ToolError> {
         if side_effect == SideEffect::Terminal
-            && let Some((first, first_tool)) = &self.terminal
+            && let Some((first_tool, first)) = self.terminal.iter().find(|(t, _)| t == tool)
         {
             return Err(ToolError::new(
                 ErrorCode::AlreadyDone,
                 format!(
-                    "{tool}: {first_tool} already ran in this call (the call is being transferred or ended), so nothing was done again. Do not call it again; tell the caller what is happening."
+                    "{tool} already ran in this call (the call is being transferred or ended), so nothing was done again. Do not call it again; tell the caller what is happening."
                 ),
             )
             .with_details(json!({"guard": "terminal", "function_call_id": first, "tool": first_tool})));
@@ -121,10 +123,11 @@ impl Runaway {
         Ok(())
     }
 
-    /// A terminal tool's run succeeded: every terminal call after it is `already_done`.
+    /// A terminal tool's run succeeded: every later call of it is `already_done`.
     pub(super) fn terminal_done(&mut self, function_call_id: &str, tool: &str) {
-        if self.terminal.is_none() {
-            self.terminal = Some((function_call_id.to_owned(), tool.to_owned()));
+        if !self.terminal.iter().any(|(t, _)| t == tool) {
+            self.terminal
+                .push((tool.to_owned(), function_call_id.to_owned()));
         }
     }
 

@@ -131,7 +131,7 @@ async fn calls_past_the_per_minute_budget_are_refused() {
 }
 
 #[tokio::test]
-async fn a_terminal_tool_after_a_transfer_is_already_done() {
+async fn a_terminal_tool_called_again_after_it_succeeded_is_already_done() {
     let bye = tool(
         json!({"name": "hang_up", "description": "d", "actions": [{"type": "end_call", "message": "Goodbye!"}]}),
     );
@@ -153,24 +153,27 @@ async fn a_terminal_tool_after_a_transfer_is_already_done() {
         None,
     ));
     assert!(h.next().await.result.ok);
-    h.session.submit(inv("fc2", "hang_up", json!({}), None));
-    let out = output(&h.next().await);
-    assert_eq!(out["error"], "already_done", "{out}");
-    assert_eq!(out["details"]["function_call_id"], "fc1");
-    assert_eq!(out["details"]["tool"], "request_transfer");
-    assert!(h.control.hangups.lock().unwrap().is_empty(), "no hang-up");
     h.session.submit(inv(
-        "fc3",
+        "fc2",
         "request_transfer",
         json!({"destination_id": "support"}),
         None,
     ));
-    assert_eq!(output(&h.next().await)["error"], "already_done");
+    let out = output(&h.next().await);
+    assert_eq!(out["error"], "already_done", "{out}");
+    assert_eq!(out["details"]["function_call_id"], "fc1");
+    assert_eq!(out["details"]["tool"], "request_transfer");
     assert_eq!(
         *h.control.refers.lock().unwrap(),
         ["sip:fail@pbx.example.com", "sip:sales@example.com"],
         "no second REFER"
     );
+    // Another terminal tool is not a repeat: a hang-up after the transfer goes ahead, once.
+    h.session.submit(inv("fc3", "hang_up", json!({}), None));
+    assert!(h.next().await.result.ok);
+    h.session.submit(inv("fc4", "hang_up", json!({}), None));
+    assert_eq!(output(&h.next().await)["error"], "already_done");
+    assert_eq!(h.control.hangups.lock().unwrap().len(), 1, "one hang-up");
 }
 
 #[tokio::test]
