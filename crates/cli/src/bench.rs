@@ -643,7 +643,9 @@ async fn setup(
         Method::PUT,
         "/v1/agents/bench".into(),
         key.clone(),
-        json!({"instructions": "Help.", "default": true, "tools": [{"tool": args.tool.name()}]}),
+        // A load generator calls faster than a conversation: the per-minute budget at its most.
+        json!({"instructions": "Help.", "default": true, "tools": [{"tool": args.tool.name()}],
+            "guards": {"calls_per_minute": switchboard_core::guards::MAX_CALLS_PER_MINUTE}}),
     )
     .await?;
     call(

@@ -22,11 +22,15 @@ pub enum ErrorCode {
     HandoffFailed,
     RateLimited,
     ToolExecutionFailed,
+    /// A runaway guard refused the call: the same call repeated too often, or too many calls.
+    LoopDetected,
+    /// This terminal tool (a transfer, a hang-up) already ran in this call.
+    AlreadyDone,
 }
 
 impl ErrorCode {
     /// Every code, for documentation and metrics labels.
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::ToolNotFound,
         ErrorCode::ToolDisabled,
         ErrorCode::ToolArgsParseError,
@@ -40,6 +44,8 @@ impl ErrorCode {
         ErrorCode::HandoffFailed,
         ErrorCode::RateLimited,
         ErrorCode::ToolExecutionFailed,
+        ErrorCode::LoopDetected,
+        ErrorCode::AlreadyDone,
     ];
 
     /// The code as the model sees it, e.g. `invalid_arguments`.
@@ -58,6 +64,8 @@ impl ErrorCode {
             ErrorCode::HandoffFailed => "handoff_failed",
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::ToolExecutionFailed => "tool_execution_failed",
+            ErrorCode::LoopDetected => "loop_detected",
+            ErrorCode::AlreadyDone => "already_done",
         }
     }
 }

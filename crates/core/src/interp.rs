@@ -123,6 +123,10 @@ pub(crate) struct RunState {
     failure: Option<ToolError>,
     /// The action waiting for an effect's outcome.
     awaiting: Option<u32>,
+    /// The REFERs of this run's `transfer` that failed, each `{destination_id, target_uri,
+    /// error}`: the first one's destination may name a `fallback`, tried once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) transfer_attempts: Vec<Value>,
 }
 
 impl RunState {
@@ -237,6 +241,7 @@ pub fn start(tool: &Arc<Tool>, input: RunInput, arguments_json: &str, context: &
         phase: Phase::Actions,
         failure: None,
         awaiting: None,
+        transfer_attempts: Vec::new(),
     };
     drive(SharedTool(Arc::clone(tool)), Box::new(state))
 }

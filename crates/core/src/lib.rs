@@ -13,6 +13,7 @@
 //! - [`effect`]: what the core asks the world to do, and what came back.
 //! - [`result`]: the outcome of a run and the JSON string the model receives.
 //! - [`transfer`], [`builder`]: the transfer toolkit and the ToolBuilder (provider formats).
+//! - [`guards`]: an agent's runaway guards (identical calls, calls a minute) and their defaults.
 //! - [`toolkits`]: the built-in toolkits' catalogue (calendar, email) and each action as a tool.
 //!
 //! Nothing here performs I/O, reads a clock or draws randomness: time and ids are passed in,
@@ -28,6 +29,7 @@ pub mod effect;
 pub mod error;
 pub mod field;
 pub mod function;
+pub mod guards;
 pub mod interp;
 pub mod json_bounds;
 pub mod limits;

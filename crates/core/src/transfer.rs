@@ -48,6 +48,10 @@ pub struct Destination {
     /// Higher comes first in the function's enum and description; ties keep config order.
     #[serde(default)]
     pub priority: i64,
+    /// Another destination's id, tried once when the phone API refuses the REFER to this one
+    /// (or does not answer in time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -70,6 +74,7 @@ const DESTINATION_FIELDS: &[&str] = &[
     "target_uri",
     "enabled",
     "priority",
+    "fallback",
 ];
 
 impl ReferConfig {
@@ -130,7 +135,43 @@ impl Walker {
             .enumerate()
             .map(|(index, item)| self.destination(item, index, &items[..index]))
             .collect();
-        parsed.into_iter().collect()
+        let destinations: Option<Vec<Destination>> = parsed.into_iter().collect();
+        if let Some(all) = &destinations {
+            self.check_fallbacks(all);
+        }
+        destinations
+    }
+
+    /// A `fallback` names another destination of the list.
+    fn check_fallbacks(&mut self, all: &[Destination]) {
+        for (index, d) in all.iter().enumerate() {
+            let Some(fallback) = &d.fallback else {
+                continue;
+            };
+            let pointer = format!("/destinations/{index}/fallback");
+            if *fallback == d.destination_id {
+                self.report(
+                    pointer,
+                    format!("destination \"{fallback}\" falls back to itself"),
+                    Some("name another destination's id, or remove `fallback`".into()),
+                );
+            } else if !all.iter().any(|o| o.destination_id == *fallback) {
+                let ids: Vec<&str> = all
+                    .iter()
+                    .filter(|o| o.destination_id != d.destination_id)
+                    .map(|o| o.destination_id.as_str())
+                    .collect();
+                self.report(
+                    pointer,
+                    format!("fallback \"{fallback}\" is not a destination"),
+                    Some(if ids.is_empty() {
+                        "add the destination to fall back to, or remove `fallback`".into()
+                    } else {
+                        format!("use one of: {}", ids.join(", "))
+                    }),
+                );
+            }
+        }
     }
 
     /// `earlier` are the destinations before this one, to catch a reused id where it repeats.
@@ -157,6 +198,7 @@ impl Walker {
         }
         let enabled = self.bool_field(obj, at, "enabled", Some(true));
         let priority = self.priority(obj, at);
+        let fallback = self.optional_string(obj, at, "fallback");
         Some(Destination {
             destination_id: destination_id?,
             label: label?,
@@ -164,6 +206,7 @@ impl Walker {
             target_uri: target_uri?,
             enabled: enabled?,
             priority: priority?,
+            fallback: fallback?,
         })
     }
 
@@ -587,6 +630,25 @@ pub fn resolve_destination(config: &ReferConfig, destination_id: &str) -> Resolu
             valid_ids: enabled.iter().map(|d| d.destination_id.clone()).collect(),
         },
     }
+}
+
+/// Where a transfer to `destination_id` goes when its REFER fails: its `fallback`, if that is
+/// an enabled destination, as `(destination_id, target URI normalized for REFER)`.
+pub fn fallback_target(config: &ReferConfig, destination_id: &str) -> Option<(String, String)> {
+    if !config.enabled {
+        return None;
+    }
+    let enabled = enabled_by_priority(config);
+    let id = enabled
+        .iter()
+        .find(|d| d.destination_id == destination_id)?
+        .fallback
+        .as_deref()?;
+    let next = enabled.iter().find(|d| d.destination_id == id)?;
+    Some((
+        next.destination_id.clone(),
+        normalize_target_uri(&next.target_uri),
+    ))
 }
 
 /// The key that makes a transfer happen once per call and target, however often the model

@@ -1,5 +1,5 @@
 //! The transfer toolkit against seed 001: the built function, config problems, resolution.
-#![allow(clippy::unwrap_used, clippy::panic)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use serde_json::{Value, json};
 use switchboard_core::transfer::{
@@ -549,4 +549,145 @@ fn request_transfer_runs_as_a_declarative_tool() {
         |_| EffectOutcome::Done { value: Value::Null },
     );
     assert_eq!(wrong.output()["error"], "invalid_arguments");
+}
+
+/// acme with `sales` falling back to `support`.
+fn acme_with_fallback() -> ReferConfig {
+    let mut config = acme();
+    config["destinations"][0]["fallback"] = json!("support");
+    parse(config)
+}
+
+#[test]
+fn a_fallback_must_name_another_destination() {
+    let mut config = acme();
+    config["destinations"][0]["fallback"] = json!("legal");
+    config["destinations"][1]["fallback"] = json!("support");
+    let problems = ReferConfig::parse(&config).unwrap_err();
+    let found: Vec<(&str, &str)> = problems
+        .iter()
+        .map(|p| (p.pointer.as_str(), p.message.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "/destinations/0/fallback",
+                "fallback \"legal\" is not a destination"
+            ),
+            (
+                "/destinations/1/fallback",
+                "destination \"support\" falls back to itself"
+            ),
+        ]
+    );
+    assert_eq!(problems[0].fix.as_deref(), Some("use one of: support"));
+    assert_eq!(
+        switchboard_core::transfer::fallback_target(&acme_with_fallback(), "sales"),
+        Some(("support".into(), "tel:+14155552000".into()))
+    );
+}
+
+/// Runs `request_transfer` to `destination` with the REFERs answered by `outcomes`; the
+/// model's output and the REFERs asked for.
+fn transfer_run(
+    config: ReferConfig,
+    destination: &str,
+    outcomes: Vec<switchboard_core::EffectOutcome>,
+) -> (Value, Vec<String>) {
+    use std::sync::Arc;
+    use switchboard_core::{CallInfo, Context, EffectRequest, Limits, RunInput, run_to_end};
+    let config = Arc::new(config);
+    let tool = Arc::new(
+        switchboard_core::transfer::request_transfer_tool(&config, &Limits::default()).unwrap(),
+    );
+    let call = CallInfo {
+        id: "rtc_1".into(),
+        tenant_id: "acme-corp".into(),
+        agent: "main".into(),
+        from: None,
+        to: None,
+        started_at: "2026-11-23T10:00:00Z".into(),
+    };
+    let ctx = Context::new(&call, json!({}));
+    let input = RunInput {
+        refer: Some(config),
+        ..RunInput::new("fc1")
+    };
+    let mut outcomes = outcomes.into_iter();
+    let mut refers = Vec::new();
+    let args = json!({"destination_id": destination}).to_string();
+    let outcome = run_to_end(&tool, input, &args, &ctx, |req| {
+        if let EffectRequest::Transfer(t) = req {
+            refers.push(t.target_uri.clone());
+        }
+        outcomes.next().expect("an outcome for every REFER")
+    });
+    (outcome.output(), refers)
+}
+
+fn refused(reason: &str) -> switchboard_core::EffectOutcome {
+    switchboard_core::EffectOutcome::Failed(switchboard_core::ToolError::new(
+        switchboard_core::ErrorCode::CallTransferFailed,
+        reason,
+    ))
+}
+
+fn done() -> switchboard_core::EffectOutcome {
+    switchboard_core::EffectOutcome::Done { value: Value::Null }
+}
+
+#[test]
+fn a_refused_refer_tries_the_destinations_fallback_once() {
+    let (out, refers) = transfer_run(
+        acme_with_fallback(),
+        "sales",
+        vec![refused("the phone API refused the transfer (503)"), done()],
+    );
+    assert_eq!(refers, ["sip:sales@example.com", "tel:+14155552000"]);
+    assert_eq!(out["ok"], true, "{out}");
+    assert_eq!(out["data"]["destination_id"], "support");
+    assert_eq!(
+        out["data"]["failed_attempts"],
+        json!([{"destination_id": "sales", "target_uri": "sip:sales@example.com",
+                "error": "the phone API refused the transfer (503)"}])
+    );
+}
+
+#[test]
+fn when_the_fallback_fails_too_the_model_hears_both_and_nothing_more_is_tried() {
+    let (out, refers) = transfer_run(
+        acme_with_fallback(),
+        "sales",
+        vec![
+            refused("the phone API refused the transfer (503)"),
+            refused("the phone API did not take the transfer: no answer in time"),
+        ],
+    );
+    assert_eq!(refers.len(), 2);
+    assert_eq!(out["ok"], false);
+    assert_eq!(out["error"], "call_transfer_failed");
+    assert_eq!(
+        out["details"]["reason"],
+        "the phone API did not take the transfer: no answer in time"
+    );
+    let attempts = out["details"]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{out}");
+    assert_eq!(attempts[1]["destination_id"], "support");
+    assert!(out["message"].as_str().unwrap().contains("sales"), "{out}");
+}
+
+#[test]
+fn without_a_fallback_a_refused_refer_says_why() {
+    let (out, refers) = transfer_run(
+        parse(acme()),
+        "sales",
+        vec![refused("the phone API refused the transfer (486)")],
+    );
+    assert_eq!(refers, ["sip:sales@example.com"]);
+    assert_eq!(out["error"], "call_transfer_failed");
+    assert_eq!(
+        out["details"]["reason"],
+        "the phone API refused the transfer (486)"
+    );
 }

@@ -100,6 +100,10 @@ fn encode(s: &str) -> String {
     out
 }
 
+/// How long a REFER may take before it counts as failed: the transfer tool then has time
+/// left (of its 20 s default) to tell the model, or to try its destination's fallback.
+pub const REFER_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A failed call control request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiError {
@@ -217,7 +221,8 @@ impl CallsApi {
         target_uri: &str,
     ) -> Result<(), ApiError> {
         let body = json!({ "target_uri": target_uri });
-        self.post(api, key, call_id, "refer", Some(&body)).await
+        self.post_within(api, key, call_id, "refer", Some(&body), Some(REFER_TIMEOUT))
+            .await
     }
 
     /// Ends the call. Not retried on an error status, for the same reason as `refer`.
@@ -238,6 +243,20 @@ impl CallsApi {
         action: &'static str,
         body: Option<&Value>,
     ) -> Result<(), ApiError> {
+        self.post_within(api, key, call_id, action, body, None)
+            .await
+    }
+
+    /// [`CallsApi::post`] bounded by `timeout` rather than the client's 15 s.
+    async fn post_within(
+        &self,
+        api: Api,
+        key: &SecretString,
+        call_id: &str,
+        action: &'static str,
+        body: Option<&Value>,
+        timeout: Option<Duration>,
+    ) -> Result<(), ApiError> {
         let url = format!(
             "{}{}",
             self.endpoints.api_base,
@@ -247,10 +266,17 @@ impl CallsApi {
         if let Some(b) = body {
             req = req.json(b);
         }
+        if let Some(t) = timeout {
+            req = req.timeout(t);
+        }
         let started = std::time::Instant::now();
         let resp = req.send().await.map_err(|e| ApiError::Transport {
             action,
-            message: e.to_string(),
+            message: if e.is_timeout() {
+                "no answer in time".to_owned()
+            } else {
+                e.without_url().to_string()
+            },
         })?;
         let status = resp.status().as_u16();
         metrics::histogram!("switchboard_openai_request_seconds", "action" => action)

@@ -322,7 +322,20 @@ impl CallControl for RealtimeDoor {
                 Err(e @ ApiError::Status { .. }) if e.is_gone() => {
                     Err(format!("the call has ended: {e}"))
                 }
-                Err(e) => Err(e.to_string()),
+                // What the model reads as the transfer's failure: the status and OpenAI's
+                // error code, or that no answer came; never a URL.
+                Err(e) => {
+                    tracing::warn!(name: "refer_failed", error = %e, "refer_failed");
+                    Err(match e {
+                        ApiError::Status { status, code, .. } => format!(
+                            "the phone API refused the transfer ({status}{})",
+                            code.map(|c| format!(" {c}")).unwrap_or_default()
+                        ),
+                        ApiError::Transport { message, .. } => {
+                            format!("the phone API did not take the transfer: {message}")
+                        }
+                    })
+                }
             }
         })
     }

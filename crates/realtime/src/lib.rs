@@ -36,7 +36,7 @@ pub mod live_events;
 mod recent;
 pub mod webhook;
 
-pub use api::{Api, ApiError, CallsApi, Endpoints};
+pub use api::{Api, ApiError, CallsApi, Endpoints, REFER_TIMEOUT};
 pub use door::{CallPlan, Opened, RealtimeDoor};
 pub use events::AgentProfile;
 pub use line::{CallEnd, DriverOptions};

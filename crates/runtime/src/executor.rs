@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
+use switchboard_core::guards::Guards;
 use switchboard_core::transfer::ReferConfig;
 use switchboard_core::{
     Context, EffectOutcome, EffectRequest, ErrorCode, Outcome, RunInput, Step, Suspended, Tool,
@@ -60,9 +61,16 @@ pub struct CallConfig {
     pub refer: Option<Arc<ReferConfig>>,
     /// Standard Webhooks secret for `api_call` with `sign: true`.
     pub signing_secret: Option<SecretString>,
+    /// Each agent's runaway guards where it overrides the defaults.
+    pub guards: HashMap<String, Guards>,
 }
 
 impl CallConfig {
+    /// The runaway guards of an agent: its own, else the defaults.
+    pub fn guards(&self, agent: &str) -> Guards {
+        self.guards.get(agent).copied().unwrap_or_default()
+    }
+
     /// The tools of one agent.
     pub fn tools(&self, agent: &str) -> Option<&HashMap<String, ToolEntry>> {
         self.agents.get(agent)

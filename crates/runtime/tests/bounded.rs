@@ -53,9 +53,19 @@ async fn a_long_call_keeps_its_bookkeeping_bounded_and_old_ids_run_once() {
     let http = Arc::new(HttpEffects::new(HttpConfig::default()).unwrap());
     let tools: HashMap<String, ToolEntry> =
         HashMap::from([("count".to_owned(), ToolEntry::new(counter()))]);
+    // An hour's tool calls in a few seconds: the runaway guards at their most lenient (this is
+    // about memory, not about a model in a loop).
+    let lenient = switchboard_core::guards::Guards {
+        identical_calls: switchboard_core::guards::IdenticalCalls {
+            max: switchboard_core::guards::MAX_IDENTICAL_CALLS,
+            window_s: 1,
+        },
+        calls_per_minute: switchboard_core::guards::MAX_CALLS_PER_MINUTE,
+    };
     let config = CallConfig {
         tenant_id: "acme".into(),
         agents: HashMap::from([("main".to_owned(), tools)]),
+        guards: HashMap::from([("main".to_owned(), lenient)]),
         ..CallConfig::default()
     };
     let options = SessionOptions {

@@ -128,6 +128,33 @@ fn refer() -> Arc<ReferConfig> {
 }
 
 async fn harness(agents: Vec<(&str, Vec<Arc<Tool>>)>, options: SessionOptions) -> Harness {
+    harness_guarded(agents, options, HashMap::new()).await
+}
+
+/// Runaway guards at their most lenient for agent `main`, for tests of other bounds that make
+/// many calls at once.
+fn lenient_guards() -> HashMap<String, switchboard_core::guards::Guards> {
+    use switchboard_core::guards::{
+        Guards, IdenticalCalls, MAX_CALLS_PER_MINUTE, MAX_IDENTICAL_CALLS,
+    };
+    HashMap::from([(
+        "main".to_owned(),
+        Guards {
+            identical_calls: IdenticalCalls {
+                max: MAX_IDENTICAL_CALLS,
+                window_s: 1,
+            },
+            calls_per_minute: MAX_CALLS_PER_MINUTE,
+        },
+    )])
+}
+
+/// [`harness`] with agents' runaway guards.
+async fn harness_guarded(
+    agents: Vec<(&str, Vec<Arc<Tool>>)>,
+    options: SessionOptions,
+    guards: HashMap<String, switchboard_core::guards::Guards>,
+) -> Harness {
     let http = Arc::new(
         HttpEffects::new(HttpConfig {
             allow_private_networks: true,
@@ -147,6 +174,7 @@ async fn harness(agents: Vec<(&str, Vec<Arc<Tool>>)>, options: SessionOptions) -
     let mut config = CallConfig {
         tenant_id: "acme-corp".into(),
         refer: Some(refer()),
+        guards,
         ..CallConfig::default()
     };
     for (agent, tools) in agents {
@@ -303,3 +331,5 @@ mod interruptions;
 mod journal;
 #[path = "session/outages.rs"]
 mod outages;
+#[path = "session/runaway.rs"]
+mod runaway;

@@ -218,8 +218,8 @@ pub async fn agent_toolset(
     Toolset::build(functions, choice).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
-/// Everything a new call may use, pinned now: every agent's tools (for handoffs), the transfer
-/// config and the signing secret. Returns the config and the pinned versions to store.
+/// Everything a new call may use, pinned now: every agent's tools (for handoffs) and runaway
+/// guards, the transfer config and the signing secret. Returns the config and the pinned versions to store.
 pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfig, Value)> {
     let refer = refer_config(state, tenant).await?;
     let mut config = CallConfig {
@@ -228,6 +228,7 @@ pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfi
         ..CallConfig::default()
     };
     let mut pinned = serde_json::Map::new();
+    let mut guards = serde_json::Map::new();
     let mut page = switchboard_store::Page::first(switchboard_store::Page::MAX_LIMIT);
     loop {
         let agents = state.store.list_agents(tenant, page.clone()).await?;
@@ -246,6 +247,10 @@ pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfi
                 a.name.clone(),
                 tools.into_iter().map(|(n, (_, e))| (n, e)).collect(),
             );
+            if let Some(g) = a.guards {
+                config.guards.insert(a.name.clone(), g);
+                guards.insert(a.name.clone(), json!(g));
+            }
         }
         match agents.next {
             Some(next) => {
@@ -259,7 +264,7 @@ pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfi
         .get_secret(tenant, SIGNING_SECRET)
         .await?
         .map(|s| s.expose_secret().to_owned().into());
-    Ok((config, json!({ "agents": pinned })))
+    Ok((config, json!({ "agents": pinned, "guards": guards })))
 }
 
 /// The toolset of one agent of a live call, in OpenAI Realtime format.

@@ -156,23 +156,34 @@ pub(crate) async fn call_action(
 ) -> Answer {
     let authorization = authorization(&headers);
     let (body, parsed) = parse_body(&body);
-    let mut state = shared.lock();
-    let answer = decide(
-        &mut state,
-        &action,
-        &call_id,
-        authorization.as_deref(),
-        &body,
-        parsed,
-    );
-    state.requests.push(RestRequest {
-        action,
-        call_id: call_id.clone(),
-        body,
-        authorization,
-        status: answer.status,
-    });
-    state.wake(&call_id);
+    let stall = shared
+        .lock()
+        .stalls
+        .get_mut(&action)
+        .and_then(|s| s.pop_front());
+    let answer = {
+        let mut state = shared.lock();
+        let answer = decide(
+            &mut state,
+            &action,
+            &call_id,
+            authorization.as_deref(),
+            &body,
+            parsed,
+        );
+        state.requests.push(RestRequest {
+            action,
+            call_id: call_id.clone(),
+            body,
+            authorization,
+            status: answer.status,
+        });
+        state.wake(&call_id);
+        answer
+    };
+    if let Some(delay) = stall {
+        tokio::time::sleep(delay).await;
+    }
     answer
 }
 

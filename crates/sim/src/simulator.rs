@@ -196,6 +196,14 @@ impl Simulator {
         queue.extend(std::iter::repeat_n(status, times));
     }
 
+    /// Makes the next `times` requests of `action` (any call) wait `delay` before their answer;
+    /// each is recorded when it arrives, and served as usual.
+    pub fn stall_next(&self, action: &str, delay: Duration, times: usize) {
+        let mut state = self.shared().lock();
+        let queue = state.stalls.entry(action.to_owned()).or_default();
+        queue.extend(std::iter::repeat_n(delay, times));
+    }
+
     /// Waits up to `timeout` for a request of `action` for `call_id`; returns the first one.
     pub async fn wait_request(
         &self,

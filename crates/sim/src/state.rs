@@ -77,6 +77,9 @@ pub(crate) struct State {
     pub(crate) violations: Vec<Violation>,
     /// Statuses to answer instead of serving, per action, consumed front first.
     pub(crate) failures: HashMap<String, VecDeque<u16>>,
+    /// Delays before answering, per action, consumed front first (the request is recorded at
+    /// once): a client that gives up sooner sees no answer.
+    pub(crate) stalls: HashMap<String, VecDeque<std::time::Duration>>,
     /// One `Notify` per call id someone waits on, so a wake-up reaches only that call's waiters.
     waiters: HashMap<String, Arc<Notify>>,
 }
@@ -245,6 +248,7 @@ impl Shared {
                 requests: Vec::new(),
                 violations: Vec::new(),
                 failures: HashMap::new(),
+                stalls: HashMap::new(),
                 waiters: HashMap::new(),
             }),
             ids: Ids::default(),

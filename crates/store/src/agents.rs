@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+use switchboard_core::guards::Guards;
 
 use crate::crypto::{open_with, seal_with};
 use crate::error::is_fk_violation;
@@ -31,6 +32,9 @@ pub struct AgentDef {
     /// What the agent needs when GPT-Live answers its calls (Realtime calls ignore it).
     #[serde(default)]
     pub live: Option<LiveSettings>,
+    /// Its runaway guards, where it overrides the defaults (checked by `Guards::parse`).
+    #[serde(default)]
+    pub guards: Option<Guards>,
     /// The tools it may call, in the order they are offered to the model.
     #[serde(default)]
     pub tools: Vec<AgentToolDef>,
@@ -186,6 +190,8 @@ pub struct Agent {
     pub voice: Option<String>,
     /// Its GPT-Live settings, if set.
     pub live: Option<LiveSettings>,
+    /// Its runaway guards, if it overrides the defaults.
+    pub guards: Option<Guards>,
     /// Its tools, in order.
     pub tools: Vec<AgentTool>,
     /// The agents it may hand off to.
@@ -251,6 +257,7 @@ type AgentRow = (
     bool,
     String,
     String,
+    Option<String>,
 );
 type AgentToolRow = (
     String,
@@ -322,9 +329,14 @@ fn check_def(def: &AgentDef) -> Result<(), StoreError> {
 }
 
 fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, StoreError> {
-    let (name, instructions, model, voice, live, handoffs, default, created_at, updated_at) = row;
+    let (name, instructions, model, voice, live, handoffs, default, created_at, updated_at, guards) =
+        row;
     let live = match live {
         Some(text) => Some(parse_json("agent live settings", &text)?),
+        None => None,
+    };
+    let guards = match guards {
+        Some(text) => Some(parse_json("agent guards", &text)?),
         None => None,
     };
     let tools = tools
@@ -346,6 +358,7 @@ fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, Sto
         model,
         voice,
         live,
+        guards,
         tools,
         default,
         created_at,
@@ -377,6 +390,7 @@ impl Store {
         }
         let handoffs = to_json(&def.handoffs)?;
         let live = def.live.as_ref().map(to_json).transpose()?;
+        let guards = def.guards.as_ref().map(to_json).transpose()?;
         let at = now();
         let written: Result<(String, Vec<bool>), sqlx::Error> = with_pool!(self, |pool| {
             async {
@@ -392,10 +406,10 @@ impl Store {
                     .await?;
                 }
                 let created_at: String = sqlx::query_scalar(
-                    "INSERT INTO agents (tenant_id, name, instructions, model, voice, handoffs, is_default, created_at, updated_at, live) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9) \
+                    "INSERT INTO agents (tenant_id, name, instructions, model, voice, handoffs, is_default, created_at, updated_at, live, guards) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10) \
                      ON CONFLICT (tenant_id, name) DO UPDATE SET \
-                     instructions = excluded.instructions, model = excluded.model, voice = excluded.voice, live = excluded.live, \
+                     instructions = excluded.instructions, model = excluded.model, voice = excluded.voice, live = excluded.live, guards = excluded.guards, \
                      handoffs = excluded.handoffs, is_default = excluded.is_default, updated_at = excluded.updated_at \
                      RETURNING created_at",
                 )
@@ -408,6 +422,7 @@ impl Store {
                 .bind(def.default)
                 .bind(&at)
                 .bind(live.as_deref())
+                .bind(guards.as_deref())
                 .fetch_one(&mut *tx)
                 .await?;
                 let stored: Vec<(String, Option<Vec<u8>>)> = sqlx::query_as(
@@ -469,6 +484,7 @@ impl Store {
             model: def.model.clone(),
             voice: def.voice.clone(),
             live: def.live.clone(),
+            guards: def.guards,
             tools: def
                 .tools
                 .iter()
@@ -501,7 +517,7 @@ impl Store {
         let (row, tools) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let row: Option<AgentRow> = sqlx::query_as(
-                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at \
+                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards \
                  FROM agents WHERE tenant_id = $1 AND name = $2",
             )
             .bind(tenant_id)
@@ -591,7 +607,7 @@ impl Store {
         let (rows, tools) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let rows: Vec<AgentRow> = sqlx::query_as(
-                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at \
+                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards \
                  FROM agents WHERE tenant_id = $1 AND ($2 IS NULL OR name > $2) ORDER BY name LIMIT $3",
             )
             .bind(tenant_id)

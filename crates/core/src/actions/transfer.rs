@@ -8,7 +8,8 @@ use crate::error::{ErrorCode, ToolError};
 use crate::reader::Obj;
 use crate::template::StrTemplate;
 use crate::transfer::{
-    Resolution, normalize_target_uri, resolve_destination, transfer_idempotency_key,
+    Resolution, fallback_target, normalize_target_uri, resolve_destination,
+    transfer_idempotency_key,
 };
 
 pub(crate) const FIELDS: &[&str] = &["type", "destination", "target_uri", "reason"];
@@ -116,46 +117,100 @@ impl Transfer {
                 (uri, None)
             }
         };
-        let call_id =
-            x.st.ctx
-                .call
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-        let idempotency_key = transfer_idempotency_key(call_id, &target_uri);
         Ok(TransferRequest {
+            idempotency_key: transfer_idempotency_key(call_id(x), &target_uri),
             target_uri,
             destination_id,
             reason,
-            idempotency_key,
+        })
+    }
+
+    /// The REFER the run is waiting for: the first, or after it failed its destination's
+    /// fallback.
+    fn current(&self, x: &Exec<'_>) -> Result<TransferRequest, ToolError> {
+        let first = self.request(x)?;
+        if x.st.transfer_attempts.is_empty() {
+            return Ok(first);
+        }
+        Ok(self.fallback(x, &first).unwrap_or(first))
+    }
+
+    /// The REFER to `first`'s destination's fallback, if it has one.
+    fn fallback(&self, x: &Exec<'_>, first: &TransferRequest) -> Option<TransferRequest> {
+        let cfg = x.st.input.refer.as_ref()?;
+        let (id, target_uri) = fallback_target(cfg, first.destination_id.as_deref()?)?;
+        Some(TransferRequest {
+            idempotency_key: transfer_idempotency_key(call_id(x), &target_uri),
+            target_uri,
+            destination_id: Some(id),
+            reason: first.reason.clone(),
         })
     }
 
     pub(crate) fn resume(&self, x: &mut Exec<'_>, outcome: EffectOutcome) -> Flow {
-        match outcome {
-            EffectOutcome::Done { .. } => {
-                let req = match self.request(x) {
-                    Ok(r) => r,
-                    Err(e) => return Flow::Fail(e),
-                };
-                let result = std::sync::Arc::make_mut(&mut x.st.result);
-                if let Value::Object(m) = result {
-                    m.insert("transfer".into(), json!("requested"));
-                    m.insert("target_uri".into(), json!(req.target_uri));
-                    if let Some(d) = req.destination_id {
-                        m.insert("destination_id".into(), json!(d));
-                    }
-                    if let Some(r) = req.reason {
-                        m.insert("reason".into(), json!(r));
-                    }
-                }
-                Flow::Next
-            }
-            EffectOutcome::Failed(e) if e.code == ErrorCode::Cancelled => Flow::Fail(e),
-            EffectOutcome::Failed(_) | EffectOutcome::Http(_) => Flow::Fail(ToolError::new(
-                ErrorCode::CallTransferFailed,
-                TRANSFER_FAILED,
-            )),
+        let req = match self.current(x) {
+            Ok(r) => r,
+            Err(e) => return Flow::Fail(e),
+        };
+        let reason = match outcome {
+            EffectOutcome::Done { .. } => return transferred(x, req),
+            EffectOutcome::Failed(e) if e.code == ErrorCode::Cancelled => return Flow::Fail(e),
+            EffectOutcome::Failed(e) => e.message,
+            EffectOutcome::Http(r) => format!("the phone API answered {}", r.status),
+        };
+        let first = x.st.transfer_attempts.is_empty();
+        x.st.transfer_attempts.push(json!({
+            "destination_id": req.destination_id,
+            "target_uri": req.target_uri,
+            "error": reason,
+        }));
+        // The first destination's fallback is tried once; the fallback's own is not.
+        if first && let Some(next) = self.fallback(x, &req) {
+            return Flow::Suspend(EffectRequest::Transfer(next));
+        }
+        let message = if first {
+            TRANSFER_FAILED.to_owned()
+        } else {
+            format!(
+                "{TRANSFER_FAILED} Neither {} nor its fallback took the call.",
+                x.st.transfer_attempts[0]["destination_id"]
+                    .as_str()
+                    .unwrap_or("the destination")
+            )
+        };
+        Flow::Fail(
+            ToolError::new(ErrorCode::CallTransferFailed, message)
+                .with_details(json!({"reason": reason, "attempts": x.st.transfer_attempts})),
+        )
+    }
+}
+
+/// The call's id, part of every transfer's idempotency key.
+fn call_id<'x>(x: &'x Exec<'_>) -> &'x str {
+    x.st.ctx
+        .call
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The REFER `req` was accepted: the result says where the call went, and which destinations
+/// refused it first.
+fn transferred(x: &mut Exec<'_>, req: TransferRequest) -> Flow {
+    let attempts = std::mem::take(&mut x.st.transfer_attempts);
+    let result = std::sync::Arc::make_mut(&mut x.st.result);
+    if let Value::Object(m) = result {
+        m.insert("transfer".into(), json!("requested"));
+        m.insert("target_uri".into(), json!(req.target_uri));
+        if let Some(d) = req.destination_id {
+            m.insert("destination_id".into(), json!(d));
+        }
+        if let Some(r) = req.reason {
+            m.insert("reason".into(), json!(r));
+        }
+        if !attempts.is_empty() {
+            m.insert("failed_attempts".into(), Value::Array(attempts));
         }
     }
+    Flow::Next
 }

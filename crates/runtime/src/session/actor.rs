@@ -106,6 +106,25 @@ impl Actor {
             }
         };
         let tool = &entry.tool;
+        // The runaway guards count every new function call (not a rerun after a takeover: it
+        // was counted where it arrived) and refuse before anything else is decided.
+        if claim {
+            let guards = config.guards(&agent);
+            let admitted = self.runaway.admit(
+                &guards,
+                tool.name(),
+                tool.side_effect(),
+                &inv.arguments_json,
+                started,
+            );
+            if let Err(e) = admitted {
+                tracing::warn!(name: "tool_invocation_refused_runaway", function_call_id = %fc, tool_name = %tool.name(), code = %e.code, "tool_invocation_refused_runaway");
+                let outcome = Outcome::failed(tool.name(), e);
+                let c = Conclusion::new(inv, tool.name().to_owned(), outcome, started, started_at);
+                self.conclude(c).await;
+                return;
+            }
+        }
         let window = Duration::from_secs(tool.dedupe_window_s());
         let dedupe_key = (tool.side_effect() == SideEffect::Write && !window.is_zero())
             .then(|| dedupe_key(&agent, &inv))
@@ -490,7 +509,7 @@ fn dedupe_key(agent: &str, inv: &Invocation) -> Option<DedupeKey> {
 }
 
 /// JSON with object keys sorted at every level, so equal arguments give equal text.
-fn canonical(v: &Value) -> Value {
+pub(super) fn canonical(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();

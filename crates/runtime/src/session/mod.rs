@@ -21,7 +21,8 @@
 //! cut ([`RecordLimits`]); metrics never take a label from a name the model made up.
 //!
 //! This file holds the handle and the actor's state; `actor.rs` the actor's loop over commands,
-//! `run.rs` a tool's run from its start to its settled answer, `conclude.rs` how a function call
+//! `run.rs` a tool's run from its start to its settled answer, `runaway.rs` the runaway guards
+//! (`loop_detected`, `already_done`), `conclude.rs` how a function call
 //! ends (commit, journal, record, answer), `gate.rs` the checkpoint before each effect.
 
 use std::collections::HashMap;
@@ -47,6 +48,9 @@ mod actor;
 mod conclude;
 mod gate;
 mod run;
+mod runaway;
+
+pub use runaway::MAX_REMEMBERED_CALLS;
 
 /// How a session behaves; the door decides.
 #[derive(Debug, Clone)]
@@ -279,6 +283,7 @@ impl CallSession {
         let (tx, rx) = mpsc::unbounded_channel();
         let config = Arc::clone(&deps.config);
         let redactor = call_redactor(&deps.config, &ctx);
+        let runaway = runaway::Runaway::restore(&records, newest_stored, &deps.config);
         let records = RecentRecords::new(records, deps.options.records.records());
         let responses = Responses::new(deps.options.max_finished_responses);
         let dedupe = DedupeAnswers::new(deps.options.max_dedupe_answers);
@@ -295,6 +300,7 @@ impl CallSession {
             records,
             handoffs,
             transfers: Arc::new(TransferLedger::default()),
+            runaway,
             released: false,
             restored,
             newest_stored,
@@ -422,6 +428,8 @@ struct Actor {
     records: RecentRecords,
     handoffs: u32,
     transfers: Arc<TransferLedger>,
+    /// The runaway guards' memory of the call (see `runaway.rs`).
+    runaway: runaway::Runaway,
     /// Another node owns the call now: the session stops (see [`Actor::release`]).
     released: bool,
     /// See [`SessionSnapshot::restored`].

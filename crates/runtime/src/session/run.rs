@@ -221,6 +221,9 @@ impl Actor {
         c.deadline = Some(p.started + p.timeout);
         let first_id = fc.to_owned();
         let answered = self.conclude(c).await;
+        if p.side_effect == SideEffect::Terminal && answered.ok && !self.released {
+            self.runaway.terminal_done(&first_id, &p.tool);
+        }
         let (output, error) = (answered.output, answered.error);
         if let (None, Some(key)) = (error, p.dedupe_key) {
             let answered = Answered {

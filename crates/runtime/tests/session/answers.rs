@@ -37,13 +37,14 @@ async fn a_tool_call_is_answered_and_its_writes_committed() {
 #[tokio::test]
 async fn a_hundred_concurrent_calls_all_land() {
     let server = server_with_slow(0).await;
-    let mut h = harness(
+    let mut h = harness_guarded(
         vec![("main", vec![save_meal(&server.uri())])],
         // Room for all of them at once (the default takes 64; past it, see below).
         SessionOptions {
             max_pending_tools: 100,
             ..SessionOptions::default()
         },
+        lenient_guards(),
     )
     .await;
     for i in 0..100 {
@@ -119,13 +120,14 @@ async fn a_tool_that_stays_in_the_call_is_not_kept_waiting_by_slow_tools_holding
 #[tokio::test]
 async fn function_calls_past_the_pending_bound_are_answered_at_once_and_never_run() {
     let server = server_with_slow(500).await;
-    let mut h = harness(
+    let mut h = harness_guarded(
         vec![("main", vec![slow("lookup", &server.uri(), "GET", None)])],
         SessionOptions {
             max_concurrent_tools: 1,
             max_pending_tools: 4,
             ..SessionOptions::default()
         },
+        lenient_guards(),
     )
     .await;
     for i in 0..10 {

@@ -97,7 +97,7 @@ async fn a_held_transfer_goes_ahead_once_its_response_completes() {
     let d = h.next().await;
     assert!(d.result.ok, "{}", d.result.output);
     assert_eq!(*h.control.refers.lock().unwrap(), ["tel:+14155552000"]);
-    // Asked again: the same target is not REFERred twice in one call.
+    // Asked again: the call is being transferred already; nothing is REFERred twice.
     h.session.submit(inv(
         "fc2",
         "request_transfer",
@@ -105,7 +105,7 @@ async fn a_held_transfer_goes_ahead_once_its_response_completes() {
         Some("resp_2"),
     ));
     h.session.response_done("resp_2");
-    assert!(h.next().await.result.ok);
+    assert_eq!(output(&h.next().await)["error"], "already_done");
     assert_eq!(h.control.refers.lock().unwrap().len(), 1);
 }
 

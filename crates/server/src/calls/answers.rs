@@ -20,6 +20,11 @@ use crate::toolset::realtime_toolset;
 pub struct InvocationResult {
     pub function_call_id: String,
     pub ok: bool,
+    /// Why it failed: `tool_not_found`, `tool_disabled`, `tool_args_parse_error`,
+    /// `invalid_arguments`, `validation_failed`, `api_call_failed`, `upstream_unavailable`,
+    /// `timeout`, `cancelled`, `call_transfer_failed`, `handoff_failed`, `rate_limited`,
+    /// `tool_execution_failed`, `loop_detected` (a runaway guard: the same call too often, or
+    /// too many calls a minute) or `already_done` (a transfer or hang-up already ran).
     pub error: Option<String>,
     /// The JSON text to give the model as the function call's output.
     pub output: String,

@@ -183,6 +183,14 @@ pub(crate) async fn pinned_config(
     pinned: &Value,
 ) -> ApiResult<CallConfig> {
     let (mut config, fresh) = call_config(state, tenant).await?;
+    // The guards the call started with (a call pinned before guards were pinned has none: it
+    // keeps the agents' guards as they are now).
+    if let Some(guards) = pinned.get("guards").and_then(Value::as_object) {
+        config.guards = guards
+            .iter()
+            .filter_map(|(agent, g)| Some((agent.clone(), serde_json::from_value(g.clone()).ok()?)))
+            .collect();
+    }
     let Some(agents) = pinned.get("agents").and_then(Value::as_object) else {
         return Ok(config);
     };

@@ -35,6 +35,11 @@ pub struct AgentBody {
     /// are the backend model's), `backend_model`, `voice`. Realtime calls ignore them.
     #[schema(value_type = Option<Object>)]
     pub live: Option<LiveSettings>,
+    /// Runaway guards overriding the defaults, every field optional:
+    /// `{"identical_calls": {"max": 5, "window_s": 60}, "calls_per_minute": 60}`. A function
+    /// call past one is answered `loop_detected`, nothing run.
+    #[schema(value_type = Option<guards_schema::Guards>)]
+    pub guards: Option<Value>,
     #[serde(default)]
     pub tools: Vec<AgentToolBody>,
     /// Agents this one may hand the call to.
@@ -66,6 +71,37 @@ pub struct AgentToolBody {
     pub actions: Option<Vec<String>>,
 }
 
+/// The OpenAPI shape of an agent's `guards` (checked by core's `Guards::parse`, which names
+/// each problem's JSON Pointer).
+mod guards_schema {
+    #![allow(dead_code)]
+
+    use serde::Deserialize;
+    use utoipa::ToSchema;
+
+    /// An agent's runaway guards; every field is optional and defaults as shown.
+    #[derive(Deserialize, ToSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct Guards {
+        pub identical_calls: Option<IdenticalCalls>,
+        /// Function calls of any tool in any 60 seconds of a call (default 60).
+        #[schema(minimum = 1, maximum = 10000)]
+        pub calls_per_minute: Option<u32>,
+    }
+
+    /// The same tool with the same arguments at most `max` times within `window_s`.
+    #[derive(Deserialize, ToSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct IdenticalCalls {
+        /// Default 5.
+        #[schema(minimum = 1, maximum = 1000)]
+        pub max: Option<u32>,
+        /// Default 60.
+        #[schema(minimum = 1, maximum = 3600)]
+        pub window_s: Option<u32>,
+    }
+}
+
 fn yes() -> bool {
     true
 }
@@ -84,6 +120,11 @@ pub struct AgentView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub live: Option<LiveSettings>,
+    /// The agent's runaway guards with the defaults filled in; absent when it keeps the
+    /// defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<guards_schema::Guards>)]
+    pub guards: Option<switchboard_core::guards::Guards>,
     pub tools: Vec<AgentToolView>,
     pub handoffs: Vec<String>,
     pub default: bool,
@@ -112,6 +153,7 @@ impl From<switchboard_store::Agent> for AgentView {
             model: a.model,
             voice: a.voice,
             live: a.live,
+            guards: a.guards,
             tools: a
                 .tools
                 .into_iter()
@@ -175,6 +217,16 @@ pub async fn put_agent(
     let mut missing = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut problems = Vec::new();
+    let guards = match body.guards.as_ref().filter(|g| !g.is_null()) {
+        None => None,
+        Some(g) => match switchboard_core::guards::Guards::parse(g, "/guards") {
+            Ok(g) => Some(g),
+            Err(p) => {
+                problems.extend(p);
+                None
+            }
+        },
+    };
     // Each function name the model would see, and which entry gives it.
     let mut functions: HashMap<&str, usize> = HashMap::new();
     if transfer_on {
@@ -271,6 +323,7 @@ pub async fn put_agent(
         model: body.model,
         voice: body.voice,
         live: body.live,
+        guards,
         tools: body
             .tools
             .into_iter()

@@ -547,3 +547,89 @@ async fn handoff_transfer_and_goodbye_use_gpt_lives_means() {
     );
     phone.stop().await;
 }
+
+/// The output sent for `call`, parsed, waiting up to `wait`.
+async fn output_within(live: &LiveSim, session: &str, call: &str, wait: Duration) -> Value {
+    assert!(
+        live.wait_until(session, wait, |l| l
+            .outputs(session)
+            .iter()
+            .any(|(c, _)| c == call))
+            .await,
+        "no output for {call}"
+    );
+    output(live, session, call).await
+}
+
+#[tokio::test]
+async fn a_transfer_refused_at_its_destination_and_its_fallback_says_so_and_the_call_goes_on() {
+    let phone = phone(Backend::Sqlite).await;
+    phone.fall_back("sales", "support").await;
+    let backend = phone.ring_live("live_xfer_no").await;
+    phone.live.fail_next("refer", 500, 1);
+    phone.live.fail_next("refer", 486, 1);
+    let calls = backend.call_tools(&[("request_transfer", json!({"destination_id": "sales"}))]);
+    let out = output(&phone.live, "live_xfer_no", &calls[0]).await;
+    assert_eq!(out["error"], "call_transfer_failed", "{out}");
+    assert_eq!(
+        out["details"]["reason"],
+        "the phone API refused the transfer (486 simulated_failure)"
+    );
+    let attempts = out["details"]["attempts"].as_array().expect("attempts");
+    assert_eq!(
+        attempts
+            .iter()
+            .map(|a| a["destination_id"].clone())
+            .collect::<Vec<_>>(),
+        [json!("sales"), json!("support")],
+        "{out}"
+    );
+    assert_eq!(
+        phone.live.count("refer", "live_xfer_no"),
+        2,
+        "one fallback, once"
+    );
+    // Not left silent: the backend is continued to speak about it; not hung up.
+    assert!(backend.wait_continued(&calls[0], WAIT).await);
+    assert_eq!(phone.live.count("hangup", "live_xfer_no"), 0);
+    let record = phone.record("live_xfer_no", &calls[0]).await;
+    assert_eq!(record["error"], "call_transfer_failed");
+    let kept: Value = serde_json::from_str(record["output"].as_str().expect("output")).unwrap();
+    assert_eq!(
+        kept["details"]["attempts"], out["details"]["attempts"],
+        "{record}"
+    );
+    // The call goes on.
+    let meal = json!({"meal_type": "dinner", "dishes": ["rice"]});
+    let next = backend.call_tools(&[("save_meal", meal)]);
+    assert_eq!(
+        output(&phone.live, "live_xfer_no", &next[0]).await["ok"],
+        true
+    );
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_refer_without_an_answer_in_time_is_a_failed_transfer() {
+    let phone = phone(Backend::Sqlite).await;
+    let backend = phone.ring_live("live_xfer_slow").await;
+    phone
+        .live
+        .stall_next("refer", switchboard_realtime::REFER_TIMEOUT * 2, 1);
+    let calls = backend.call_tools(&[("request_transfer", json!({"destination_id": "support"}))]);
+    let out = output_within(
+        &phone.live,
+        "live_xfer_slow",
+        &calls[0],
+        switchboard_realtime::REFER_TIMEOUT + WAIT,
+    )
+    .await;
+    assert_eq!(out["error"], "call_transfer_failed", "{out}");
+    assert_eq!(
+        out["details"]["reason"],
+        "the phone API did not take the transfer: no answer in time"
+    );
+    assert!(backend.wait_continued(&calls[0], WAIT).await);
+    assert_eq!(phone.live.count("hangup", "live_xfer_slow"), 0);
+    phone.stop().await;
+}

@@ -16,6 +16,7 @@ mod email_rate;
 mod error_statuses;
 mod expiry;
 mod google;
+mod guards;
 mod limits;
 mod live;
 mod live_sdk;

@@ -90,6 +90,31 @@ impl Phone {
         }
     }
 
+    /// Makes transfer destination `from` fall back to `to` (for calls that start after).
+    pub(crate) async fn fall_back(&self, from: &str, to: &str) {
+        let (_, mut features) = self.app.get("/v1/features", &self.key).await;
+        for d in features["refer"]["destinations"]
+            .as_array_mut()
+            .expect("destinations")
+        {
+            if d["destination_id"] == from {
+                d["fallback"] = json!(to);
+            }
+        }
+        let (s, body) = self.app.put("/v1/features", &self.key, features).await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+    }
+
+    /// The record of function call `fc` of call `call`, as `GET /v1/calls/{id}` shows it.
+    pub(crate) async fn record(&self, call: &str, fc: &str) -> Value {
+        let (_, view) = self.app.get(&format!("/v1/calls/{call}"), &self.key).await;
+        view["invocations"]
+            .as_array()
+            .and_then(|all| all.iter().find(|r| r["function_call_id"] == fc))
+            .cloned()
+            .unwrap_or_else(|| panic!("no record of {fc}: {view}"))
+    }
+
     /// Puts agent `name`; returns it as stored.
     pub(crate) async fn put_agent(&self, name: &str, agent: Value) -> Value {
         let (s, body) = self

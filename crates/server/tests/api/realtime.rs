@@ -428,7 +428,7 @@ async fn a_transfer_refers_once_and_asks_for_no_response() {
         .await
         .expect("REFER");
     assert_eq!(refer.body, json!({"target_uri": "tel:+14155552000"}));
-    // Asked again: no second REFER to the same target.
+    // Asked again: the call is being transferred already; no second REFER.
     ask(
         &mut m,
         "call_t2",
@@ -436,6 +436,7 @@ async fn a_transfer_refers_once_and_asks_for_no_response() {
         json!({"destination_id": "support"}),
     )
     .await;
+    assert_eq!(output(&mut m, "call_t2").await["error"], "already_done");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(phone.sim.count("refer", "rtc_xfer"), 1);
     assert!(phone.sim.response_creates("rtc_xfer").is_empty());
@@ -457,6 +458,10 @@ async fn a_failed_transfer_tells_the_model_and_the_call_goes_on() {
     let out = output(&mut m, "call_t").await;
     assert_eq!(out["ok"], false);
     assert_eq!(out["error"], "call_transfer_failed", "{out}");
+    assert_eq!(
+        out["details"]["reason"], "the phone API refused the transfer (500 simulated_failure)",
+        "{out}"
+    );
     m.recv_type("response.create", WAIT)
         .await
         .expect("the model handles it");
@@ -470,6 +475,48 @@ async fn a_failed_transfer_tells_the_model_and_the_call_goes_on() {
     )
     .await;
     assert_eq!(output(&mut m, "call_2").await["ok"], true);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_refused_transfer_tries_the_destinations_fallback_once_and_the_record_shows_both() {
+    let phone = phone(Backend::Sqlite).await;
+    phone.fall_back("sales", "support").await;
+    let mut m = phone.ring_realtime("rtc_xfer_fb").await;
+    phone.sim.fail_next("refer", 503, 1);
+    ask(
+        &mut m,
+        "call_t",
+        "request_transfer",
+        json!({"destination_id": "sales"}),
+    )
+    .await;
+    let out = output(&mut m, "call_t").await;
+    assert_eq!(out["ok"], true, "{out}");
+    assert_eq!(out["data"]["destination_id"], "support", "{out}");
+    assert_eq!(
+        out["data"]["failed_attempts"][0]["destination_id"], "sales",
+        "{out}"
+    );
+    let bodies: Vec<Value> = phone
+        .sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.action == "refer" && r.call_id == "rtc_xfer_fb")
+        .map(|r| r.body)
+        .collect();
+    assert_eq!(
+        bodies,
+        [
+            json!({"target_uri": "sip:sales@example.com"}),
+            json!({"target_uri": "tel:+14155552000"})
+        ]
+    );
+    // The record keeps the answer: where the call went, and the refusal before.
+    let record = phone.record("rtc_xfer_fb", "call_t").await;
+    assert_eq!(record["ok"], true, "{record}");
+    let kept: Value = serde_json::from_str(record["output"].as_str().expect("output")).unwrap();
+    assert_eq!(kept["data"], out["data"], "{record}");
     phone.stop().await;
 }
 

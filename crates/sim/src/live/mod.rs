@@ -83,6 +83,22 @@ impl LiveSim {
         self.shared.lock().budget_bytes = bytes;
     }
 
+    /// Makes the next `times` requests of `action` (any session) fail with `status` and an
+    /// OpenAI error body with code `simulated_failure`; the requests are still recorded.
+    pub fn fail_next(&self, action: &str, status: u16, times: usize) {
+        let mut state = self.shared.lock();
+        let queue = state.failures.entry(action.to_owned()).or_default();
+        queue.extend(std::iter::repeat_n(status, times));
+    }
+
+    /// Makes the next `times` requests of `action` wait `delay` before their answer; each is
+    /// recorded when it arrives, and served as usual.
+    pub fn stall_next(&self, action: &str, delay: Duration, times: usize) {
+        let mut state = self.shared.lock();
+        let queue = state.stalls.entry(action.to_owned()).or_default();
+        queue.extend(std::iter::repeat_n(delay, times));
+    }
+
     /// Registers an incoming session so the endpoints know it.
     pub fn add_session(&self, session_id: &str) {
         self.shared.lock().session_mut(session_id);

@@ -81,6 +81,11 @@ pub(crate) async fn session_action(
                 .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned())),
         )
     };
+    let stall = shared
+        .lock()
+        .stalls
+        .get_mut(&action)
+        .and_then(|s| s.pop_front());
     let answer = {
         let mut state = shared.lock();
         let answer = decide(
@@ -106,6 +111,9 @@ pub(crate) async fn session_action(
         answer
     };
     shared.touch();
+    if let Some(delay) = stall {
+        tokio::time::sleep(delay).await;
+    }
     answer
 }
 
@@ -118,6 +126,13 @@ fn decide(
 ) -> Answer {
     if !authorized(&state.api_key, authorization) {
         return Answer::error(401, "invalid_api_key", "Incorrect API key provided.".into());
+    }
+    if let Some(status) = state.failures.get_mut(action).and_then(|f| f.pop_front()) {
+        return Answer::error(
+            status,
+            "simulated_failure",
+            format!("Simulated failure of {action} for session '{id}'."),
+        );
     }
     let Some(session) = state.sessions.get_mut(id) else {
         return Answer::error(

@@ -106,6 +106,10 @@ pub(crate) struct State {
     pub(crate) requests: Vec<RestRequest>,
     pub(crate) violations: Vec<Violation>,
     pub(crate) budget_bytes: usize,
+    /// Statuses to answer instead of serving, per action, consumed front first.
+    pub(crate) failures: HashMap<String, VecDeque<u16>>,
+    /// Delays before answering, per action, consumed front first.
+    pub(crate) stalls: HashMap<String, VecDeque<Duration>>,
 }
 
 impl State {
@@ -142,6 +146,8 @@ impl LiveShared {
                 requests: Vec::new(),
                 violations: Vec::new(),
                 budget_bytes: INPUT_BUDGET_BYTES,
+                failures: HashMap::new(),
+                stalls: HashMap::new(),
             }),
             changed: Notify::new(),
             ids: AtomicU64::new(0),
