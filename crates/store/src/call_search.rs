@@ -240,10 +240,8 @@ fn search_sql(
     if let Some(id) = &search.call_id {
         wheres.push(format!("c.id = {}", bind(id)));
     }
-    if let Some(n) = &search.number {
-        let p = bind(n);
-        wheres.push(format!("(c.from_number = {p} OR c.to_number = {p})"));
-    }
+    // A number is the caller's or the line called: one branch per index (below).
+    let number = search.number.as_deref().map(&mut bind);
     if let Some(u) = &search.user_id {
         wheres.push(format!("c.user_id = {}", bind(u)));
     }
@@ -298,20 +296,35 @@ fn search_sql(
     let order = match at {
         Some((older, ts, id)) => {
             let (cmp, ts, id) = (if older { "<" } else { ">" }, bind(&ts), bind(&id));
+            // The plain bound lets both databases start the index range at the cursor; the
+            // OR alone, PostgreSQL applies row by row from the start of the list.
             wheres.push(format!(
-                "(c.created_at {cmp} {ts} OR (c.created_at = {ts} AND c.id {cmp} {id}))"
+                "c.created_at {cmp}= {ts} AND (c.created_at {cmp} {ts} OR (c.created_at = {ts} AND c.id {cmp} {id}))"
             ));
             if older { "DESC" } else { "ASC" }
         }
         None => "DESC",
     };
-    let sql = format!(
-        "SELECT c.id, c.agent, c.status, c.from_number, c.to_number, c.user_id, c.created_at, c.ended_at, \
-         EXISTS (SELECT 1 FROM call_invocations f WHERE f.tenant_id = c.tenant_id AND f.call_id = c.id AND {}) \
-         FROM calls c WHERE {} ORDER BY c.created_at {order}, c.id {order} LIMIT {fetch}",
-        failed(kind, "f"),
-        wheres.join(" AND ")
-    );
+    let select = |extra: &str| {
+        format!(
+            "SELECT c.id, c.agent, c.status, c.from_number, c.to_number, c.user_id, c.created_at, c.ended_at, \
+             EXISTS (SELECT 1 FROM call_invocations f WHERE f.tenant_id = c.tenant_id AND f.call_id = c.id AND {}) AS failed \
+             FROM calls c WHERE {}{extra} ORDER BY c.created_at {order}, c.id {order} LIMIT {fetch}",
+            failed(kind, "f"),
+            wheres.join(" AND ")
+        )
+    };
+    let sql = match number {
+        None => select(""),
+        // Each branch reads a page in order through its own index (as one OR, SQLite walks the
+        // whole list, and PostgreSQL sorts every call of a busy line); a call from and to the
+        // number is in both, once.
+        Some(p) => format!(
+            "SELECT * FROM ({}) a UNION SELECT * FROM ({}) b ORDER BY created_at {order}, id {order} LIMIT {fetch}",
+            select(&format!(" AND c.from_number = {p}")),
+            select(&format!(" AND c.to_number = {p}"))
+        ),
+    };
     (sql, binds)
 }
 

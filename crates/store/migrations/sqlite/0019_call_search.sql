@@ -17,6 +17,9 @@ ALTER TABLE calls ADD COLUMN user_id TEXT;
 CREATE INDEX calls_by_from ON calls (tenant_id, from_number, created_at DESC, id DESC);
 CREATE INDEX calls_by_to ON calls (tenant_id, to_number, created_at DESC, id DESC);
 CREATE INDEX calls_by_user ON calls (tenant_id, user_id, created_at DESC, id DESC);
+-- The live calls, newest first: a page of them reads only live calls (they are few; the ended
+-- ones are most, and the list's own index finds them).
+CREATE INDEX calls_active_newest ON calls (tenant_id, created_at DESC, id DESC) WHERE status = 'active';
 CREATE INDEX calls_user_unread ON calls (tenant_id, id) WHERE user_id IS NULL;
 
 -- The calls that invoked a tool (its name's first 64 characters: a tool's name is at most that,
