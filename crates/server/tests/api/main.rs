@@ -6,6 +6,7 @@ mod caldav_race;
 mod caldav_zones;
 mod call_cap;
 mod caller_memory;
+mod calls_search;
 mod commits;
 mod conformance;
 mod connections;
