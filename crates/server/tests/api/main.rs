@@ -639,6 +639,7 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/agents/{name}", "put"),
         ("/v1/agents/{name}/toolset", "get"),
         ("/v1/calls", "post"),
+        ("/v1/calls", "get"),
         ("/v1/calls/{call_id}", "delete"),
         ("/v1/calls/{call_id}/invocations", "post"),
         ("/v1/calls/{call_id}/responses/{response_id}/cancel", "post"),
