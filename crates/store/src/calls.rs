@@ -447,45 +447,6 @@ impl Store {
         .transpose()
     }
 
-    /// Which of the given calls of the tenant have an invocation that failed (its record's
-    /// `ok` is false). One query for the list; a call id of another tenant is never in the
-    /// answer.
-    pub async fn calls_with_failures(
-        &self,
-        tenant_id: &str,
-        call_ids: &[String],
-    ) -> Result<std::collections::HashSet<String>, StoreError> {
-        if call_ids.is_empty() {
-            return Ok(std::collections::HashSet::new());
-        }
-        let ids = to_json(&call_ids)?;
-        let failed: Vec<String> = match &self.db {
-            crate::Db::Sqlite(pool) => {
-                sqlx::query_scalar(
-                    "SELECT DISTINCT call_id FROM call_invocations WHERE tenant_id = $1 \
-                     AND call_id IN (SELECT value FROM json_each($2)) \
-                     AND json_extract(record, '$.ok') = 0",
-                )
-                .bind(tenant_id)
-                .bind(&ids)
-                .fetch_all(pool)
-                .await?
-            }
-            crate::Db::Postgres(pool) => {
-                sqlx::query_scalar(
-                    "SELECT DISTINCT call_id FROM call_invocations WHERE tenant_id = $1 \
-                     AND call_id IN (SELECT jsonb_array_elements_text($2::jsonb)) \
-                     AND (record::jsonb ->> 'ok') = 'false'",
-                )
-                .bind(tenant_id)
-                .bind(&ids)
-                .fetch_all(pool)
-                .await?
-            }
-        };
-        Ok(failed.into_iter().collect())
-    }
-
     /// Every invocation record of a call, in the order they finished (empty for an unknown
     /// call). Unbounded: the API reads [`Store::recent_invocations`].
     pub async fn invocations(
