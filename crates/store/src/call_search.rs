@@ -2,7 +2,7 @@
 //! an opaque keyset cursor (the last call's start time and id, never an offset), by call id,
 //! phone number, user id, tool invoked, error code, status and time range.
 //!
-//! Each search key has an index in the list's order (migration 0019), so a page reads about its
+//! Each search key has an index in the list's order (migration 0020), so a page reads about its
 //! own rows whatever the tenant's calls number. Every query names the tenant: a cursor is only a
 //! place in a tenant's list, so one made for another tenant finds only this tenant's calls.
 
@@ -215,7 +215,7 @@ type SummaryTuple = (
     bool,
 );
 
-/// A failed invocation, as migration 0019's partial index `call_invocations_failed` writes it.
+/// A failed invocation, as migration 0020's partial index `call_invocations_failed` writes it.
 fn failed(kind: Backend, alias: &str) -> String {
     match kind {
         Backend::Sqlite => format!("json_extract({alias}.record, '$.ok') = 0"),
@@ -424,7 +424,7 @@ impl Store {
         })
     }
 
-    /// Fills `user_id` of the calls stored before migration 0019 from their contexts (sealed:
+    /// Fills `user_id` of the calls stored before migration 0020 from their contexts (sealed:
     /// SQL cannot read them); returns how many. [`Store::migrate`] runs it.
     pub async fn index_call_users(&self) -> Result<u64, StoreError> {
         const BATCH: i64 = 500;

@@ -302,7 +302,7 @@ impl Store {
         if sealed > 0 {
             tracing::info!(name: "call_contexts_sealed", calls = sealed, "call_contexts_sealed");
         }
-        // Calls stored before they kept their user id (migration 0019): it is in the context.
+        // Calls stored before they kept their user id (migration 0020): it is in the context.
         let indexed = self.index_call_users().await?;
         if indexed > 0 {
             tracing::info!(name: "call_users_indexed", calls = indexed, "call_users_indexed");
