@@ -182,7 +182,8 @@ const CALL_COLUMNS_WHERE_ID: &str = "SELECT id, tenant_id, agent, status, contex
 
 /// A call's start within its tenant's limit on PostgreSQL (migration 0015): the row lock, the
 /// tenant's live calls and the insert in one statement, `true` when the call was inserted.
-const START_WITHIN_LIMIT: &str = "SELECT call_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+const START_WITHIN_LIMIT: &str =
+    "SELECT call_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 /// A tenant's live calls, kept by the triggers of migration 0015 on every start, end and delete
 /// of its calls: read in the write that records a call, it costs the same however many are live.
@@ -253,7 +254,8 @@ impl Store {
         let agent = context.active_agent().to_owned();
         let fence = if owner.is_some() { FIRST_FENCE } else { 0 };
         let door = owner.map_or(Door::Http, |(_, door)| door).as_str();
-        // The call's row: the first ten parameters of both the insert and `call_start`.
+        let user = crate::call_search::searchable_user(context);
+        // The call's row: the first eleven parameters of both the insert and `call_start`.
         macro_rules! bind_row {
             ($query:expr) => {
                 $query
@@ -267,6 +269,7 @@ impl Store {
                     .bind(owner.map(|(node, _)| node))
                     .bind(fence)
                     .bind(door)
+                    .bind(&user)
             };
         }
         let inserted: Result<bool, sqlx::Error> = with_pool!(self, |pool| {
@@ -292,8 +295,8 @@ impl Store {
                     }
                 }
                 bind_row!(sqlx::query(
-                    "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at, owner_node, fence, door) \
-                     VALUES ($1, $2, $3, 'active', $4, $5, $6, 0, 0, $7, $8, $9, $10)",
+                    "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at, owner_node, fence, door, user_id) \
+                     VALUES ($1, $2, $3, 'active', $4, $5, $6, 0, 0, $7, $8, $9, $10, $11)",
                 ))
                 .execute(&mut *tx)
                 .await?;
@@ -442,45 +445,6 @@ impl Store {
             ))
         })
         .transpose()
-    }
-
-    /// Which of the given calls of the tenant have an invocation that failed (its record's
-    /// `ok` is false). One query for the list; a call id of another tenant is never in the
-    /// answer.
-    pub async fn calls_with_failures(
-        &self,
-        tenant_id: &str,
-        call_ids: &[String],
-    ) -> Result<std::collections::HashSet<String>, StoreError> {
-        if call_ids.is_empty() {
-            return Ok(std::collections::HashSet::new());
-        }
-        let ids = to_json(&call_ids)?;
-        let failed: Vec<String> = match &self.db {
-            crate::Db::Sqlite(pool) => {
-                sqlx::query_scalar(
-                    "SELECT DISTINCT call_id FROM call_invocations WHERE tenant_id = $1 \
-                     AND call_id IN (SELECT value FROM json_each($2)) \
-                     AND json_extract(record, '$.ok') = 0",
-                )
-                .bind(tenant_id)
-                .bind(&ids)
-                .fetch_all(pool)
-                .await?
-            }
-            crate::Db::Postgres(pool) => {
-                sqlx::query_scalar(
-                    "SELECT DISTINCT call_id FROM call_invocations WHERE tenant_id = $1 \
-                     AND call_id IN (SELECT jsonb_array_elements_text($2::jsonb)) \
-                     AND (record::jsonb ->> 'ok') = 'false'",
-                )
-                .bind(tenant_id)
-                .bind(&ids)
-                .fetch_all(pool)
-                .await?
-            }
-        };
-        Ok(failed.into_iter().collect())
     }
 
     /// Every invocation record of a call, in the order they finished (empty for an unknown

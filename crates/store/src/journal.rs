@@ -244,10 +244,10 @@ impl Store {
                     .await?;
                 check_fence(call_id, row.map(|r| r.0), fence)?;
                 sqlx::query(
-                    "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at) \
-                     VALUES ($1, $2, $3, 'active', $4, $5, '{}', 0, 0, $6) \
+                    "INSERT INTO calls (id, tenant_id, agent, status, call_info, context, pinned, version, handoffs, created_at, user_id) \
+                     VALUES ($1, $2, $3, 'active', $4, $5, '{}', 0, 0, $6, $7) \
                      ON CONFLICT (tenant_id, id) DO UPDATE SET agent = excluded.agent, call_info = excluded.call_info, \
-                     context = excluded.context, version = calls.version + 1",
+                     context = excluded.context, user_id = excluded.user_id, version = calls.version + 1",
                 )
                 .bind(call_id)
                 .bind(tenant_id)
@@ -255,6 +255,7 @@ impl Store {
                 .bind(&call_info)
                 .bind(&context_text)
                 .bind(&at)
+                .bind(crate::call_search::searchable_user(context))
                 .execute(&mut *tx)
                 .await?;
                 tx.commit().await?;

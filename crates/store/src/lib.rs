@@ -20,6 +20,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod agents;
+pub mod call_search;
 pub mod calls;
 pub mod connections;
 pub mod console_sessions;
@@ -53,6 +54,9 @@ use sqlx::sqlite::{
 use sqlx::{Postgres, Sqlite, Transaction};
 
 pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret, LiveSettings};
+pub use call_search::{
+    CallPage, CallSearch, CallSummary, CallsAt, MAX_SEARCH_KEY, StatusFilter, TimeBound,
+};
 pub use calls::{CallRow, CallStatus};
 pub use connections::{
     Connection, ConnectionInfo, OAuthFlow, OAuthTake, OAuthTokens, PendingConnect,
@@ -297,6 +301,11 @@ impl Store {
         let sealed = self.seal_call_contexts().await?;
         if sealed > 0 {
             tracing::info!(name: "call_contexts_sealed", calls = sealed, "call_contexts_sealed");
+        }
+        // Calls stored before they kept their user id (migration 0020): it is in the context.
+        let indexed = self.index_call_users().await?;
+        if indexed > 0 {
+            tracing::info!(name: "call_users_indexed", calls = indexed, "call_users_indexed");
         }
         Ok(())
     }

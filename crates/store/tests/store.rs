@@ -369,6 +369,8 @@ async fn tenant(store: &Store, id: &str) {
     store.create_tenant(id, id, &json!({})).await.unwrap();
 }
 
+#[path = "store/call_search.rs"]
+mod call_search;
 #[path = "store/calls.rs"]
 mod calls;
 #[path = "store/console_sessions.rs"]

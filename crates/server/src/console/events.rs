@@ -6,6 +6,12 @@
 //! count, no record and no context — so an idle stream costs one small query or two; records
 //! are read only when the count moved. Streams are bounded per session and per tenant on each
 //! node ([`ConsoleLimits`]); one past a bound is answered with a `refused` event saying which.
+//!
+//! The calls list follows the tenant's calls the same way, in the same slots (a list stream
+//! counts as one of the session's and the tenant's streams): each poll checks the session, then
+//! the list's cursor (`Store::calls_cursor`: the newest call and the live count, two small
+//! reads); the page is read again only when that moved, or every [`LIST_REFRESH`] (a failure
+//! or a handoff in a live call moves neither), and sent as rendered rows only when they changed.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -21,15 +27,20 @@ use serde_json::json;
 use switchboard_store::CallStatus;
 
 use super::Operator;
-use super::pages::{TIMELINE_RECORDS, error_page, row};
+use super::pages::{TIMELINE_RECORDS, error_page, list_rows, row};
 use super::session::SessionToken;
 use crate::error::ApiError;
+use crate::routes::calls::{CallQuery, CallsWanted, call_list};
 use crate::state::AppState;
 
 /// How long a call's live timeline stream stays open.
 const STREAM_FOR: Duration = Duration::from_secs(30 * 60);
 /// How often a stream looks at the call's cursor.
 const POLL: Duration = Duration::from_millis(500);
+/// How often a calls list looks at the list's cursor.
+const LIST_POLL: Duration = Duration::from_secs(1);
+/// How often a calls list reads its page again although the cursor did not move.
+const LIST_REFRESH: Duration = Duration::from_secs(15);
 /// How long a browser waits before reconnecting a stream that ended without being told why.
 const RECONNECT_AFTER: Duration = Duration::from_secs(60);
 
@@ -80,6 +91,17 @@ pub(crate) enum StreamRefusal {
 }
 
 impl StreamRefusal {
+    fn list_message(self) -> String {
+        match self {
+            StreamRefusal::Session(n) => format!(
+                "This list does not update itself: your session already follows {n} pages live, the most one session may. Close another calls or call page, then reload this one."
+            ),
+            StreamRefusal::Tenant(n) => format!(
+                "This list does not update itself: this tenant's sessions already follow {n} pages live on this server, the most a tenant may. Close pages you are not watching, then reload this one."
+            ),
+        }
+    }
+
     fn message(self) -> String {
         match self {
             StreamRefusal::Session(n) => format!(
@@ -338,4 +360,131 @@ fn render_row(row: &serde_json::Value) -> String {
         .and_then(|t| t.render(minijinja::value::Serde(json!({"r": row}))))
         .unwrap_or_default()
         .replace(['\n', '\r'], " ")
+}
+
+/// Server-sent events: the calls list's rows (`rows`, the rendered rows of the page the query
+/// names) whenever they change. `signedout` ends a stream whose session ended; `refused`
+/// answers one past a bound. A query the page would refuse is refused here too (400).
+pub async fn calls_events(
+    State(state): State<AppState>,
+    op: Operator,
+    q: Result<Query<CallQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let wanted = match q.map_err(ApiError::from).and_then(|Query(q)| q.wanted()) {
+        Ok(w) => w,
+        Err(e) => return error_page(&e),
+    };
+    let slot = match state.console_streams.take(&op.tenant, &op.session.id()) {
+        Ok(slot) => slot,
+        Err(refusal) => {
+            tracing::info!(name: "console_stream_refused", tenant_id = %op.tenant, bound = ?refusal, "console_stream_refused");
+            return notice("refused", refusal.list_message());
+        }
+    };
+    let watch = Watch {
+        state,
+        tenant: op.tenant,
+        session: op.session,
+        wanted,
+        _slot: slot,
+    };
+    Sse::new(list_stream(watch))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// What a list stream follows, and the place it holds while it lives.
+struct Watch {
+    state: AppState,
+    tenant: String,
+    session: SessionToken,
+    wanted: CallsWanted,
+    _slot: StreamSlot,
+}
+
+/// Where a list stream stands: the cursor it last read the page at, when, and what it sent.
+#[derive(Default)]
+struct Seen {
+    cursor: Option<(Option<(String, String)>, i64)>,
+    read_at: Option<tokio::time::Instant>,
+    rows: String,
+}
+
+fn list_stream(watch: Watch) -> impl futures_util::Stream<Item = Result<Event, Infallible>> {
+    let deadline = tokio::time::Instant::now() + STREAM_FOR;
+    futures_util::stream::unfold(
+        (watch, Seen::default(), false),
+        move |(watch, mut seen, done)| async move {
+            let shutdown = watch.state.mcp.shutdown.clone();
+            let mut first = true;
+            loop {
+                if done || tokio::time::Instant::now() >= deadline || shutdown.is_cancelled() {
+                    return None;
+                }
+                if !first {
+                    tokio::select! {
+                        () = tokio::time::sleep(LIST_POLL) => {}
+                        () = shutdown.cancelled() => return None,
+                    }
+                }
+                first = false;
+                match poll_list(&watch, &mut seen).await {
+                    ListPoll::Quiet => {}
+                    ListPoll::Stop => return None,
+                    ListPoll::Send(event, ends) => return Some((Ok(event), (watch, seen, ends))),
+                }
+            }
+        },
+    )
+}
+
+/// What one look at the session and the list found.
+enum ListPoll {
+    /// Nothing to send.
+    Quiet,
+    /// An event, and whether the stream ends after it.
+    Send(Event, bool),
+    /// The stream ends now (the browser reconnects, and its new request is checked).
+    Stop,
+}
+
+async fn poll_list(w: &Watch, seen: &mut Seen) -> ListPoll {
+    match w.session.still_open(&w.state, &w.tenant).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::info!(name: "console_stream_signed_out", tenant_id = %w.tenant, "console_stream_signed_out");
+            let event = Event::default()
+                .event("signedout")
+                .retry(RECONNECT_AFTER)
+                .data("Your console session ended (signed out, expired, or its key was revoked): this list no longer updates itself. Sign in again to see it.");
+            return ListPoll::Send(event, true);
+        }
+        Err(_) => return ListPoll::Stop,
+    }
+    let Ok(cursor) = w.state.store.calls_cursor(&w.tenant).await else {
+        return ListPoll::Stop;
+    };
+    let due = seen.read_at.is_none_or(|at| at.elapsed() >= LIST_REFRESH);
+    if seen.cursor.as_ref() == Some(&cursor) && !due {
+        return ListPoll::Quiet;
+    }
+    let Ok(list) = call_list(&w.state, &w.tenant, &w.wanted).await else {
+        return ListPoll::Stop;
+    };
+    seen.cursor = Some(cursor);
+    seen.read_at = Some(tokio::time::Instant::now());
+    let rows = super::TEMPLATES
+        .get_template("calls_rows.html")
+        .and_then(|t| {
+            t.render(minijinja::value::Serde(
+                json!({"calls": list_rows(&w.state, &w.tenant, &list)}),
+            ))
+        })
+        .unwrap_or_default()
+        .replace(['\n', '\r'], " ");
+    if rows.is_empty() || rows == seen.rows {
+        return ListPoll::Quiet;
+    }
+    seen.rows = rows.clone();
+    ListPoll::Send(Event::default().event("rows").data(rows), false)
 }

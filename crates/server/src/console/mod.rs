@@ -60,7 +60,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
 });
 
 /// The templates, compiled into the binary.
-const SOURCES: [(&str, &str); 22] = [
+const SOURCES: [(&str, &str); 23] = [
     ("layout.html", include_str!("templates/layout.html")),
     ("signin.html", include_str!("templates/signin.html")),
     ("tools.html", include_str!("templates/tools.html")),
@@ -77,6 +77,7 @@ const SOURCES: [(&str, &str); 22] = [
     ("agent.html", include_str!("templates/agent.html")),
     ("connect.html", include_str!("templates/connect.html")),
     ("calls.html", include_str!("templates/calls.html")),
+    ("calls_rows.html", include_str!("templates/calls_rows.html")),
     ("call.html", include_str!("templates/call.html")),
     ("row.html", include_str!("templates/row.html")),
     ("health.html", include_str!("templates/health.html")),
@@ -144,6 +145,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/agents", get(pages::agents))
         .route("/console/agents/{name}", get(pages::agent))
         .route("/console/calls", get(pages::calls))
+        .route("/console/calls-live", get(events::calls_events))
         .route("/console/calls/{id}", get(pages::call))
         .route(
             "/console/agents/{name}/connections/{toolkit}",

@@ -19,13 +19,12 @@ use super::{
     to_signin_htmx,
 };
 use crate::error::ApiError;
+use crate::routes::calls::{CallList, CallQuery, call_list};
 use crate::routes::replay::{ReplayRun, report};
 use crate::routes::tools::{parse_mocks, stub, test_context};
 use crate::state::AppState;
 use crate::toolset::{agent_toolset, refer_config};
 
-/// How many calls the calls page looks through for its filters.
-const CALLS_SCANNED: u32 = 200;
 /// Records a timeline shows (the newest).
 pub(super) const TIMELINE_RECORDS: usize = 200;
 
@@ -618,70 +617,99 @@ pub async fn agent(
 
 // ---- calls ----
 
-#[derive(Debug, Deserialize)]
-pub struct CallFilters {
-    agent: Option<String>,
-    /// `active` or `ended`.
-    status: Option<String>,
-    /// RFC 3339: calls started at or after it.
-    since: Option<String>,
-    /// `failed` (an invocation failed) or `ok` (none did).
-    outcome: Option<String>,
-}
-
+/// The calls page: the tenant's calls a page at a time, searched like `GET /v1/calls` (the
+/// same query, read by the same code). A bad value shows the page again with the form as
+/// typed and the error naming the field (400).
 pub async fn calls(
     State(state): State<AppState>,
     op: Operator,
-    Query(f): Query<CallFilters>,
+    q: Result<Query<CallQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let page = Page {
-        limit: CALLS_SCANNED,
-        after: None,
+    let q = match q {
+        Ok(Query(q)) => q,
+        Err(e) => return error_page(&ApiError::from(e)),
     };
-    let list = match state.store.list_calls(&op.tenant, page).await {
-        Ok(l) => l,
-        Err(e) => return error_page(&e.into()),
+    let filters = filters_of(&q);
+    let listed = async {
+        let wanted = q.wanted()?;
+        call_list(&state, &op.tenant, &wanted).await
     };
-    let keep = |s: &Option<String>| s.as_deref().filter(|v| !v.is_empty()).map(str::to_owned);
-    let (agent, status, since) = (keep(&f.agent), keep(&f.status), keep(&f.since));
-    let outcome = keep(&f.outcome);
-    let want_failed = match outcome.as_deref() {
-        None => None,
-        Some("failed") => Some(true),
-        Some("ok") => Some(false),
-        Some(other) => {
-            return error_page(&ApiError::bad_request(format!(
-                "outcome `{other}` is not a call outcome: use `ok` (no invocation failed) or `failed` (one did), or leave it empty for any"
-            )));
+    let (status, list, error) = match listed.await {
+        Ok(list) => (StatusCode::OK, Some(list), None),
+        Err(e) if e.status == StatusCode::BAD_REQUEST => {
+            (StatusCode::BAD_REQUEST, None, Some(e.message))
         }
+        Err(e) => return error_page(&e),
     };
-    let listed: Vec<_> = list
-        .items
-        .iter()
-        .filter(|c| agent.as_deref().is_none_or(|a| c.agent == a))
-        .filter(|c| status.as_deref().is_none_or(|s| c.status.as_str() == s))
-        .filter(|c| since.as_deref().is_none_or(|s| c.created_at.as_str() >= s))
-        .collect();
-    let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
-    let failed = match state.store.calls_with_failures(&op.tenant, &ids).await {
-        Ok(f) => f,
-        Err(e) => return error_page(&e.into()),
+    let search = search_query(&q);
+    let link = |cursor: &str, value: &Option<String>| {
+        value
+            .as_deref()
+            .map(|v| format!("/console/calls?{search}{cursor}={}", urlencode(v)))
     };
-    let items: Vec<Value> = listed
-        .into_iter()
-        .filter(|c| want_failed.is_none_or(|w| failed.contains(&c.id) == w))
-        .map(|c| {
-            json!({"id": c.id, "agent": c.agent, "status": c.status.as_str(),
-                   "created_at": c.created_at, "ended_at": c.ended_at,
-                   "failed": failed.contains(&c.id),
-                   "live_here": state.calls.get(&op.tenant, &c.id).is_some()})
-        })
-        .collect();
-    render(
+    let rows = list.as_ref().map(|l| list_rows(&state, &op.tenant, l));
+    let events = {
+        let mut here = search.clone();
+        for (name, value) in [("after", &q.after), ("before", &q.before)] {
+            if let Some(v) = value.as_deref().filter(|v| !v.is_empty()) {
+                here.push_str(&format!("{name}={}&", urlencode(v)));
+            }
+        }
+        format!("/console/calls-live?{}", here.trim_end_matches('&'))
+    };
+    let mut r = render(
         "calls.html",
-        json!({"nav": nav(&op, "calls"), "calls": items,
-               "filters": {"agent": agent, "status": status, "since": since, "outcome": outcome}}),
-    )
+        json!({"nav": nav(&op, "calls"), "calls": rows, "error": error, "filters": filters,
+               "next": list.as_ref().and_then(|l| link("after", &l.next)),
+               "previous": list.as_ref().and_then(|l| link("before", &l.previous)),
+               "events_url": events}),
+    );
+    *r.status_mut() = status;
+    r
+}
+
+/// The form's fields as typed, to show them again.
+fn filters_of(q: &CallQuery) -> Value {
+    json!({"id": q.id, "number": q.number, "user_id": q.user_id, "agent": q.agent,
+           "tool": q.tool, "error": q.error, "status": q.status, "outcome": q.outcome,
+           "since": q.since, "until": q.until})
+}
+
+/// The search's part of a query string (no cursor), each pair followed by `&`.
+pub(super) fn search_query(q: &CallQuery) -> String {
+    let pairs = [
+        ("id", &q.id),
+        ("number", &q.number),
+        ("user_id", &q.user_id),
+        ("agent", &q.agent),
+        ("tool", &q.tool),
+        ("error", &q.error),
+        ("status", &q.status),
+        ("outcome", &q.outcome),
+        ("since", &q.since),
+        ("until", &q.until),
+        ("limit", &q.limit),
+    ];
+    pairs
+        .iter()
+        .filter_map(|(name, value)| {
+            let v = value.as_deref().filter(|v| !v.is_empty())?;
+            Some(format!("{name}={}&", urlencode(v)))
+        })
+        .collect()
+}
+
+/// The list's rows as the page's template reads them.
+pub(super) fn list_rows(state: &AppState, tenant: &str, list: &CallList) -> Vec<Value> {
+    list.items
+        .iter()
+        .map(|c| {
+            json!({"id": c.call_id, "href": urlencode(&c.call_id), "agent": c.agent,
+                   "status": c.status, "failed": c.failed, "from": c.from, "to": c.to,
+                   "user_id": c.user_id, "created_at": c.started_at, "ended_at": c.ended_at,
+                   "live_here": state.calls.get(tenant, &c.call_id).is_some()})
+        })
+        .collect()
 }
 
 /// A record as a timeline row: redacted, with its effects and context changes from its trace.

@@ -16,7 +16,7 @@ use crate::calls::{
     submit_and_wait, view, view_redactor,
 };
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use crate::extract::{Body, Path};
+use crate::extract::{Body, Path, Query};
 use crate::state::AppState;
 
 #[utoipa::path(post, path = "/v1/calls", tag = "calls", security(("bearer" = [])), request_body = NewCall,
@@ -245,4 +245,190 @@ pub async fn end_call(
         (&records, total),
         false,
     )))
+}
+
+/// `GET /v1/calls`'s query (also the console's calls page): what to look for and which page.
+/// Every key narrows the list and matches exactly; an empty value counts as absent.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct CallQuery {
+    /// Calls per page, 1 to 200 (default 50).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 200)]
+    pub limit: Option<String>,
+    /// The `next` cursor of the previous page: the calls older than it.
+    pub after: Option<String>,
+    /// The `previous` cursor of a page: the calls newer than it.
+    pub before: Option<String>,
+    /// The call with this id.
+    pub id: Option<String>,
+    /// Calls from or to this phone number, as the call carries it (e.g. `+14155550100`).
+    pub number: Option<String>,
+    /// Calls whose `user.id` is this (a numeric id as its digits).
+    pub user_id: Option<String>,
+    /// Calls whose active agent is this one.
+    pub agent: Option<String>,
+    /// Calls that invoked this tool.
+    pub tool: Option<String>,
+    /// Calls with an invocation that failed with this error code (e.g. `timeout`).
+    pub error: Option<String>,
+    /// `active`, `ended`, or `failed` (an invocation failed).
+    pub status: Option<String>,
+    /// `failed` (an invocation failed) or `ok` (none did).
+    pub outcome: Option<String>,
+    /// RFC 3339 (e.g. `2026-11-24T09:00:00Z`) or a date: calls started at or after it.
+    pub since: Option<String>,
+    /// RFC 3339 or a date: calls started before it.
+    pub until: Option<String>,
+}
+
+/// What [`CallQuery`] asks the store for.
+pub(crate) struct CallsWanted {
+    pub search: switchboard_store::CallSearch,
+    pub at: switchboard_store::CallsAt,
+    pub limit: u32,
+}
+
+impl CallQuery {
+    /// Reads the query once; a bad value is a 400 naming the parameter and the fix.
+    pub(crate) fn wanted(&self) -> ApiResult<CallsWanted> {
+        use switchboard_store::{CallSearch, CallsAt, Page, StatusFilter, TimeBound};
+        fn given(v: &Option<String>) -> Option<&str> {
+            v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+        }
+        let owned = |v: &Option<String>| given(v).map(str::to_owned);
+        let limit = match given(&self.limit) {
+            None => Page::DEFAULT_LIMIT,
+            Some(l) => l
+                .parse::<u32>()
+                .ok()
+                .filter(|l| (1..=Page::MAX_LIMIT).contains(l))
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "`limit` is `{}`; ask for 1 to {} calls per page",
+                        l.chars().take(20).collect::<String>(),
+                        Page::MAX_LIMIT
+                    ))
+                })?,
+        };
+        let at = match (owned(&self.after), owned(&self.before)) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::bad_request(
+                    "give `after` (older calls) or `before` (newer calls), not both",
+                ));
+            }
+            (Some(a), None) => CallsAt::After(a),
+            (None, Some(b)) => CallsAt::Before(b),
+            (None, None) => CallsAt::Newest,
+        };
+        let time = |param: &str, v: &Option<String>| {
+            given(v)
+                .map(|t| TimeBound::parse(param, t))
+                .transpose()
+                .map_err(ApiError::from)
+        };
+        let search = CallSearch {
+            call_id: owned(&self.id),
+            number: owned(&self.number),
+            user_id: owned(&self.user_id),
+            agent: owned(&self.agent),
+            tool: owned(&self.tool),
+            error: owned(&self.error),
+            status: given(&self.status)
+                .map(StatusFilter::parse)
+                .transpose()
+                .map_err(ApiError::from)?,
+            failed: match given(&self.outcome) {
+                None => None,
+                Some("failed") => Some(true),
+                Some("ok") => Some(false),
+                Some(other) => {
+                    return Err(ApiError::bad_request(format!(
+                        "`outcome` is `{}`, not a call outcome: use `ok` (no invocation failed) or `failed` (one did), or leave it out for any",
+                        other.chars().take(40).collect::<String>()
+                    )));
+                }
+            },
+            since: time("since", &self.since)?,
+            until: time("until", &self.until)?,
+        };
+        Ok(CallsWanted { search, at, limit })
+    }
+}
+
+/// One call as the list shows it, every string redacted of the tenant's secrets.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct CallListItem {
+    pub call_id: String,
+    /// The active agent.
+    pub agent: String,
+    /// `active` or `ended`.
+    pub status: String,
+    /// Whether one of its invocations failed.
+    pub failed: bool,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// The `user.id` the call started with.
+    pub user_id: Option<String>,
+    /// RFC 3339 (UTC, milliseconds).
+    pub started_at: String,
+    pub ended_at: Option<String>,
+}
+
+/// A page of calls, newest first, and the cursors beside it.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct CallList {
+    pub items: Vec<CallListItem>,
+    /// Pass as `after` for older calls; absent on the last page.
+    pub next: Option<String>,
+    /// Pass as `before` for newer calls; absent on the newest page.
+    pub previous: Option<String>,
+}
+
+/// A page of the tenant's calls as the list shows them.
+pub(crate) async fn call_list(
+    state: &AppState,
+    tenant: &str,
+    wanted: &CallsWanted,
+) -> ApiResult<CallList> {
+    let page = state
+        .store
+        .search_calls(tenant, &wanted.search, &wanted.at, wanted.limit)
+        .await?;
+    let (config, _) = crate::toolset::call_config(state, tenant).await?;
+    let redactor =
+        switchboard_runtime::redact::Redactor::for_calls(std::iter::once(&config), &Value::Null);
+    let r = |s: &str| redactor.redact(s);
+    let items = page
+        .items
+        .iter()
+        .map(|c| CallListItem {
+            call_id: r(&c.id),
+            agent: r(&c.agent),
+            status: c.status.as_str().to_owned(),
+            failed: c.failed,
+            from: c.from.as_deref().map(r),
+            to: c.to.as_deref().map(r),
+            user_id: c.user_id.as_deref().map(r),
+            started_at: c.created_at.clone(),
+            ended_at: c.ended_at.clone(),
+        })
+        .collect();
+    Ok(CallList {
+        items,
+        next: page.next,
+        previous: page.previous,
+    })
+}
+
+/// The tenant's calls, newest first, a page at a time, searched by any of the keys.
+#[utoipa::path(get, path = "/v1/calls", tag = "calls", security(("bearer" = [])), params(CallQuery),
+    responses((status = 200, body = CallList), (status = 400, body = ErrorBody, description = "A bad value (time, cursor, limit, status): the message names the parameter and the fix")))]
+pub async fn list_calls(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Query(q): Query<CallQuery>,
+) -> ApiResult<Json<CallList>> {
+    let wanted = q.wanted()?;
+    Ok(Json(call_list(&state, &tenant.id, &wanted).await?))
 }

@@ -147,7 +147,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(connections::list_connections))
         .routes(routes!(connections::oauth_callback))
-        .routes(routes!(calls::create_call))
+        .routes(routes!(calls::create_call, calls::list_calls))
         .routes(routes!(calls::get_call, calls::end_call))
         .routes(routes!(calls::invoke))
         .routes(routes!(calls::cancel_response))

@@ -1123,3 +1123,217 @@ async fn console_pages_and_streams_are_checked_like_rest_requests_sqlite() {
 async fn console_pages_and_streams_are_checked_like_rest_requests_postgres() {
     checked_like_rest(Backend::Postgres).await;
 }
+
+both_backends!(the_calls_page_searches_and_pages_like_the_api, |app| {
+    let key = acme(&app, "acme").await;
+    for i in 0..5 {
+        let body = json!({"call_id": format!("c{i}"), "from": format!("+1415555000{}", i % 2), "user": {"id": format!("u{i}")}});
+        assert_eq!(
+            app.post("/v1/calls", &key, body).await.0,
+            StatusCode::CREATED
+        );
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    // A call id that is markup is shown as text.
+    let body = json!({"call_id": "<i>x</i>", "from": "+14155550009"});
+    assert_eq!(
+        app.post("/v1/calls", &key, body).await.0,
+        StatusCode::CREATED
+    );
+    let b = sign_in(&app, &key).await;
+    let listed = |page: &str| {
+        (0..5)
+            .map(|i| format!("c{i}"))
+            .filter(|c| page.contains(&format!("href=\"/console/calls/{c}\"")))
+            .collect::<Vec<_>>()
+    };
+
+    let (s, by_number) = b.get("/console/calls?number=%2B14155550001").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(listed(&by_number), ["c1", "c3"], "{by_number}");
+    assert!(
+        by_number.contains("value=\"+14155550001\""),
+        "the form keeps the search: {by_number}"
+    );
+    let (_, by_user) = b.get("/console/calls?user_id=u4").await;
+    assert_eq!(listed(&by_user), ["c4"], "{by_user}");
+    let (_, by_id) = b.get("/console/calls?id=c2").await;
+    assert_eq!(listed(&by_id), ["c2"], "{by_id}");
+
+    let (_, markup) = b.get("/console/calls?number=%2B14155550009").await;
+    assert!(
+        markup.contains("&lt;i&gt;x&lt;&#x2f;i&gt;") || markup.contains("&lt;i&gt;x&lt;/i&gt;"),
+        "{markup}"
+    );
+    assert!(!markup.contains("<i>x</i>"), "{markup}");
+
+    // Two at a time: older pages through `next`, back through `previous`, the search kept.
+    let (_, first) = b.get("/console/calls?number=%2B14155550000&limit=2").await;
+    assert_eq!(listed(&first), ["c2", "c4"], "{first}");
+    assert!(!first.contains("id=\"calls-previous\""), "{first}");
+    let next = link(&first, "calls-next");
+    assert!(
+        next.contains("number=%2B14155550000") && next.contains("limit=2"),
+        "{next}"
+    );
+    let (_, second) = b.get(&next).await;
+    assert_eq!(listed(&second), ["c0"], "{second}");
+    assert!(!second.contains("id=\"calls-next\""), "{second}");
+    let (_, back) = b.get(&link(&second, "calls-previous")).await;
+    assert_eq!(listed(&back), ["c2", "c4"], "{back}");
+
+    // A bad Since value: the page again, the form as typed, and what to write instead.
+    let (s, bad) = b
+        .get("/console/calls?since=last%20tuesday&number=%2B14155550001")
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(bad.contains("id=\"calls-error\""), "{bad}");
+    assert!(
+        bad.contains("`since` is `last tuesday`, not a time"),
+        "{bad}"
+    );
+    assert!(bad.contains("2026-11-24T09:00:00Z"), "{bad}");
+    assert!(bad.contains("value=\"last tuesday\""), "{bad}");
+    assert!(
+        !bad.contains("No calls match"),
+        "no empty list for a bad search: {bad}"
+    );
+    let (s, bad) = b.get("/console/calls?since=%3Cscript%3E").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(!bad.contains("<script>"), "{bad}");
+
+    // Another tenant's session finds none of these, whatever it searches.
+    let other = acme(&app, "other").await;
+    let o = sign_in(&app, &other).await;
+    for q in ["", "?number=%2B14155550001", "?user_id=u4", "?id=c2"] {
+        let (_, theirs) = o.get(&format!("/console/calls{q}")).await;
+        assert!(
+            listed(&theirs).is_empty() && theirs.contains("No calls match."),
+            "{q}: {theirs}"
+        );
+    }
+    let (_, theirs) = o.get(&format!("/{}", next.trim_start_matches('/'))).await;
+    assert!(listed(&theirs).is_empty(), "acme's cursor: {theirs}");
+});
+
+/// The `href` of the link with this id in a page (its `&amp;`s read back).
+fn link(page: &str, id: &str) -> String {
+    let at = page
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no {id} in {page}"));
+    let href = &page[at..];
+    let start = href.find("href=\"").unwrap() + 6;
+    let end = start + href[start..].find('"').unwrap();
+    href[start..end]
+        .replace("&amp;", "&")
+        .replace("&#x2f;", "/")
+}
+
+both_backends!(the_calls_list_shows_new_and_ended_calls_live, |app| {
+    let key = acme(&app, "acme").await;
+    app.post("/v1/calls", &key, json!({"call_id": "first"}))
+        .await;
+    let b = sign_in(&app, &key).await;
+    let (_, page) = b.get("/console/calls").await;
+    assert!(
+        page.contains("data-events=\"&#x2f;console&#x2f;calls-live?\""),
+        "{page}"
+    );
+    let mut live = b.list_events("").await;
+    assert_eq!(live.status(), StatusCode::OK);
+    let (got, _) = read_stream(&mut live, "first").await;
+    assert!(got.contains("event: rows"), "{got}");
+
+    // A call starts: its row comes; it ends: its row says so.
+    app.post("/v1/calls", &key, json!({"call_id": "second"}))
+        .await;
+    let (got, _) = read_stream(&mut live, "href=\"/console/calls/second\"").await;
+    assert!(got.contains("href=\"/console/calls/second\""), "{got}");
+    assert_eq!(app.delete("/v1/calls/second", &key).await.0, StatusCode::OK);
+    let (got, _) = read_stream(&mut live, ">ended</td>").await;
+    assert!(got.contains(">ended</td>"), "{got}");
+
+    // A search's stream sends only its calls; a bad one is refused like the page.
+    let mut searched = b.list_events("id=first").await;
+    let (got, _) = read_stream(&mut searched, "event: rows").await;
+    assert!(
+        got.contains("/console/calls/first") && !got.contains("/console/calls/second"),
+        "{got}"
+    );
+    assert_eq!(
+        b.list_events("since=soon").await.status(),
+        StatusCode::BAD_REQUEST
+    );
+
+    // Another tenant's stream never carries these calls.
+    let other = acme(&app, "other").await;
+    let o = sign_in(&app, &other).await;
+    let mut theirs = o.list_events("").await;
+    let (got, _) = read_stream(&mut theirs, "No calls match.").await;
+    assert!(!got.contains("first") && !got.contains("second"), "{got}");
+
+    // The session signs out: the stream says so and ends.
+    b.sign_out().await;
+    let (got, ended) = read_stream(&mut live, "never-sent").await;
+    assert!(ended && got.contains("event: signedout"), "{got}");
+    assert_eq!(b.list_events("").await.status(), StatusCode::SEE_OTHER);
+});
+
+/// A calls list stream takes a place among the session's and the tenant's live streams.
+async fn list_streams_share_the_bounds(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        ServerConfig {
+            tenant_rate_per_s: 10_000,
+            console: ConsoleLimits {
+                streams_per_session: 1,
+                streams_per_tenant: 2,
+            },
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let key = acme(&app, "acme").await;
+    app.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
+    let first = sign_in(&app, &key).await;
+    let _timeline = first.events("c1").await;
+    let mut refused = first.list_events("").await;
+    let (said, _) = read_stream(&mut refused, "\n\n").await;
+    assert!(said.contains("event: refused"), "{said}");
+    assert!(
+        said.contains("your session already follows 1 pages live"),
+        "{said}"
+    );
+    let second = sign_in(&app, &key).await;
+    let _list = second.list_events("").await;
+    let third = sign_in(&app, &key).await;
+    let mut refused = third.list_events("").await;
+    let (said, _) = read_stream(&mut refused, "\n\n").await;
+    assert!(
+        said.contains("this tenant's sessions already follow 2 pages live"),
+        "{said}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn list_streams_share_the_bounds_sqlite() {
+    list_streams_share_the_bounds(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn list_streams_share_the_bounds_postgres() {
+    list_streams_share_the_bounds(Backend::Postgres).await;
+}
+
+impl Browser {
+    /// Opens the calls list's stream for a query string.
+    async fn list_events(&self, query: &str) -> reqwest::Response {
+        client()
+            .get(format!("{}/console/calls-live?{query}", self.base))
+            .header(COOKIE, &self.cookie)
+            .send()
+            .await
+            .unwrap()
+    }
+}

@@ -6,6 +6,7 @@ mod caldav_race;
 mod caldav_zones;
 mod call_cap;
 mod caller_memory;
+mod calls_search;
 mod commits;
 mod conformance;
 mod connections;
@@ -639,6 +640,7 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/agents/{name}", "put"),
         ("/v1/agents/{name}/toolset", "get"),
         ("/v1/calls", "post"),
+        ("/v1/calls", "get"),
         ("/v1/calls/{call_id}", "delete"),
         ("/v1/calls/{call_id}/invocations", "post"),
         ("/v1/calls/{call_id}/responses/{response_id}/cancel", "post"),

@@ -165,6 +165,53 @@ async function main(page, browser) {
   check((await page.locator('#calls a[href="/console/calls/c1"]').count()) === 0, "the failed call is not listed as ok");
   await page.locator(`#calls a[href="/console/calls/${liveCall}"]`).waitFor();
 
+  step = "the calls list shows a new call without a reload";
+  const listStream = page.waitForResponse((r) => r.url().includes("/console/calls-live"));
+  await page.goto(base + "/console/calls");
+  check((await listStream).status() === 200, "the list's event stream is open");
+  check((await page.locator('#calls a[href="/console/calls/from-browser"]').count()) === 0, "the new call is not there yet");
+  await api("POST", "/v1/calls", { call_id: "from-browser", from: "+14155550123", user: { id: "browser-user" } });
+  await page.locator('#calls a[href="/console/calls/from-browser"]').waitFor({ timeout: 10000 });
+  check((await page.textContent("#calls-rows")).includes("+14155550123"), "its number is shown");
+  await api("DELETE", "/v1/calls/from-browser");
+  await page.locator('#call-from-browser td.ended').waitFor({ timeout: 10000 });
+
+  step = "the calls list searches by number and by user id";
+  await page.fill('input[name="number"]', "+14155550123");
+  await page.click('#call-search button[type="submit"]');
+  await page.waitForURL("**/console/calls?*number=%2B14155550123*");
+  check((await page.locator("#calls tbody tr").count()) === 1, "one call has that number");
+  await page.locator('#calls a[href="/console/calls/from-browser"]').waitFor();
+  check((await page.inputValue('input[name="number"]')) === "+14155550123", "the form keeps the search");
+  await page.goto(base + "/console/calls?user_id=browser-user");
+  await page.locator('#calls a[href="/console/calls/from-browser"]').waitFor();
+  check((await page.locator("#calls tbody tr").count()) === 1, "one call has that user");
+
+  step = "the calls list pages both ways";
+  await page.goto(base + "/console/calls?limit=1");
+  const newest = await page.textContent("#calls tbody tr a");
+  check((await page.locator("#calls-previous").count()) === 0, "the newest page has no newer one");
+  await page.click("#calls-next");
+  await page.waitForURL("**/console/calls?*after=*");
+  const older = await page.textContent("#calls tbody tr a");
+  check(older !== newest, `the next page shows an older call (${older}, after ${newest})`);
+  await page.click("#calls-previous");
+  await page.waitForURL("**/console/calls?*before=*");
+  check((await page.textContent("#calls tbody tr a")) === newest, "the previous page is the newest again");
+
+  step = "a bad Since value says what to write";
+  await page.goto(base + "/console/calls");
+  await page.fill('input[name="since"]', "last tuesday");
+  await page.click('#call-search button[type="submit"]');
+  await page.locator("#calls-error").waitFor();
+  const sinceError = await page.textContent("#calls-error");
+  check(sinceError.includes("`since`") && sinceError.includes("RFC 3339"), `the error names the field and the fix: ${sinceError}`);
+  check((await page.inputValue('input[name="since"]')) === "last tuesday", "the form keeps what was typed");
+  check(!(await page.textContent("main")).includes("No calls match"), "a bad search is not shown as an empty list");
+  await shot(page, "calls-search");
+  await page.goto(base + "/console/calls");
+  await page.locator(`#calls a[href="/console/calls/${liveCall}"]`).waitFor();
+
   step = "a live call's timeline updates while the HTTP door runs its tools";
   // The page's event stream answers before the first invocation is made.
   const stream = page.waitForResponse((r) => r.url().includes(`/console/calls/${liveCall}/events`));

@@ -1,6 +1,8 @@
 // The console's own script (no inline script: the Content-Security-Policy forbids it).
 // - A call's timeline follows the call live over server-sent events, and says why when it
 //   stops (the session ended, or too many timelines are open).
+// - The calls list shows new and ended calls over server-sent events (the page's rows, rendered
+//   by the server), and says why when it stops updating itself.
 // - Clicking a problem in the editor selects its line in the definition.
 (function () {
   "use strict";
@@ -47,6 +49,28 @@
     });
   }
 
+  function followList(body) {
+    var url = body.getAttribute("data-events");
+    if (!url || !window.EventSource) return;
+    var source = new EventSource(url);
+    source.addEventListener("rows", function (e) {
+      body.innerHTML = e.data;
+      body.setAttribute("data-updated", String(Date.now()));
+    });
+    function stop(e) {
+      var note = document.getElementById("calls-note");
+      if (note) { note.textContent = e.data; note.hidden = false; note.setAttribute("data-reason", e.type); }
+      body.setAttribute("data-following", "false");
+      source.close();
+    }
+    source.addEventListener("signedout", stop);
+    source.addEventListener("refused", stop);
+    source.addEventListener("error", function () {
+      if (source.readyState !== EventSource.CLOSED || body.getAttribute("data-following") === "false") return;
+      stop({ type: "closed", data: "This list stopped updating itself (the server refused the stream). Reload the page to follow it again." });
+    });
+  }
+
   function selectLine(textarea, line) {
     var lines = textarea.value.split("\n");
     var start = 0;
@@ -69,5 +93,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     var table = document.getElementById("timeline");
     if (table) follow(table);
+    var rows = document.getElementById("calls-rows");
+    if (rows) followList(rows);
   });
 })();
