@@ -92,7 +92,7 @@ class SwitchboardTools:
             required=list(params.get("required") or []),
         )
 
-    def register(self, llm: LLMService) -> ToolsSchema:
+    def register(self, llm: LLMService[Any]) -> ToolsSchema:
         """Registers every function of the active agent on `llm`; returns their schemas."""
         for name in self._registered - {f.name for f in self.call.functions}:
             llm.unregister_function(name)
