@@ -142,3 +142,37 @@ async def test_retries_idempotent_requests_only() -> None:
     assert "3 attempt(s)" in str(t.value)
     assert down.call("c 1").mcp_url == "http://sb.test/v1/calls/c%201/mcp"
     await http.aclose()
+
+
+async def test_async_with_ends_the_call_when_its_block_raises(sb: Switchboard) -> None:
+    call_id = new_id("with")
+    with pytest.raises(RuntimeError, match="the agent crashed"):
+        async with await sb.start_call(call_id=call_id) as call:
+            r = await call.invoke("fc_1", "save_meal", {"meal_type": "lunch", "dishes": ["soup"]})
+            assert r.ok
+            raise RuntimeError("the agent crashed")
+    # A fresh handle: what the server says, not what the old one remembers.
+    record = await sb.call(call_id).record()
+    assert record.status == "ended" and record.invocations_total == 1
+    with pytest.raises(Conflict):
+        await sb.call(call_id).invoke("fc_2", "meals_so_far")
+
+
+async def test_async_with_ends_the_call_when_its_task_is_cancelled(sb: Switchboard) -> None:
+    call_id = new_id("with")
+    started = asyncio.Event()
+
+    async def agent() -> None:
+        async with await sb.start_call(call_id=call_id) as call:
+            started.set()
+            await call.invoke("fc_1", "lookup_order", {"order_id": "C1"})  # 1.5 s upstream
+
+    task = asyncio.create_task(agent())
+    done, _ = await asyncio.wait({task}, timeout=0.5)
+    if done:
+        task.result()  # the block ended early: its error is the failure
+    assert started.is_set()  # the invocation is on its way (1.5 s upstream)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (await sb.call(call_id).record()).status == "ended"

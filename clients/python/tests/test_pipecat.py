@@ -23,11 +23,13 @@ from pipecat.frames.frames import (
     LLMTextFrame,
     TTSSpeakFrame,
 )
+from pipecat.adapters.llm.services.open_ai_responses_adapter import OpenAIResponsesLLMAdapter
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.llm_service import FunctionCallParams, LLMService
+from pipecat.services.openai.llm import OpenAILLMService
 from pipecat.services.settings import LLMSettings
 from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.transports.daily.transport import DailySIPReferFrame
@@ -203,4 +205,58 @@ async def test_a_slow_tools_messages_are_spoken_while_it_runs(sb: Switchboard) -
         "Let me check the stock.", "Still checking, one moment."
     ]
     assert json.loads(llm.tool_outputs()["check_stock"])["message"] == "tea is in stock."
+    await call.end()
+
+
+def _objects(schema: Any) -> list[dict[str, Any]]:
+    """Every object schema in `schema`, itself included."""
+    found: list[dict[str, Any]] = []
+    if isinstance(schema, dict):
+        ty = schema.get("type")
+        if ty == "object" or (isinstance(ty, list) and "object" in ty):
+            found.append(schema)
+        for value in schema.values():
+            found += _objects(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            found += _objects(item)
+    return found
+
+
+async def test_the_llm_request_keeps_additional_properties_false(sb: Switchboard) -> None:
+    # A raw-schema tool with a nested object beside typed ones, on an agent of its own.
+    await sb.request("POST", "/v1/tools", idempotent=False, body={
+        "name": "set_address",
+        "description": "Set the delivery address",
+        "side_effect": "write",
+        "parameters": {
+            "type": "object",
+            "properties": {"address": {
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+                "required": ["street", "city"],
+                "additionalProperties": False,
+            }},
+            "required": ["address"],
+            "additionalProperties": False,
+        },
+        "actions": [{"type": "context.set", "data": {"address": "{{params.address}}"}}],
+    })
+    await sb.request("PUT", "/v1/agents/exact", idempotent=True,
+                     body={"instructions": "Take addresses.", "tools": [{"tool": "set_address"}, {"tool": "save_meal"}]})
+    call = await sb.start_call(agent="exact", call_id=new_id("pc_exact"))
+    context = LLMContext(messages=[{"role": "user", "content": "hi"}], tools=SwitchboardTools(call).register(
+        ScriptedLLM([])))
+    # What Pipecat's OpenAI service sends: its adapter's conversion, then its request's params.
+    llm = OpenAILLMService(api_key="sk-unused")
+    params = await llm.get_llm_adapter().get_llm_invocation_params(context, system_instruction=None, convert_developer_to_user=False)
+    sent = llm.build_chat_completion_params(params)["tools"]
+    responses = OpenAIResponsesLLMAdapter().to_provider_tools_format(context.tools)
+    for tools, parameters in ((sent, lambda t: t["function"]["parameters"]), (responses, lambda t: t["parameters"])):
+        assert sorted(t["function"]["name"] if "function" in t else t["name"] for t in tools) == ["save_meal", "set_address"]
+        for tool in tools:
+            objects = _objects(parameters(tool))
+            assert objects and all(o.get("additionalProperties") is False for o in objects), tool
+    by_name = {t["function"]["name"]: t["function"]["parameters"] for t in sent}
+    assert by_name["set_address"]["properties"]["address"]["required"] == ["street", "city"]
     await call.end()

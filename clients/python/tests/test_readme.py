@@ -1,11 +1,15 @@
-"""The README's minimal agents stay true: each compiles, is under 30 lines, and every name it
-imports exists in the pinned framework versions."""
+"""The README's minimal agents stay true: each compiles, is under 30 lines, every name it imports
+exists in the pinned framework versions, and `mypy --strict` takes them as they are (so the
+adapters' tools have the types the frameworks' parameters take)."""
 
 from __future__ import annotations
 
 import ast
 import importlib
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 from conftest import REPO
 
@@ -30,3 +34,17 @@ def test_each_framework_has_a_complete_minimal_agent() -> None:
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     importlib.import_module(alias.name)
+
+
+def test_the_minimal_agents_pass_mypy_strict(tmp_path: Path) -> None:
+    files = []
+    for i, code in enumerate(_snippets()):
+        path = tmp_path / f"readme_example_{i}.py"
+        path.write_text(code)
+        files.append(str(path))
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--cache-dir", str(tmp_path / "cache"),
+         *files],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

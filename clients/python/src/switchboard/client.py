@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from types import TracebackType
 from typing import Any, Literal, TypedDict
 from urllib.parse import quote
 
@@ -231,7 +232,11 @@ class Switchboard:
 
 
 class Call:
-    """One live call: invoke its tools, cancel an interrupted response's tools, end it."""
+    """One live call: invoke its tools, cancel an interrupted response's tools, end it.
+
+    `async with await sb.start_call(...) as call:` ends the call when the block is left, also
+    when it raised or was cancelled, so a crashed agent does not leave the call open.
+    """
 
     def __init__(
         self, client: Switchboard, call_id: str, agent: str, toolset: dict[str, Any]
@@ -245,6 +250,24 @@ class Call:
 
     def __repr__(self) -> str:
         return f"Call({self.id!r}, agent={self.agent!r})"
+
+    async def __aenter__(self) -> Call:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # Shielded: a second cancel of a cancelled agent must not cut the end short. Ending an
+        # ended call answers its record, so an `end()` in the block is harmless.
+        try:
+            await asyncio.shield(self.end())
+        except SwitchboardError as e:
+            if exc is None:
+                raise
+            # The block's own error is the one to see; the end's failure goes with it.
+            add_note = getattr(exc, "add_note", None)
+            if add_note is not None:
+                add_note(f"and the call {self.id!r} could not be ended: {e}")
 
     @property
     def functions(self) -> list[Function]:

@@ -62,9 +62,10 @@ class SwitchboardTools:
         # Hang-ups wait for their speech in the background; kept so they are not collected.
         self._background: set[asyncio.Task[None]] = set()
 
-    def tools(self) -> list[RawFunctionTool[Any, Any]]:
-        """One LiveKit function tool per function of the call's active agent."""
-        tools = [self._tool(f) for f in self.call.functions]
+    def tools(self) -> list[llm.Tool | llm.Toolset]:
+        """One LiveKit function tool per function of the call's active agent, typed as
+        `Agent(tools=...)` and `update_tools` take them."""
+        tools: list[llm.Tool | llm.Toolset] = [self._tool(f) for f in self.call.functions]
         self._names = {f.name for f in self.call.functions}
         return tools
 

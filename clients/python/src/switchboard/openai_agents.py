@@ -27,7 +27,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agents import FunctionTool
+from agents import FunctionTool, Tool
 from agents.realtime import RealtimeAgent, RealtimeModelEvent, RealtimeModelListener, RealtimeSession
 from agents.tool_context import ToolContext
 
@@ -64,8 +64,9 @@ class SwitchboardTools:
         self._session: RealtimeSession | None = None
         self._listener = _Interruptions(self)
 
-    def tools(self) -> list[FunctionTool]:
-        """One `FunctionTool` per function of the call's active agent."""
+    def tools(self) -> list[Tool]:
+        """One `FunctionTool` per function of the call's active agent, typed as `Agent(tools=...)`
+        and `RealtimeAgent(tools=...)` take them."""
         return [self._tool(f) for f in self.call.functions]
 
     def _tool(self, function: Function) -> FunctionTool:

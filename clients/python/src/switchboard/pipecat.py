@@ -38,6 +38,31 @@ TransferHandler = Callable[[FunctionCallParams, Transfer], Awaitable[None]]
 HangupHandler = Callable[[FunctionCallParams, Hangup], Awaitable[None]]
 
 
+class ExactFunctionSchema(FunctionSchema):
+    """A function's schema that gives Pipecat's adapters its whole JSON Schema.
+
+    Pipecat's `FunctionSchema` keeps only `properties` and `required`, so `additionalProperties:
+    false` would be lost and the model told that extra arguments are fine, which Switchboard then
+    refuses. The adapters that build a tool from `to_default_dict()` (OpenAI Chat Completions and
+    Responses, and Gemini, which drops what it cannot take) send this whole schema.
+    """
+
+    def __init__(self, function: Function) -> None:
+        params = function.parameters
+        super().__init__(
+            name=function.name,
+            description=function.description,
+            properties=dict(params.get("properties") or {}),
+            required=list(params.get("required") or []),
+        )
+        self._parameters = params
+
+    def to_default_dict(self) -> dict[str, Any]:
+        d = super().to_default_dict()
+        d["parameters"] = {**d["parameters"], **self._parameters}
+        return d
+
+
 def _failed(tool: str, code: str, message: str) -> str:
     return json.dumps({"ok": False, "error": code, "tool": tool, "message": message})
 
@@ -84,15 +109,9 @@ class SwitchboardTools:
 
     @staticmethod
     def _schema(function: Function) -> FunctionSchema:
-        params = function.parameters
-        return FunctionSchema(
-            name=function.name,
-            description=function.description,
-            properties=dict(params.get("properties") or {}),
-            required=list(params.get("required") or []),
-        )
+        return ExactFunctionSchema(function)
 
-    def register(self, llm: LLMService) -> ToolsSchema:
+    def register(self, llm: LLMService[Any]) -> ToolsSchema:
         """Registers every function of the active agent on `llm`; returns their schemas."""
         for name in self._registered - {f.name for f in self.call.functions}:
             llm.unregister_function(name)
