@@ -794,7 +794,8 @@ async fn an_unreachable_mcp_server_trips_its_breaker_and_fails_fast() {
         .await;
     assert_eq!(s, StatusCode::CREATED);
     calc.kill();
-    // Five failures in a row (gone, then refused)…
+    // Five failures in a row (gone, then refused), each a different sum (the same one a sixth
+    // time would be a model in a loop, answered by the runaway guard)…
     for i in 0..5 {
         let r = invoke(
             &app,
@@ -802,7 +803,7 @@ async fn an_unreachable_mcp_server_trips_its_breaker_and_fails_fast() {
             "b1",
             &format!("f{i}"),
             "add",
-            json!({"a": 1, "b": 1}),
+            json!({"a": 1, "b": i}),
         )
         .await;
         assert_eq!(r["error"], "upstream_unavailable", "{r}");
@@ -813,7 +814,7 @@ async fn an_unreachable_mcp_server_trips_its_breaker_and_fails_fast() {
     }
     // …and the next call does not even try: it fails at once, saying so.
     let started = Instant::now();
-    let r = invoke(&app, &key, "b1", "f5", "add", json!({"a": 1, "b": 1})).await;
+    let r = invoke(&app, &key, "b1", "f5", "add", json!({"a": 1, "b": 5})).await;
     assert_eq!(r["error"], "upstream_unavailable", "{r}");
     let message = r["result"]["message"].as_str().unwrap();
     assert!(
