@@ -76,6 +76,15 @@ impl SideEffect {
             _ => return None,
         })
     }
+
+    /// The name a definition uses for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideEffect::Read => "read",
+            SideEffect::Write => "write",
+            SideEffect::Terminal => "terminal",
+        }
+    }
 }
 
 /// What the model says while a slow tool runs.
@@ -94,6 +103,8 @@ pub const DEFAULT_TIMEOUT_S: f64 = 20.0;
 pub const DEFAULT_DEDUPE_WINDOW_S: u64 = 30;
 /// Default wait before `messages.delayed` is said.
 pub const DEFAULT_DELAYED_AFTER_MS: u64 = 1500;
+/// Longest a `read` tool's effect outcomes may be kept for identical requests in a call.
+pub const MAX_CACHE_TTL_S: f64 = 3600.0;
 
 const TOOL_FIELDS: &[&str] = &[
     "name",
@@ -108,6 +119,7 @@ const TOOL_FIELDS: &[&str] = &[
     "async",
     "messages",
     "delayed_after_ms",
+    "cache_ttl_s",
 ];
 const MESSAGE_FIELDS: &[&str] = &["start", "delayed", "delayed_after_ms"];
 
@@ -125,6 +137,8 @@ pub struct Tool {
     requests_effects: bool,
     dedupe_window_s: u64,
     is_async: bool,
+    /// Seconds an identical effect request's outcome is reused within a call (`read` tools).
+    cache_ttl_s: Option<u32>,
     messages: Messages,
     source: Value,
     pub(crate) limits: Limits,
@@ -196,6 +210,12 @@ impl Tool {
     /// Answered at once with "started"; runs to its end in the background.
     pub fn is_async(&self) -> bool {
         self.is_async
+    }
+
+    /// Seconds in which an identical effect request of this tool, in the same call, is
+    /// answered with the outcome it had (`cache_ttl_s`; only a `read` tool has one).
+    pub fn cache_ttl_s(&self) -> Option<u32> {
+        self.cache_ttl_s
     }
 
     pub fn messages(&self) -> &Messages {
@@ -323,6 +343,9 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         .map(|n| n as u64)
         .unwrap_or(DEFAULT_DEDUPE_WINDOW_S);
     let is_async = obj.bool("async", sink).unwrap_or(false);
+    let cache_ttl_s = obj
+        .number_in("cache_ttl_s", 1.0, MAX_CACHE_TTL_S, sink)
+        .map(|n| n.round() as u32);
     let messages = read_messages(&obj, sink);
     obj.finish(sink);
 
@@ -333,6 +356,21 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
             "/async",
             "a terminal tool (transfer, end_call) cannot be async",
             "remove `\"async\": true`",
+        );
+    }
+    if cache_ttl_s.is_some() && side_effect != SideEffect::Read {
+        let what = if declared.is_some() {
+            "declares"
+        } else {
+            "is inferred (from its actions) as"
+        };
+        sink.error_fix(
+            "/cache_ttl_s",
+            format!(
+                "only a read tool's effects can be reused, and this tool {what} side_effect `{}`",
+                side_effect.as_str()
+            ),
+            "remove `cache_ttl_s`, or, if the tool only reads (its POST changes nothing), declare `\"side_effect\": \"read\"`",
         );
     }
     let parameters_ok = sink
@@ -381,6 +419,7 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         requests_effects,
         dedupe_window_s,
         is_async,
+        cache_ttl_s,
         messages,
         source: def.clone(),
         limits: limits.clone(),

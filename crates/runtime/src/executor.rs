@@ -21,6 +21,7 @@ use switchboard_core::{
 use crate::BoxFuture;
 use crate::effects::{CallAction, EffectScope, Effects, TransferLedger};
 use crate::invocation::Invocation;
+use crate::read_cache::{Lookup, ReadCache};
 use crate::replay::{EffectExchange, RunTrace};
 
 /// The answer for a run that broke in a way no tool definition can cause (a bug of ours).
@@ -63,6 +64,8 @@ pub struct CallConfig {
     pub signing_secret: Option<SecretString>,
     /// Each agent's runaway guards where it overrides the defaults.
     pub guards: HashMap<String, Guards>,
+    /// Outcomes of `read` tools' effects kept for identical requests (`cache_ttl_s`).
+    pub read_cache: Arc<ReadCache>,
 }
 
 impl CallConfig {
@@ -297,6 +300,21 @@ impl Executor {
                 match step {
                     Step::Done(outcome) => return outcome,
                     Step::Effect(request, suspended) => {
+                        let key = match call.read_cache.lookup(tool, &request) {
+                            Lookup::Hit(outcome) => {
+                                tracing::debug!(name: "tool_effect_cached", tool_name = %tool.name(), function_call_id = %invocation.function_call_id, "tool_effect_cached");
+                                metrics::counter!("switchboard_effects_cached_total").increment(1);
+                                exchanges.push(EffectExchange {
+                                    request,
+                                    outcome: outcome.clone(),
+                                    cached: true,
+                                });
+                                step = suspended.resume(outcome);
+                                continue;
+                            }
+                            Lookup::Miss(key) => Some(key),
+                            Lookup::Uncached => None,
+                        };
                         let outcome = if gate.before_effect(&request, &suspended).await {
                             let scope = EffectScope {
                                 tenant_id: &call.tenant_id,
@@ -313,9 +331,13 @@ impl Executor {
                         } else {
                             EffectOutcome::Failed(interrupted(&request))
                         };
+                        if let Some(key) = key {
+                            call.read_cache.store(tool, key, &outcome);
+                        }
                         exchanges.push(EffectExchange {
                             request,
                             outcome: outcome.clone(),
+                            cached: false,
                         });
                         step = suspended.resume(outcome);
                     }

@@ -16,6 +16,7 @@
 //!   in each call's order once it answers.
 //! - [`invocation`]: the function call, its delivery, and its record; [`records`]: how much a
 //!   call keeps of its records.
+//! - [`read_cache`]: a call's kept outcomes of `read` tools' effects (`cache_ttl_s`).
 //! - [`redact`]: keeps secrets and tokens out of outputs, records and logs.
 //! - [`replay`]: a recorded invocation run again against a draft of its tool, with the recorded
 //!   effect outcomes, performing nothing.
@@ -33,6 +34,7 @@ pub mod invocation;
 pub mod journal;
 pub mod mcp;
 pub mod outbox;
+pub mod read_cache;
 pub mod records;
 pub mod redact;
 pub mod replay;

@@ -45,6 +45,10 @@ pub struct RunTrace {
 pub struct EffectExchange {
     pub request: EffectRequest,
     pub outcome: EffectOutcome,
+    /// Answered from the call's cache of an identical earlier request (`cache_ttl_s`), not
+    /// performed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 impl RunTrace {
@@ -333,7 +337,7 @@ fn is_truncated(v: &Value) -> bool {
 /// What a request sends, for matching a replay's request with a recorded one: its timeouts,
 /// retries, bounds and idempotency key (which holds the action's index) are left out, so a
 /// draft that only adds an action or changes a timeout still meets its recorded effects.
-fn comparable(request: &EffectRequest) -> Value {
+pub(crate) fn comparable(request: &EffectRequest) -> Value {
     let mut v = serde_json::to_value(request).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
         for k in [

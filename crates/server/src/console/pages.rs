@@ -728,6 +728,11 @@ pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
                             format!("failed: {}", err.code.as_str())
                         }
                     };
+                    let out = if e.cached {
+                        format!("{out} · from this call's cache")
+                    } else {
+                        out
+                    };
                     json!({"request": describe(&req), "outcome": out})
                 })
                 .collect::<Vec<_>>(),
