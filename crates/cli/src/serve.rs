@@ -109,6 +109,10 @@ pub struct ServeArgs {
     /// Let `api_call` reach loopback and private addresses (refused by default).
     #[arg(long, env = "SWITCHBOARD_ALLOW_PRIVATE_NETWORK")]
     allow_private_network: bool,
+    /// Do not open connections ahead, at a call's start, to the origins its agent's tools name
+    /// (by default a `HEAD /` to each, at most 8, so the first tool call pays no handshake).
+    #[arg(long, env = "SWITCHBOARD_NO_WARM_UPSTREAMS")]
+    no_warm_upstreams: bool,
     /// A `Host` the MCP endpoint (`/v1/agents/{name}/mcp`) accepts, as `name` or `name:port`
     /// (repeat, or separate with commas); default: localhost, 127.0.0.1 and ::1.
     #[arg(
@@ -397,6 +401,7 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
         tenant_rate_per_s: args.tenant_requests_per_second,
         max_calls_per_tenant: usize::try_from(args.max_calls_per_tenant).unwrap_or(usize::MAX),
         emails_per_tenant_per_minute: args.emails_per_tenant_per_minute,
+        warm_upstreams: !args.no_warm_upstreams,
         call_idle_timeout: (args.call_idle_timeout_s > 0)
             .then(|| std::time::Duration::from_secs(args.call_idle_timeout_s)),
         advertise_url: args.advertise_url.clone(),

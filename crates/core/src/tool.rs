@@ -147,6 +147,8 @@ pub struct Tool {
     strict_function: Arc<FunctionDef>,
     /// What this compiled tool holds on the heap, estimated (see [`Tool::heap_bytes`]).
     heap_bytes: u64,
+    /// The origins its `api_call`s name literally (see [`Tool::upstream_origins`]).
+    origins: Vec<String>,
 }
 
 impl Tool {
@@ -246,6 +248,12 @@ impl Tool {
         } else {
             &self.function
         })
+    }
+
+    /// `scheme://host[:port]` of each `api_call` whose URL writes its origin out (no template
+    /// hole before the end of its host and port), each once: where a call may connect ahead.
+    pub fn upstream_origins(&self) -> &[String] {
+        &self.origins
     }
 
     pub(crate) fn block(&self, id: BlockId) -> &[Action] {
@@ -351,6 +359,15 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
 
     let side_effect = declared.unwrap_or_else(|| infer_side_effect(&blocks));
     let requests_effects = blocks.iter().flatten().any(|a| a.kind.requests_effect());
+    let mut origins: Vec<String> = Vec::new();
+    for a in blocks.iter().flatten() {
+        if let ActionKind::ApiCall(c) = &a.kind
+            && let Some(o) = c.literal_origin()
+            && !origins.contains(&o)
+        {
+            origins.push(o);
+        }
+    }
     if is_async && side_effect == SideEffect::Terminal {
         sink.error_fix(
             "/async",
@@ -424,6 +441,7 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         source: def.clone(),
         limits: limits.clone(),
         heap_bytes: crate::compiled_size::estimate(def, holes, engine_exprs),
+        origins,
     })
 }
 

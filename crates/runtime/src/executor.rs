@@ -153,6 +153,25 @@ impl Executor {
         Executor { effects }
     }
 
+    /// Opens connections, in the background, to the origins `agent`'s enabled tools name
+    /// literally (see [`crate::http::warm`]), so the call's first tool call pays no handshake.
+    pub fn warm_upstreams(&self, call: &CallConfig, agent: &str) {
+        let Some(tools) = call.tools(agent) else {
+            return;
+        };
+        let mut origins: Vec<String> = Vec::new();
+        for entry in tools.values().filter(|e| e.enabled) {
+            for o in entry.tool.upstream_origins() {
+                if !origins.contains(o) {
+                    origins.push(o.clone());
+                }
+            }
+        }
+        // The same origins whatever order the map holds the tools in.
+        origins.sort();
+        self.effects.http.warm(&call.tenant_id, origins);
+    }
+
     /// Runs one invocation to its end on the context `ctx` (a snapshot of the call's).
     pub async fn execute(
         &self,

@@ -21,6 +21,7 @@ use switchboard_core::error::{ErrorCode, ToolError};
 use tracing::Instrument;
 
 mod redirect;
+pub mod warm;
 
 use redirect::{Hop, Next, RedirectRefused, redirect_policy};
 
@@ -80,6 +81,8 @@ pub struct HttpConfig {
     pub max_retry_after: Duration,
     /// The `User-Agent` of every request.
     pub user_agent: String,
+    /// Certificate authorities trusted besides the platform's (a deployment's private CA).
+    pub extra_root_certificates: Vec<reqwest::Certificate>,
 }
 
 impl Default for HttpConfig {
@@ -90,6 +93,7 @@ impl Default for HttpConfig {
             breaker_cooldown: Duration::from_secs(30),
             max_retry_after: Duration::from_secs(10),
             user_agent: format!("switchboard/{}", env!("CARGO_PKG_VERSION")),
+            extra_root_certificates: Vec::new(),
         }
     }
 }
@@ -115,6 +119,8 @@ pub struct HttpEffects {
     config: HttpConfig,
     /// Breakers of hosts that failed recently, keyed by (tenant id, `host:port`).
     breakers: Breakers,
+    /// When each origin was last warmed (see [`warm`]).
+    warmed: warm::Warmed,
 }
 
 impl HttpEffects {
@@ -127,7 +133,11 @@ impl HttpEffects {
         if config.breaker_failure_threshold == 0 {
             return Err(HttpSetupError::ZeroThreshold);
         }
-        let client = guarded_client_builder(config.allow_private_networks)
+        let mut builder = guarded_client_builder(config.allow_private_networks);
+        for cert in &config.extra_root_certificates {
+            builder = builder.add_root_certificate(cert.clone());
+        }
+        let client = builder
             // Redirects are followed by `try_once`, which decides what each hop carries.
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(config.user_agent.clone())
@@ -142,6 +152,7 @@ impl HttpEffects {
             client,
             config,
             breakers,
+            warmed: warm::Warmed::default(),
         })
     }
 

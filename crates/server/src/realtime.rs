@@ -473,6 +473,7 @@ fn session_deps(
             max_handoffs: state.config.limits.max_handoffs,
             records: state.config.records,
             commit_retry: state.config.commit_retry,
+            warm_upstreams: state.config.warm_upstreams,
             ..SessionOptions::default()
         },
     }

@@ -64,6 +64,9 @@ pub struct ServerConfig {
     /// Connections the metrics listener (`--metrics-listen`) takes at once; its deadlines are
     /// the API listener's.
     pub metrics_max_connections: usize,
+    /// Open connections to the origins a call's agent's tools name when the call starts
+    /// (`--no-warm-upstreams` turns it off; off in this default, for embedders and tests).
+    pub warm_upstreams: bool,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -97,6 +100,7 @@ impl Default for ServerConfig {
             console: crate::console::ConsoleLimits::default(),
             connections: crate::listener::ConnectionLimits::default(),
             metrics_max_connections: crate::listener::ConnectionLimits::METRICS_CONNECTIONS,
+            warm_upstreams: false,
         }
     }
 }

@@ -186,6 +186,20 @@ impl ApiCall {
         !matches!(self.method, "GET" | "HEAD")
     }
 
+    /// `scheme://host[:port]` when the URL's origin is written out in the definition (no
+    /// template hole before the end of its host and port), so a call can connect ahead.
+    pub(crate) fn literal_origin(&self) -> Option<String> {
+        let (text, whole) = match &self.url {
+            StrTemplate::Literal(s) => (s.as_str(), true),
+            StrTemplate::Text(pieces) => match pieces.first() {
+                Some(Piece::Lit(s)) => (s.as_str(), false),
+                _ => return None,
+            },
+            StrTemplate::Whole(_) => return None,
+        };
+        origin_of(text, whole)
+    }
+
     pub(crate) fn run(&self, x: &mut Exec<'_>) -> Flow {
         match self.request(x) {
             Ok(r) => Flow::Suspend(EffectRequest::Http(r)),
@@ -293,6 +307,27 @@ impl ApiCall {
     }
 }
 
+/// The origin at the start of `text`; `whole` says `text` is the entire URL (otherwise a
+/// template hole follows it, so the authority must end inside `text`).
+fn origin_of(text: &str, whole: bool) -> Option<String> {
+    let scheme_end = text.find("://")?;
+    let scheme = &text[..scheme_end];
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return None;
+    }
+    let rest = &text[scheme_end + 3..];
+    let end = match rest.find(['/', '?', '#']) {
+        Some(i) => i,
+        None if whole => rest.len(),
+        None => return None,
+    };
+    let authority = &rest[..end];
+    if authority.is_empty() || authority.contains('@') {
+        return None;
+    }
+    Some(format!("{}://{authority}", scheme.to_ascii_lowercase()))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -302,5 +337,25 @@ mod tests {
             "api.example.com:8443"
         );
         assert_eq!(super::host("http://127.0.0.1/a"), "127.0.0.1");
+    }
+
+    #[test]
+    fn a_literal_origin_is_one_whose_host_and_port_are_written_out() {
+        use super::origin_of;
+        let o = |t, whole| origin_of(t, whole);
+        assert_eq!(
+            o("HTTPS://api.example.com:8443/v1/", false).as_deref(),
+            Some("https://api.example.com:8443")
+        );
+        assert_eq!(
+            o("https://api.example.com", true).as_deref(),
+            Some("https://api.example.com")
+        );
+        // A hole right after the host could still be part of it (`.com{{x}}`).
+        assert_eq!(o("https://api.example.com", false), None);
+        assert_eq!(o("https://api.", false), None);
+        assert_eq!(o("https://user:pw@api.example.com/x", true), None);
+        assert_eq!(o("ftp://files.example.com/x", true), None);
+        assert_eq!(o("https:///x", true), None);
     }
 }

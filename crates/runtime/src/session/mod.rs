@@ -83,6 +83,9 @@ pub struct SessionOptions {
     /// How long a failed commit to the journal is retried (with backoff) before the tool is
     /// answered with an error and nothing of it is applied.
     pub commit_retry: Duration,
+    /// Open connections to the origins the agent's tools name when the call starts
+    /// ([`crate::Executor::warm_upstreams`]). Off by default; the server turns it on.
+    pub warm_upstreams: bool,
 }
 
 impl Default for SessionOptions {
@@ -97,6 +100,7 @@ impl Default for SessionOptions {
             max_finished_responses: 1024,
             max_dedupe_answers: 256,
             commit_retry: Duration::from_secs(2),
+            warm_upstreams: false,
         }
     }
 }
@@ -214,6 +218,11 @@ impl CallSession {
         ctx: Context,
         deps: SessionDeps,
     ) -> Result<CallSession, JournalError> {
+        if deps.options.warm_upstreams {
+            // While the start is journaled: the connections are ready by the first tool call.
+            deps.executor
+                .warm_upstreams(&deps.config, ctx.active_agent());
+        }
         deps.journal
             .append(
                 &call.id,

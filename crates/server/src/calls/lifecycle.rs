@@ -59,6 +59,7 @@ fn session_options(state: &AppState) -> SessionOptions {
         max_handoffs: state.config.limits.max_handoffs,
         records: state.config.records,
         commit_retry: state.config.commit_retry,
+        warm_upstreams: state.config.warm_upstreams,
         ..SessionOptions::default()
     }
 }
