@@ -12,6 +12,7 @@ from urllib.parse import quote
 import httpx
 
 from .errors import NotFound, SwitchboardError, TransportError, error_for_status
+from .trace import trace_headers
 from .types import CallRecord, Function, InvocationResult, Messages, functions_of
 
 Format = Literal["openai-realtime", "openai-chat", "openai-responses", "anthropic", "mcp"]
@@ -97,10 +98,11 @@ class Switchboard:
         params: dict[str, Any] | None = None,
         idempotent: bool,
         timeout: float | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Any:
         """One API request; the parsed JSON answer, or a typed exception."""
         url = f"{self.base_url}{path}"
-        headers = {"Authorization": f"Bearer {self._key}"}
+        headers = {**(headers or {}), "Authorization": f"Bearer {self._key}"}
         attempts = 1 + self.retries
         last: Exception | None = None
         tried = 0
@@ -305,7 +307,8 @@ class Call:
         """Runs one function call and waits for its answer (`output` goes to the model).
 
         `arguments` is the model's arguments text as it produced it (or an object).
-        `response_id` names the model response it belongs to, for `cancel_response`.
+        `response_id` names the model response it belongs to, for `cancel_response`. The active
+        OpenTelemetry span's trace context (`traceparent`, `tracestate`) goes along, if any.
         """
         body: dict[str, Any] = {"function_call_id": function_call_id, "name": name}
         if isinstance(arguments, dict):
@@ -320,6 +323,7 @@ class Call:
             body=body,
             idempotent=True,
             timeout=self.client.invoke_timeout,
+            headers=trace_headers(),
         )
         result = InvocationResult.from_json(raw)
         if result.handoff is not None:
