@@ -60,12 +60,17 @@ pub trait EmailSender: Send + Sync {
 }
 
 /// Reads and writes calendars (`calendar.*`); the Google Calendar and CalDAV toolkits provide one.
+///
+/// A failure is typed: its code is the answer's `error` (`slot_taken` with free `alternatives`
+/// in its details, `outside_hours`, `calendar_unavailable`, `not_connected`, `rate_limited`,
+/// `timeout`, `invalid_attendee`, `not_found`, `invalid_arguments`), its message a sentence the
+/// model can say.
 pub trait Calendar: Send + Sync {
     fn call<'a>(
         &'a self,
         scope: &'a ToolkitScope<'a>,
         op: &'a CalendarOp,
-    ) -> BoxFuture<'a, Result<Value, String>>;
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
 
 /// Entities and relations kept per tenant and caller (`memory.*`).
@@ -373,7 +378,12 @@ impl Effects {
             "calendar" => match &self.calendar {
                 None => return unavailable(),
                 Some(h) => match typed::<CalendarOp>(action, Some(op), &request.fields) {
-                    Ok(op) => h.call(&tk, &op).await,
+                    Ok(op) => {
+                        return match h.call(&tk, &op).await {
+                            Ok(value) => EffectOutcome::Done { value },
+                            Err(e) => EffectOutcome::Failed(e),
+                        };
+                    }
                     Err(e) => return EffectOutcome::Failed(e),
                 },
             },

@@ -57,6 +57,8 @@ struct GState {
     rotate_refresh: bool,
     refresh_delay: Duration,
     insert_delay: Duration,
+    /// Calendar API requests still to be refused with (status, reason).
+    failures: Vec<(u16, String)>,
     zones: BTreeMap<String, String>,
     /// The last `created` stamp given, so stamps strictly increase.
     last_created_ms: Option<i64>,
@@ -178,6 +180,14 @@ impl GoogleSim {
     /// A delay before each insert is stored (to make concurrent bookings overlap).
     pub fn set_insert_delay(&self, d: Duration) {
         lock(&self.state).insert_delay = d;
+    }
+    /// Refuses the next `n` Calendar API requests with `status` and a Google error whose
+    /// reason is `reason` (`rateLimitExceeded`, `forbidden`, `backendError`, …).
+    pub fn fail_next(&self, n: usize, status: u16, reason: &str) {
+        let mut s = lock(&self.state);
+        for _ in 0..n {
+            s.failures.push((status, reason.to_owned()));
+        }
     }
     /// The calendar's time zone (IANA name; default `UTC`), sent with every events list.
     pub fn set_time_zone(&self, calendar: &str, zone: &str) {
@@ -363,6 +373,17 @@ async fn token(State(state): Shared, Form(f): Form<HashMap<String, String>>) -> 
     }
 }
 
+/// A refusal queued by [`GoogleSim::fail_next`], if any.
+fn queued_failure(state: &Mutex<GState>) -> Option<Response> {
+    let mut s = lock(state);
+    if s.failures.is_empty() {
+        return None;
+    }
+    let (status, reason) = s.failures.remove(0);
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Some(google_error(status, &reason, "Simulated refusal."))
+}
+
 /// Whether the bearer token is one issued and not expired.
 fn authorized(state: &Mutex<GState>, headers: &HeaderMap) -> bool {
     let token = headers
@@ -394,6 +415,9 @@ async fn list_events(
 ) -> Response {
     if !authorized(&state, &headers) {
         return unauthenticated();
+    }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
     }
     let bound = |k: &'static str| -> Result<Option<DateTime<FixedOffset>>, &'static str> {
         match q.get(k) {
@@ -467,6 +491,9 @@ async fn insert_event(
     if !authorized(&state, &headers) {
         return unauthenticated();
     }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
+    }
     let (Some(start), Some(end)) = (time(&event, "start"), time(&event, "end")) else {
         return google_error(StatusCode::BAD_REQUEST, "required", "Missing end time.");
     };
@@ -536,6 +563,9 @@ async fn delete_event(
     if !authorized(&state, &headers) {
         return unauthenticated();
     }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
+    }
     let mut s = lock(&state);
     let Some(event) = s.calendars.get_mut(&calendar).and_then(|events| {
         events
@@ -554,6 +584,9 @@ async fn delete_event(
 async fn free_busy(State(state): Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     if !authorized(&state, &headers) {
         return unauthenticated();
+    }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
     }
     let bound = |k: &str| {
         body.get(k)

@@ -273,7 +273,7 @@ both_backends!(a_caller_books_through_caldav, |app| {
         "{r}"
     );
     // The effect performed again with the same idempotency key finds its event.
-    let calendars = switchboard_toolkits::Calendars::new(true);
+    let calendars = switchboard_toolkits::Calendars::new(app.state.store.clone(), true);
     let config = json!({"url": cal});
     let secrets = json!({"username": "alice", "password": radicale.password});
     let scope = switchboard_runtime::effects::ToolkitScope {
