@@ -135,7 +135,8 @@ pub struct EmailMessage {
     pub variables: Option<Value>,
 }
 
-/// `calendar.*`'s operations (seed 003's three actions).
+/// `calendar.*`'s operations: seed 003's three, and the caller's own bookings found, cancelled
+/// and moved, and free slots in a window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum CalendarOp {
@@ -153,6 +154,27 @@ pub enum CalendarOp {
     },
     CheckAvailability {
         date: String,
+        duration_minutes: Option<u32>,
+    },
+    /// The caller's own upcoming bookings (those carrying the call's caller identity).
+    FindBookings {
+        email: Option<String>,
+        name: Option<String>,
+    },
+    /// Cancels one of the caller's own bookings.
+    CancelEvent { event_id: String },
+    /// Moves one of the caller's own bookings; the new slot is held before the move.
+    RescheduleEvent {
+        event_id: String,
+        new_start_time: String,
+        duration_minutes: Option<u32>,
+    },
+    /// Free slots in a window: a day (and part of it), a range, or the next week.
+    FindFreeSlots {
+        day: Option<String>,
+        part_of_day: Option<String>,
+        time_min: Option<String>,
+        time_max: Option<String>,
         duration_minutes: Option<u32>,
     },
 }

@@ -12,7 +12,9 @@
 
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, FixedOffset, NaiveDateTime, NaiveTime, SecondsFormat, Utc};
+use chrono::{
+    DateTime, Duration, FixedOffset, NaiveDateTime, NaiveTime, Offset, SecondsFormat, Utc,
+};
 use chrono_tz::Tz;
 use icalendar::{
     Calendar, CalendarComponent, CalendarDateTime, Component, DatePerhapsTime, EventLike,
@@ -24,6 +26,7 @@ use sha2::{Digest, Sha256};
 use switchboard_core::{ErrorCode, ToolError};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
+use crate::bookings::{self, BOOKINGS_AHEAD_DAYS, FreeSlotsAsk};
 use crate::events::{Asked, Event, SEARCH_DAYS};
 use crate::failure;
 use crate::holds::{Holds, calendar_key};
@@ -165,6 +168,36 @@ impl CalDav {
                     },
                 )
                 .await
+            }
+            CalendarOp::FindBookings { email, name } => {
+                self.find_bookings(scope, &s, email.as_deref(), name.as_deref())
+                    .await
+            }
+            CalendarOp::CancelEvent { event_id } => self.cancel(scope, &s, event_id).await,
+            CalendarOp::RescheduleEvent {
+                event_id,
+                new_start_time,
+                duration_minutes,
+            } => {
+                let start = parse_time("new_start_time", new_start_time)?;
+                self.reschedule(scope, &s, event_id, start, *duration_minutes)
+                    .await
+            }
+            CalendarOp::FindFreeSlots {
+                day,
+                part_of_day,
+                time_min,
+                time_max,
+                duration_minutes,
+            } => {
+                let ask = FreeSlotsAsk {
+                    day: day.as_deref(),
+                    part_of_day: part_of_day.as_deref(),
+                    time_min: time_min.as_deref(),
+                    time_max: time_max.as_deref(),
+                    duration_minutes: *duration_minutes,
+                };
+                self.free_slots(&s, &ask).await
             }
         }
     }
@@ -373,6 +406,206 @@ impl CalDav {
         }
     }
 
+    /// The zone hours and days are read in: the configured one, else UTC.
+    fn day_zone(s: &Settings) -> Zone {
+        s.zone.map_or(Zone::Fixed(chrono::Utc.fix()), Zone::Iana)
+    }
+
+    /// The caller's own upcoming bookings: those whose `X-SWITCHBOARD-CALLER` is the call's
+    /// caller.
+    async fn find_bookings(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        email: Option<&str>,
+        name: Option<&str>,
+    ) -> Result<Value, ToolError> {
+        let caller = bookings::caller(scope)?;
+        let now = Utc::now();
+        let events = self
+            .events(s, now, now + Duration::days(BOOKINGS_AHEAD_DAYS))
+            .await?;
+        let found = events
+            .iter()
+            .filter(|e| bookings::owned(e, caller) && bookings::narrowed(e, email, name))
+            .collect();
+        Ok(bookings::bookings_answer(found, Self::day_zone(s)))
+    }
+
+    /// One of the caller's own bookings (stored under its UID's name), with its text and
+    /// `ETag`; anything else is `not_found`.
+    async fn own_event(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        uid: &str,
+    ) -> Result<OwnEvent, ToolError> {
+        let caller = bookings::caller(scope)?;
+        let name = resource_name(uid);
+        if uid.len() > 256 || name.is_empty() || !uid.starts_with("sb-") {
+            return Err(bookings::not_yours(uid));
+        }
+        let url = self.resource_url(s, &name)?;
+        let resp = self
+            .request(s, Method::GET, url)?
+            .send()
+            .await
+            .map_err(|e| unreachable(&s.url, &e))?;
+        match resp.status() {
+            StatusCode::NOT_FOUND | StatusCode::GONE => return Err(bookings::not_yours(uid)),
+            st if !st.is_success() => return Err(refused(&s.url, st, "read the booking")),
+            _ => {}
+        }
+        let etag = resp
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let ics = read_capped(resp).await.map_err(|e| match e {
+            ReadError::TooLarge => failure::unavailable("the booking is too large to read"),
+            ReadError::Transport(e) => unreachable(&s.url, &e),
+        })?;
+        let event = parse_events(&ics, s.zone)
+            .into_iter()
+            .find(|e| e.id == uid && bookings::owned(e, caller))
+            .ok_or_else(|| bookings::not_yours(uid))?;
+        Ok(OwnEvent {
+            name,
+            etag,
+            ics,
+            event,
+        })
+    }
+
+    fn resource_url(&self, s: &Settings, name: &str) -> Result<Url, ToolError> {
+        s.url.join(&format!("{name}.ics")).map_err(|_| {
+            failure::misconfigured("the calendar's config.url cannot take an event name")
+        })
+    }
+
+    async fn cancel(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        uid: &str,
+    ) -> Result<Value, ToolError> {
+        let own = self.own_event(scope, s, uid).await?;
+        let mut req = self.request(s, Method::DELETE, self.resource_url(s, &own.name)?)?;
+        if let Some(tag) = &own.etag {
+            req = req.header("If-Match", tag);
+        }
+        let resp = req.send().await.map_err(|e| unreachable(&s.url, &e))?;
+        match resp.status() {
+            st if st.is_success() || st == StatusCode::NOT_FOUND => {}
+            StatusCode::PRECONDITION_FAILED => return Err(changed_meanwhile()),
+            st => return Err(refused(&s.url, st, "cancel the booking")),
+        }
+        Ok(json!({
+            "id": uid,
+            "title": own.event.title,
+            "start": rfc3339(Self::day_zone(s).show(own.event.start)),
+            "cancelled": true,
+        }))
+    }
+
+    /// Moves one of the caller's bookings: the new slot is held and checked, then the same
+    /// resource is rewritten with the new times (`If-Match`), so the old slot is given up only
+    /// in the write that takes the new one.
+    async fn reschedule(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        uid: &str,
+        start: DateTime<FixedOffset>,
+        minutes: Option<u32>,
+    ) -> Result<Value, ToolError> {
+        let own = self.own_event(scope, s, uid).await?;
+        let event = &own.event;
+        let len = minutes.map_or(event.end - event.start, |m| {
+            Duration::minutes(i64::from(m).clamp(1, 1440))
+        });
+        let slot = (start.to_utc(), (start + len).to_utc());
+        let moved = |moved: bool| {
+            json!({"id": uid, "title": event.title, "start": rfc3339(start),
+                   "end": rfc3339(start + len), "moved": moved})
+        };
+        if (event.start, event.end) == slot {
+            return Ok(moved(false));
+        }
+        let holds = self.holds.as_ref().ok_or_else(|| {
+            failure::unavailable("bookings cannot be secured on this server (no booking database); nothing was changed")
+        })?;
+        let key = calendar_key(&["caldav", scope.tenant_id, s.url.as_str()]);
+        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
+        let asked = s.asked(start, len);
+        let Some(hold) = holds
+            .take(scope.tenant_id, &key, scope.idempotency_key, slot)
+            .await?
+        else {
+            let events = self.events(s, slot.0, horizon).await?;
+            let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+            busy.push(slot);
+            return Err(asked.taken(
+                "is being booked by another caller; the booking was not moved",
+                &busy,
+            ));
+        };
+        let result = async {
+            let events = self.events(s, slot.0, horizon).await?;
+            let others: Vec<&Event> = events.iter().filter(|e| e.id != uid).collect();
+            let busy: Vec<Interval> = others.iter().map(|e| e.interval()).collect();
+            if !asked.in_hours() {
+                return Err(asked.outside(&busy));
+            }
+            if others.iter().any(|e| slots::overlaps(slot, e.interval())) {
+                return Err(asked.taken("is already taken; the booking was not moved", &busy));
+            }
+            let ics = moved_ics(&own.ics, uid, slot)
+                .ok_or_else(|| failure::unavailable("the booking could not be read to move it"))?;
+            let mut req = self
+                .request(s, Method::PUT, self.resource_url(s, &own.name)?)?
+                .header("Content-Type", "text/calendar; charset=utf-8")
+                .body(ics);
+            if let Some(tag) = &own.etag {
+                req = req.header("If-Match", tag);
+            }
+            let resp = req.send().await.map_err(|e| unreachable(&s.url, &e))?;
+            match resp.status() {
+                st if st.is_success() => Ok(moved(true)),
+                StatusCode::PRECONDITION_FAILED => Err(changed_meanwhile()),
+                st => Err(refused(&s.url, st, "move the booking")),
+            }
+        }
+        .await;
+        match &result {
+            Err(e) if e.code == ErrorCode::Timeout => hold.keep(),
+            _ => hold.release().await,
+        }
+        result
+    }
+
+    async fn free_slots(&self, s: &Settings, ask: &FreeSlotsAsk<'_>) -> Result<Value, ToolError> {
+        let now = Utc::now();
+        let zone = Self::day_zone(s);
+        let window = ask.window(zone, now)?;
+        let busy: Vec<Interval> = if window.0 < window.1 {
+            self.events(s, window.0, window.1)
+                .await?
+                .iter()
+                .map(Event::interval)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(bookings::free_slots_answer(
+            window,
+            ask.len(),
+            &busy,
+            s.hours,
+            zone,
+        ))
+    }
+
     /// The events overlapping `[from, to)`, ordered by start.
     async fn events(
         &self,
@@ -451,6 +684,36 @@ struct NewEvent<'a> {
     len: Duration,
     attendees: &'a [String],
     description: Option<&'a str>,
+}
+
+/// One of the caller's bookings as stored: its resource name, `ETag` and text.
+struct OwnEvent {
+    name: String,
+    etag: Option<String>,
+    ics: String,
+    event: Event,
+}
+
+fn changed_meanwhile() -> ToolError {
+    failure::unavailable(
+        "the booking was changed by someone else a moment ago; nothing was changed. Look it up again with find_bookings",
+    )
+}
+
+/// The iCalendar text of a booking with its event `uid` moved to `slot`.
+fn moved_ics(ics: &str, uid: &str, slot: Interval) -> Option<String> {
+    let mut cal = ics.parse::<Calendar>().ok()?;
+    let mut found = false;
+    for c in cal.components.iter_mut() {
+        if let CalendarComponent::Event(e) = c
+            && e.get_uid() == Some(uid)
+        {
+            e.remove_property("DURATION");
+            e.starts(slot.0).ends(slot.1);
+            found = true;
+        }
+    }
+    found.then(|| cal.to_string())
 }
 
 /// The event's UID: the same for every retry of one booking (the idempotency key names the
@@ -540,6 +803,14 @@ fn parse_events(ics: &str, floating: Option<Tz>) -> Vec<Event> {
                 description: e.get_description().map(str::to_owned),
                 call: e.property_value(CALL_PROPERTY).map(str::to_owned),
                 caller: e.property_value(CALLER_PROPERTY).map(str::to_owned),
+                attendees: e
+                    .multi_properties()
+                    .get("ATTENDEE")
+                    .into_iter()
+                    .flatten()
+                    .take(100)
+                    .map(|p| p.value().to_owned())
+                    .collect(),
             })
         })
         .collect()

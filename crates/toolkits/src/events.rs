@@ -32,6 +32,8 @@ pub(crate) struct Event {
     pub(crate) call: Option<String>,
     /// The caller's number (or user id) of that call, when known.
     pub(crate) caller: Option<String>,
+    /// Attendee addresses (`mailto:` or bare).
+    pub(crate) attendees: Vec<String>,
 }
 
 impl Event {

@@ -22,6 +22,7 @@ use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
 use switchboard_core::ToolError;
 
+use crate::bookings::{self, BOOKINGS_AHEAD_DAYS, FreeSlotsAsk};
 use crate::caldav::{clip, host_label, parse_time, plausible_email, read_capped, rfc3339};
 use crate::events::{Asked, Event, SEARCH_DAYS};
 use crate::failure;
@@ -192,6 +193,36 @@ impl GoogleCalendar {
                     description: description.as_deref(),
                 };
                 self.create(scope, &t, &new).await
+            }
+            CalendarOp::FindBookings { email, name } => {
+                self.find_bookings(scope, &t, email.as_deref(), name.as_deref())
+                    .await
+            }
+            CalendarOp::CancelEvent { event_id } => self.cancel(scope, &t, event_id).await,
+            CalendarOp::RescheduleEvent {
+                event_id,
+                new_start_time,
+                duration_minutes,
+            } => {
+                let start = parse_time("new_start_time", new_start_time)?;
+                self.reschedule(scope, &t, event_id, start, *duration_minutes)
+                    .await
+            }
+            CalendarOp::FindFreeSlots {
+                day,
+                part_of_day,
+                time_min,
+                time_max,
+                duration_minutes,
+            } => {
+                let ask = FreeSlotsAsk {
+                    day: day.as_deref(),
+                    part_of_day: part_of_day.as_deref(),
+                    time_min: time_min.as_deref(),
+                    time_max: time_max.as_deref(),
+                    duration_minutes: *duration_minutes,
+                };
+                self.free_slots(&t, &ask).await
             }
         }
     }
@@ -439,7 +470,7 @@ impl GoogleCalendar {
         Ok(asked.availability(conflicts, &busy))
     }
 
-    /// Books a slot: checks the attendees and the hours, holds the slot in the store, looks
+    /// Books a slot: checks the attendees, holds the slot in the store, looks
     /// at the calendar (this booking made before: it is the booking; someone else's event in
     /// the slot: `slot_taken`), then inserts the event. Nothing is written to the calendar
     /// without the hold, so two bookings of one slot never both insert.
@@ -464,9 +495,8 @@ impl GoogleCalendar {
         let tz = *new.start.offset();
         let slot = (new.start.to_utc(), (new.start + new.len).to_utc());
         let horizon = slot.0 + Duration::days(SEARCH_DAYS);
-        let key = calendar_key(&["google", t.tenant, &t.agent, &t.calendar_id]);
         let Some(hold) = holds
-            .take(t.tenant, &key, scope.idempotency_key, slot)
+            .take(t.tenant, &Self::hold_key(t), scope.idempotency_key, slot)
             .await?
         else {
             let (events, zone) = self.events_in(t, slot.0, horizon, 250).await?;
@@ -560,6 +590,216 @@ impl GoogleCalendar {
             "end": rfc3339(end),
             "created": status != StatusCode::CONFLICT,
         }))
+    }
+
+    /// The store's key of this calendar's slot holds.
+    fn hold_key(t: &Target<'_>) -> String {
+        calendar_key(&["google", t.tenant, &t.agent, &t.calendar_id])
+    }
+
+    /// The zone the calendar's hours are read in: the configured one, else the calendar's own
+    /// (the smallest list says it), else UTC.
+    async fn zone(&self, t: &Target<'_>, at: DateTime<Utc>) -> Result<Zone, ToolError> {
+        if let Some(z) = &t.time_zone {
+            return Ok(Zone::pick(Some(z.as_str()), None, Utc.fix()));
+        }
+        let (_, calendar) = self.events_in(t, at, at + Duration::minutes(1), 1).await?;
+        Ok(Zone::pick(None, calendar.as_deref(), Utc.fix()))
+    }
+
+    /// The caller's own upcoming bookings: those whose private `switchboard_caller` is the
+    /// call's caller (asked of Google as `privateExtendedProperty`, and checked again here).
+    async fn find_bookings(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        email: Option<&str>,
+        name: Option<&str>,
+    ) -> Result<Value, ToolError> {
+        let caller = bookings::caller(scope)?;
+        let now = Utc::now();
+        let mut url = self.calendar_url(t, "events")?;
+        url.query_pairs_mut()
+            .append_pair("timeMin", &rfc3339(now.fixed_offset()))
+            .append_pair(
+                "timeMax",
+                &rfc3339((now + Duration::days(BOOKINGS_AHEAD_DAYS)).fixed_offset()),
+            )
+            .append_pair("maxResults", "250")
+            .append_pair("singleEvents", "true")
+            .append_pair("orderBy", "startTime")
+            .append_pair(
+                "privateExtendedProperty",
+                &format!("switchboard_caller={caller}"),
+            );
+        let (_, body) = self.send_calendar(t, Method::GET, url, None).await?;
+        let calendar_zone = body.get("timeZone").and_then(Value::as_str);
+        let zone = Zone::pick(t.time_zone.as_deref(), calendar_zone, Utc.fix());
+        let events: Vec<Event> = body
+            .get("items")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .take(MAX_EVENTS)
+            .filter(|e| e.get("status").and_then(Value::as_str) != Some("cancelled"))
+            .filter_map(|e| parse_event(e, zone))
+            .collect();
+        let found = events
+            .iter()
+            .filter(|e| bookings::owned(e, caller) && bookings::narrowed(e, email, name))
+            .collect();
+        Ok(bookings::bookings_answer(found, zone))
+    }
+
+    /// One of the caller's own bookings, and whether it is cancelled already; anything else
+    /// (missing, another caller's, an id that is not an event id) is `not_found`.
+    async fn own_event(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        id: &str,
+    ) -> Result<(Event, bool), ToolError> {
+        let caller = bookings::caller(scope)?;
+        if id.is_empty()
+            || id.len() > 1024
+            || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(bookings::not_yours(id));
+        }
+        let url = self.calendar_url(t, &format!("events/{id}"))?;
+        let (status, body) = self.send(t, Method::GET, url, None).await?;
+        if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
+            return Err(bookings::not_yours(id));
+        }
+        let zone = Zone::pick(t.time_zone.as_deref(), None, Utc.fix());
+        let cancelled = body.get("status").and_then(Value::as_str) == Some("cancelled");
+        match parse_event(&body, zone) {
+            Some(e) if e.id == id && bookings::owned(&e, caller) => Ok((e, cancelled)),
+            _ => Err(bookings::not_yours(id)),
+        }
+    }
+
+    async fn cancel(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        id: &str,
+    ) -> Result<Value, ToolError> {
+        let (event, cancelled) = self.own_event(scope, t, id).await?;
+        if !cancelled {
+            let url = self.calendar_url(t, &format!("events/{id}"))?;
+            // 404/410: gone already (a retry of this cancellation).
+            self.send(t, Method::DELETE, url, None).await?;
+        }
+        let zone = Zone::pick(t.time_zone.as_deref(), None, Utc.fix());
+        Ok(json!({
+            "id": id,
+            "title": event.title,
+            "start": rfc3339(zone.show(event.start)),
+            "cancelled": true,
+        }))
+    }
+
+    /// Moves one of the caller's bookings: the new slot is held, checked and then the event
+    /// itself is patched to it, so the old slot is given up only in the same write that takes
+    /// the new one. A new slot that cannot be had leaves the booking where it was.
+    async fn reschedule(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        id: &str,
+        start: DateTime<FixedOffset>,
+        minutes: Option<u32>,
+    ) -> Result<Value, ToolError> {
+        let (event, cancelled) = self.own_event(scope, t, id).await?;
+        if cancelled {
+            return Err(bookings::not_yours(id));
+        }
+        let len = minutes.map_or(event.end - event.start, |m| {
+            Duration::minutes(i64::from(m).clamp(1, 1440))
+        });
+        let slot = (start.to_utc(), (start + len).to_utc());
+        let moved = |moved: bool| {
+            json!({"id": id, "title": event.title, "start": rfc3339(start),
+                   "end": rfc3339(start + len), "moved": moved})
+        };
+        if (event.start, event.end) == slot {
+            return Ok(moved(false));
+        }
+        let holds = self.holds.as_ref().ok_or_else(|| {
+            failure::unavailable("bookings cannot be secured on this server (no booking database); nothing was changed")
+        })?;
+        let new = NewBooking {
+            id: id.to_owned(),
+            title: &event.title,
+            start,
+            len,
+            attendees: &[],
+            description: None,
+        };
+        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
+        let Some(hold) = holds
+            .take(t.tenant, &Self::hold_key(t), scope.idempotency_key, slot)
+            .await?
+        else {
+            let (events, zone) = self.events_in(t, slot.0, horizon, 250).await?;
+            let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+            busy.push(slot);
+            return Err(self.asked(t, &new, zone.as_deref()).taken(
+                "is being booked by another caller; the booking was not moved",
+                &busy,
+            ));
+        };
+        let result = async {
+            let (events, zone) = self.events_in(t, slot.0, horizon, 250).await?;
+            let asked = self.asked(t, &new, zone.as_deref());
+            let others: Vec<&Event> = events.iter().filter(|e| e.id != id).collect();
+            let busy: Vec<Interval> = others.iter().map(|e| e.interval()).collect();
+            if !asked.in_hours() {
+                return Err(asked.outside(&busy));
+            }
+            if others.iter().any(|e| slots::overlaps(slot, e.interval())) {
+                return Err(asked.taken("is already taken; the booking was not moved", &busy));
+            }
+            let mut body = json!({
+                "start": {"dateTime": rfc3339(start)},
+                "end": {"dateTime": rfc3339(start + len)},
+            });
+            if let Some(z) = &zone {
+                body["start"]["timeZone"] = json!(z);
+                body["end"]["timeZone"] = json!(z);
+            }
+            let url = self.calendar_url(t, &format!("events/{id}"))?;
+            let (status, _) = self.send(t, Method::PATCH, url, Some(&body)).await?;
+            if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
+                return Err(bookings::not_yours(id));
+            }
+            Ok(moved(true))
+        }
+        .await;
+        match &result {
+            Err(e) if e.code == switchboard_core::ErrorCode::Timeout => hold.keep(),
+            _ => hold.release().await,
+        }
+        result
+    }
+
+    async fn free_slots(&self, t: &Target<'_>, ask: &FreeSlotsAsk<'_>) -> Result<Value, ToolError> {
+        let now = Utc::now();
+        let zone = self.zone(t, now).await?;
+        let window = ask.window(zone, now)?;
+        let busy = if window.0 < window.1 {
+            self.busy(t, window.0, window.1).await?
+        } else {
+            Vec::new()
+        };
+        Ok(bookings::free_slots_answer(
+            window,
+            ask.len(),
+            &busy,
+            t.hours,
+            zone,
+        ))
     }
 }
 
@@ -661,6 +901,14 @@ fn parse_event(e: &Value, days: Zone) -> Option<Event> {
             .map(str::to_owned),
         call: private("switchboard_call"),
         caller: private("switchboard_caller"),
+        attendees: e
+            .get("attendees")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .take(100)
+            .filter_map(|a| a.get("email").and_then(Value::as_str).map(str::to_owned))
+            .collect(),
     })
 }
 

@@ -2,6 +2,8 @@
 //! `email.send` effects.
 //!
 //! # Layout
+//! - `bookings`: what the caller's own-booking actions share (whose booking an event is, the
+//!   window of `find_free_slots`).
 //! - [`caldav`]: CalDAV calendars (`REPORT` calendar-query, idempotent `PUT` of a VEVENT).
 //! - `events`: what both calendar providers answer (events as JSON, availability, the refusal
 //!   of a taken slot with free times).
@@ -19,6 +21,7 @@
 //! actions reach the same code.
 #![forbid(unsafe_code)]
 
+mod bookings;
 pub mod caldav;
 mod events;
 mod failure;

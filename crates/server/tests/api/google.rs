@@ -1097,3 +1097,212 @@ async fn a_connect_link_completes_only_in_the_browser_that_started_it_sqlite() {
 async fn a_connect_link_completes_only_in_the_browser_that_started_it_postgres() {
     a_connect_link_completes_only_in_the_browser_that_started_it(Backend::Postgres).await;
 }
+
+/// The caller's own bookings on Google: found by the caller's number (another caller finds
+/// none), cancelled and moved only by that caller (another gets `not_found` for the same id,
+/// as for an id that does not exist); a move to a taken slot leaves the booking where it was
+/// and offers alternatives; free slots of an afternoon are listed on the calendar's clock.
+#[tokio::test]
+async fn a_caller_finds_moves_and_cancels_only_their_own_bookings() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    connect(&app, &key, &sim).await;
+    sim.set_time_zone("primary", "America/New_York");
+    for (call, from) in [("pat", "+14155550101"), ("eve", "+14155550666")] {
+        app.post("/v1/calls", &key, json!({"call_id": call, "from": from}))
+            .await;
+    }
+    let r = invoke(&app, &key, "pat", "b1", "create_event",
+        json!({"title": "Checkup Pat", "start_time": "2030-01-07T10:00:00-05:00", "attendees": ["pat@example.com"]})).await;
+    let id = answer(&r)["data"]["id"].as_str().unwrap().to_owned();
+    sim.add_event(
+        "primary",
+        "busy0slot",
+        "Other",
+        "2030-01-07T14:00:00-05:00",
+        "2030-01-07T15:00:00-05:00",
+    );
+
+    let r = invoke(&app, &key, "pat", "f1", "find_bookings", json!({})).await;
+    let found = answer(&r)["data"]["bookings"].as_array().unwrap().clone();
+    assert_eq!(found.len(), 1, "{r}");
+    assert_eq!(found[0]["id"], json!(id), "{r}");
+    assert_eq!(found[0]["start"], "2030-01-07T10:00:00-05:00", "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "f2",
+        "find_bookings",
+        json!({"email": "sam@example.com"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["bookings"], json!([]), "{r}");
+    // Another caller, even naming Pat's email, finds nothing and can touch nothing.
+    let r = invoke(
+        &app,
+        &key,
+        "eve",
+        "f1",
+        "find_bookings",
+        json!({"email": "pat@example.com", "name": "Pat"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["bookings"], json!([]), "{r}");
+    let stolen = invoke(
+        &app,
+        &key,
+        "eve",
+        "c1",
+        "cancel_event",
+        json!({"event_id": id}),
+    )
+    .await;
+    let missing = invoke(
+        &app,
+        &key,
+        "eve",
+        "c2",
+        "cancel_event",
+        json!({"event_id": "sb0000000000"}),
+    )
+    .await;
+    assert_eq!(answer(&stolen)["error"], "not_found", "{stolen}");
+    assert_eq!(
+        answer(&stolen)["message"]
+            .as_str()
+            .unwrap()
+            .replace(&id, "X"),
+        answer(&missing)["message"]
+            .as_str()
+            .unwrap()
+            .replace("sb0000000000", "X")
+    );
+    let r = invoke(
+        &app,
+        &key,
+        "eve",
+        "m1",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-08T10:00:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "not_found", "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "eve",
+        "x1",
+        "cancel_event",
+        json!({"event_id": "../../x"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "not_found", "{r}");
+
+    // A move to a taken slot: refused with alternatives, the booking stays.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "m1",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-07T14:30:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "slot_taken", "{r}");
+    assert!(
+        !answer(&r)["details"]["alternatives"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{r}"
+    );
+    // Outside the hours: refused the same way.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "m2",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-07T18:00:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "outside_hours", "{r}");
+    let ours: Vec<Value> = sim
+        .events("primary")
+        .into_iter()
+        .filter(|e| e["id"] == json!(id))
+        .collect();
+    assert_eq!(
+        ours[0]["start"]["dateTime"], "2030-01-07T10:00:00-05:00",
+        "{ours:?}"
+    );
+    // A free slot: moved, keeping its length (the default 45 minutes).
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "m3",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-07T15:00:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["moved"], true, "{r}");
+    assert_eq!(
+        answer(&r)["data"]["end"],
+        "2030-01-07T15:45:00-05:00",
+        "{r}"
+    );
+    let ours: Vec<Value> = sim
+        .events("primary")
+        .into_iter()
+        .filter(|e| e["id"] == json!(id))
+        .collect();
+    assert_eq!(ours.len(), 1);
+    assert_eq!(
+        ours[0]["start"]["dateTime"], "2030-01-07T15:00:00-05:00",
+        "{ours:?}"
+    );
+
+    // Free slots of that afternoon, on New York's clock: around the busy hour and the booking.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "s1",
+        "find_free_slots",
+        json!({"day": "2030-01-07", "part_of_day": "afternoon", "duration_minutes": 60}),
+    )
+    .await;
+    let starts: Vec<&str> = answer(&r)["data"]["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["start"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        starts,
+        [
+            "2030-01-07T12:00:00-05:00",
+            "2030-01-07T13:00:00-05:00",
+            "2030-01-07T15:45:00-05:00"
+        ],
+        "{r}"
+    );
+
+    // Cancelled by its own caller; then it is gone from their list.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "c1",
+        "cancel_event",
+        json!({"event_id": id}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["cancelled"], true, "{r}");
+    let r = invoke(&app, &key, "pat", "f3", "find_bookings", json!({})).await;
+    assert_eq!(answer(&r)["data"]["bookings"], json!([]), "{r}");
+    app.stop().await;
+}

@@ -47,7 +47,15 @@ both_backends!(the_toolkit_catalogue, |app| {
         .collect();
     assert_eq!(
         actions,
-        ["list_events", "create_event", "check_availability"]
+        [
+            "list_events",
+            "create_event",
+            "check_availability",
+            "find_bookings",
+            "cancel_event",
+            "reschedule_event",
+            "find_free_slots"
+        ]
     );
     assert_eq!(
         google["actions"][0]["parameters"][0],
