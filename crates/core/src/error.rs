@@ -26,11 +26,24 @@ pub enum ErrorCode {
     LoopDetected,
     /// This terminal tool (a transfer, a hang-up) already ran in this call.
     AlreadyDone,
+    /// The calendar slot asked for is held by another booking or taken in the calendar; the
+    /// `details` list free `alternatives`.
+    SlotTaken,
+    /// The time asked for is outside the calendar's opening hours.
+    OutsideHours,
+    /// The calendar could not be reached or failed; trying again later may work.
+    CalendarUnavailable,
+    /// The calendar's connection is missing, revoked or refused: the operator must reconnect.
+    NotConnected,
+    /// An attendee's address is not an email address.
+    InvalidAttendee,
+    /// The booking or event named is not there (or is not the caller's).
+    NotFound,
 }
 
 impl ErrorCode {
     /// Every code, for documentation and metrics labels.
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::ToolNotFound,
         ErrorCode::ToolDisabled,
         ErrorCode::ToolArgsParseError,
@@ -46,6 +59,12 @@ impl ErrorCode {
         ErrorCode::ToolExecutionFailed,
         ErrorCode::LoopDetected,
         ErrorCode::AlreadyDone,
+        ErrorCode::SlotTaken,
+        ErrorCode::OutsideHours,
+        ErrorCode::CalendarUnavailable,
+        ErrorCode::NotConnected,
+        ErrorCode::InvalidAttendee,
+        ErrorCode::NotFound,
     ];
 
     /// The code as the model sees it, e.g. `invalid_arguments`.
@@ -66,6 +85,12 @@ impl ErrorCode {
             ErrorCode::ToolExecutionFailed => "tool_execution_failed",
             ErrorCode::LoopDetected => "loop_detected",
             ErrorCode::AlreadyDone => "already_done",
+            ErrorCode::SlotTaken => "slot_taken",
+            ErrorCode::OutsideHours => "outside_hours",
+            ErrorCode::CalendarUnavailable => "calendar_unavailable",
+            ErrorCode::NotConnected => "not_connected",
+            ErrorCode::InvalidAttendee => "invalid_attendee",
+            ErrorCode::NotFound => "not_found",
         }
     }
 }

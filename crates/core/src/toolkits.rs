@@ -122,6 +122,53 @@ fn calendar_actions() -> Vec<ToolkitAction> {
             returns: "{available, conflicts: [..], next_free_slots: [{start, end}]}",
             effect: "calendar.check_availability",
         },
+        ToolkitAction {
+            name: "find_bookings",
+            description: "Find the caller's own upcoming bookings (made from this caller's phone number). An email or name given narrows them; it never finds someone else's.",
+            parameters: json!([
+                {"name": "email", "type": "string", "description": "An attendee email address the caller gave, to narrow the bookings"},
+                {"name": "name", "type": "string", "description": "A name in the booking's title, to narrow the bookings"}
+            ]),
+            returns: "{bookings: [{id, title, start, end}]}",
+            effect: "calendar.find_bookings",
+        },
+        ToolkitAction {
+            name: "cancel_event",
+            description: "Cancel one of the caller's own bookings, by the id find_bookings gave.",
+            parameters: json!([
+                {"name": "event_id", "type": "string", "required": true, "description": "The booking's id from find_bookings"}
+            ]),
+            returns: "{id, cancelled: true}",
+            effect: "calendar.cancel_event",
+        },
+        ToolkitAction {
+            name: "reschedule_event",
+            description: "Move one of the caller's own bookings to a new time. The new time is secured before the old one is given up; if it cannot be had, the booking stays where it was and the answer lists free times to offer.",
+            parameters: json!([
+                {"name": "event_id", "type": "string", "required": true, "description": "The booking's id from find_bookings"},
+                {"name": "new_start_time", "type": "datetime", "required": true,
+                 "description": "The new start, RFC 3339 with an offset"},
+                {"name": "duration_minutes", "type": "integer", "min_value": 5, "max_value": 480,
+                 "description": "New length in minutes (default: the booking's own)"}
+            ]),
+            returns: "{id, title, start, end, moved: true|false (false when it was there already)}",
+            effect: "calendar.reschedule_event",
+        },
+        ToolkitAction {
+            name: "find_free_slots",
+            description: "List free slots in a window: a day (optionally a part of it), or a range; default the next seven days.",
+            parameters: json!([
+                {"name": "day", "type": "string", "description": "A day, YYYY-MM-DD, in the calendar's time zone"},
+                {"name": "part_of_day", "type": "string", "enum": ["morning", "afternoon", "evening"],
+                 "description": "Part of the day: morning (before 12:00), afternoon (12:00-17:00), evening (from 17:00)"},
+                {"name": "time_min", "type": "datetime", "description": "Start of a range, RFC 3339"},
+                {"name": "time_max", "type": "datetime", "description": "End of the range, RFC 3339 (at most 14 days after its start)"},
+                {"name": "duration_minutes", "type": "integer", "default": 30, "min_value": 15, "max_value": 240,
+                 "description": "Length of the slots in minutes"}
+            ]),
+            returns: "{slots: [{start, end}], time_zone}",
+            effect: "calendar.find_free_slots",
+        },
     ]
 }
 

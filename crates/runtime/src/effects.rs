@@ -60,12 +60,17 @@ pub trait EmailSender: Send + Sync {
 }
 
 /// Reads and writes calendars (`calendar.*`); the Google Calendar and CalDAV toolkits provide one.
+///
+/// A failure is typed: its code is the answer's `error` (`slot_taken` with free `alternatives`
+/// in its details, `outside_hours`, `calendar_unavailable`, `not_connected`, `rate_limited`,
+/// `timeout`, `invalid_attendee`, `not_found`, `invalid_arguments`), its message a sentence the
+/// model can say.
 pub trait Calendar: Send + Sync {
     fn call<'a>(
         &'a self,
         scope: &'a ToolkitScope<'a>,
         op: &'a CalendarOp,
-    ) -> BoxFuture<'a, Result<Value, String>>;
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
 
 /// Entities and relations kept per tenant and caller (`memory.*`).
@@ -130,7 +135,8 @@ pub struct EmailMessage {
     pub variables: Option<Value>,
 }
 
-/// `calendar.*`'s operations (seed 003's three actions).
+/// `calendar.*`'s operations: seed 003's three, and the caller's own bookings found, cancelled
+/// and moved, and free slots in a window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum CalendarOp {
@@ -148,6 +154,27 @@ pub enum CalendarOp {
     },
     CheckAvailability {
         date: String,
+        duration_minutes: Option<u32>,
+    },
+    /// The caller's own upcoming bookings (those carrying the call's caller identity).
+    FindBookings {
+        email: Option<String>,
+        name: Option<String>,
+    },
+    /// Cancels one of the caller's own bookings.
+    CancelEvent { event_id: String },
+    /// Moves one of the caller's own bookings; the new slot is held before the move.
+    RescheduleEvent {
+        event_id: String,
+        new_start_time: String,
+        duration_minutes: Option<u32>,
+    },
+    /// Free slots in a window: a day (and part of it), a range, or the next week.
+    FindFreeSlots {
+        day: Option<String>,
+        part_of_day: Option<String>,
+        time_min: Option<String>,
+        time_max: Option<String>,
         duration_minutes: Option<u32>,
     },
 }
@@ -373,7 +400,12 @@ impl Effects {
             "calendar" => match &self.calendar {
                 None => return unavailable(),
                 Some(h) => match typed::<CalendarOp>(action, Some(op), &request.fields) {
-                    Ok(op) => h.call(&tk, &op).await,
+                    Ok(op) => {
+                        return match h.call(&tk, &op).await {
+                            Ok(value) => EffectOutcome::Done { value },
+                            Err(e) => EffectOutcome::Failed(e),
+                        };
+                    }
                     Err(e) => return EffectOutcome::Failed(e),
                 },
             },

@@ -226,7 +226,7 @@ impl AppState {
             effects
         } else {
             let mut with_calendar = (*effects).clone();
-            let mut calendars = switchboard_toolkits::Calendars::new(allow_private);
+            let mut calendars = switchboard_toolkits::Calendars::new(store.clone(), allow_private);
             if let Some((_, g)) = google {
                 calendars = calendars.with_google(g);
             }

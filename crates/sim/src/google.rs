@@ -11,7 +11,8 @@
 //! - `/calendar/v3/…`: bearer tokens checked (unknown or expired: 401 `UNAUTHENTICATED`);
 //!   `events.list` (time window as Google defines it: an event's end after `timeMin`, its
 //!   start before `timeMax`; `orderBy=startTime` only with `singleEvents=true`);
-//!   `events.insert` with client-chosen ids (base32hex, 5–1024 characters; a taken id: 409,
+//!   `events.get`, `events.patch` (start and end checked), `privateExtendedProperty` filters
+//!   on lists, `events.insert` with client-chosen ids (base32hex, 5–1024 characters; a taken id: 409,
 //!   a deleted event's id included); `events.delete` (the event kept as `cancelled`, left out
 //!   of lists and busy times); the calendar's `timeZone` in every list;
 //!   `freeBusy` (busy intervals, `notFound` for an unknown calendar).
@@ -57,6 +58,8 @@ struct GState {
     rotate_refresh: bool,
     refresh_delay: Duration,
     insert_delay: Duration,
+    /// Calendar API requests still to be refused with (status, reason).
+    failures: Vec<(u16, String)>,
     zones: BTreeMap<String, String>,
     /// The last `created` stamp given, so stamps strictly increase.
     last_created_ms: Option<i64>,
@@ -130,7 +133,7 @@ impl GoogleSim {
             )
             .route(
                 "/calendar/v3/calendars/{calendar}/events/{event}",
-                axum::routing::delete(delete_event),
+                get(get_event).patch(patch_event).delete(delete_event),
             )
             .route("/calendar/v3/freeBusy", post(free_busy))
             .with_state(Arc::clone(&state));
@@ -178,6 +181,14 @@ impl GoogleSim {
     /// A delay before each insert is stored (to make concurrent bookings overlap).
     pub fn set_insert_delay(&self, d: Duration) {
         lock(&self.state).insert_delay = d;
+    }
+    /// Refuses the next `n` Calendar API requests with `status` and a Google error whose
+    /// reason is `reason` (`rateLimitExceeded`, `forbidden`, `backendError`, …).
+    pub fn fail_next(&self, n: usize, status: u16, reason: &str) {
+        let mut s = lock(&self.state);
+        for _ in 0..n {
+            s.failures.push((status, reason.to_owned()));
+        }
     }
     /// The calendar's time zone (IANA name; default `UTC`), sent with every events list.
     pub fn set_time_zone(&self, calendar: &str, zone: &str) {
@@ -363,6 +374,17 @@ async fn token(State(state): Shared, Form(f): Form<HashMap<String, String>>) -> 
     }
 }
 
+/// A refusal queued by [`GoogleSim::fail_next`], if any.
+fn queued_failure(state: &Mutex<GState>) -> Option<Response> {
+    let mut s = lock(state);
+    if s.failures.is_empty() {
+        return None;
+    }
+    let (status, reason) = s.failures.remove(0);
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Some(google_error(status, &reason, "Simulated refusal."))
+}
+
 /// Whether the bearer token is one issued and not expired.
 fn authorized(state: &Mutex<GState>, headers: &HeaderMap) -> bool {
     let token = headers
@@ -394,6 +416,9 @@ async fn list_events(
 ) -> Response {
     if !authorized(&state, &headers) {
         return unauthenticated();
+    }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
     }
     let bound = |k: &'static str| -> Result<Option<DateTime<FixedOffset>>, &'static str> {
         match q.get(k) {
@@ -444,6 +469,17 @@ async fn list_events(
             min.is_none_or(|m| end > m) && max.is_none_or(|m| start < m)
         })
         .collect();
+    // `privateExtendedProperty=key=value`: only events whose private property matches.
+    if let Some((k, v)) = q
+        .get("privateExtendedProperty")
+        .and_then(|p| p.split_once('='))
+    {
+        items.retain(|e| {
+            e.pointer(&format!("/extendedProperties/private/{k}"))
+                .and_then(Value::as_str)
+                == Some(v)
+        });
+    }
     items.sort_by_key(|e| time(e, "start"));
     items.truncate(limit);
     let zone = s.zones.get(&calendar).map_or("UTC", String::as_str);
@@ -466,6 +502,9 @@ async fn insert_event(
 ) -> Response {
     if !authorized(&state, &headers) {
         return unauthenticated();
+    }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
     }
     let (Some(start), Some(end)) = (time(&event, "start"), time(&event, "end")) else {
         return google_error(StatusCode::BAD_REQUEST, "required", "Missing end time.");
@@ -527,6 +566,76 @@ async fn insert_event(
     Json(event).into_response()
 }
 
+/// `events.get`: the event as stored (a deleted one with `status: cancelled`).
+async fn get_event(
+    State(state): Shared,
+    Path((calendar, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return unauthenticated();
+    }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
+    }
+    let s = lock(&state);
+    match s.calendars.get(&calendar).and_then(|events| {
+        events
+            .iter()
+            .find(|e| e.get("id").and_then(Value::as_str) == Some(id.as_str()))
+    }) {
+        Some(e) => Json(e.clone()).into_response(),
+        None => google_error(StatusCode::NOT_FOUND, "notFound", "Not Found"),
+    }
+}
+
+/// `events.patch`: the fields given replace the event's (start and end checked as on insert).
+async fn patch_event(
+    State(state): Shared,
+    Path((calendar, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    Json(patch): Json<Value>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return unauthenticated();
+    }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
+    }
+    let mut s = lock(&state);
+    let Some(event) = s.calendars.get_mut(&calendar).and_then(|events| {
+        events
+            .iter_mut()
+            .find(|e| e.get("id").and_then(Value::as_str) == Some(id.as_str()))
+    }) else {
+        return google_error(StatusCode::NOT_FOUND, "notFound", "Not Found");
+    };
+    if event.get("status").and_then(Value::as_str) == Some("cancelled") {
+        return google_error(StatusCode::GONE, "deleted", "Resource has been deleted");
+    }
+    let mut next = event.clone();
+    if let (Value::Object(m), Value::Object(p)) = (&mut next, &patch) {
+        for (k, v) in p
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "id" | "created" | "kind"))
+        {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    match (time(&next, "start"), time(&next, "end")) {
+        (Some(a), Some(b)) if b > a => {}
+        _ => {
+            return google_error(
+                StatusCode::BAD_REQUEST,
+                "timeRangeEmpty",
+                "The specified time range is empty.",
+            );
+        }
+    }
+    *event = next.clone();
+    Json(next).into_response()
+}
+
 /// `events.delete`: the event becomes `cancelled` (Google keeps it, so its id stays taken).
 async fn delete_event(
     State(state): Shared,
@@ -535,6 +644,9 @@ async fn delete_event(
 ) -> Response {
     if !authorized(&state, &headers) {
         return unauthenticated();
+    }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
     }
     let mut s = lock(&state);
     let Some(event) = s.calendars.get_mut(&calendar).and_then(|events| {
@@ -554,6 +666,9 @@ async fn delete_event(
 async fn free_busy(State(state): Shared, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     if !authorized(&state, &headers) {
         return unauthenticated();
+    }
+    if let Some(refusal) = queued_failure(&state) {
+        return refusal;
     }
     let bound = |k: &str| {
         body.get(k)

@@ -12,7 +12,9 @@
 //!   connect flows bound to the browser that started them, sealed tokens, the refresh lease),
 //!   [`console_sessions`] (the console's sign-ins, checked on every console request), [`memory`] (what agents remember about
 //!   each caller, with ranked full-text search; its [`MemoryHandler`] performs `memory.*` effects),
-//!   [`email_rate`] (the per-tenant email send rate, shared by every node on the database).
+//!   [`email_rate`] (the per-tenant email send rate, shared by every node on the database),
+//!   [`slot_holds`] (short-lived holds on calendar slots, so no two bookings of one time reach a
+//!   calendar).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -36,6 +38,7 @@ pub mod ownership;
 mod page;
 pub mod replays;
 pub mod secrets;
+pub mod slot_holds;
 pub mod tenants;
 mod tokens;
 pub mod tools;
@@ -73,6 +76,7 @@ pub use ownership::{CallOwner, Door, MAX_NODES_LISTED, NodeCalls, NodeInfo};
 pub use page::{Page, Paged};
 pub use replays::CallRecord;
 pub use secrets::SecretInfo;
+pub use slot_holds::{SlotHold, SlotHoldRequest};
 pub use tenants::Tenant;
 pub use tools::ToolVersion;
 

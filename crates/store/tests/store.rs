@@ -383,5 +383,7 @@ mod journal;
 mod memory;
 #[path = "store/sealing.rs"]
 mod sealing;
+#[path = "store/slot_holds.rs"]
+mod slot_holds;
 #[path = "store/tenants.rs"]
 mod tenants;

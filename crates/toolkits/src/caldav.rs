@@ -12,7 +12,9 @@
 
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, FixedOffset, NaiveDateTime, NaiveTime, SecondsFormat, Utc};
+use chrono::{
+    DateTime, Duration, FixedOffset, NaiveDateTime, NaiveTime, Offset, SecondsFormat, Utc,
+};
 use chrono_tz::Tz;
 use icalendar::{
     Calendar, CalendarComponent, CalendarDateTime, Component, DatePerhapsTime, EventLike,
@@ -21,9 +23,13 @@ use quick_xml::events::Event as XmlEvent;
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use switchboard_core::{ErrorCode, ToolError};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
+use crate::bookings::{self, BOOKINGS_AHEAD_DAYS, FreeSlotsAsk};
 use crate::events::{Asked, Event, SEARCH_DAYS};
+use crate::failure;
+use crate::holds::{Holds, calendar_key};
 use crate::slots::{self, Interval, WorkingHours, Zone};
 
 /// Largest response body read from a calendar server.
@@ -32,15 +38,18 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 const MAX_EVENTS: usize = 2_000;
 /// Each request's deadline.
 const REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
-/// How often, and how far apart, a booking looks again for an overlapping racer to give way.
-const SETTLE_ROUNDS: u32 = 5;
-const SETTLE_PAUSE: StdDuration = StdDuration::from_millis(150);
+/// The VEVENT property naming the call that booked it.
+const CALL_PROPERTY: &str = "X-SWITCHBOARD-CALL";
+/// The VEVENT property naming the caller (number or user id) of that call.
+const CALLER_PROPERTY: &str = "X-SWITCHBOARD-CALLER";
 
 /// The CalDAV handler: one HTTP client with the outbound guard.
 #[derive(Debug)]
 pub struct CalDav {
     client: Option<reqwest::Client>,
     allow_private: bool,
+    /// Set by [`crate::Calendars::new`]: the store's slot holds.
+    holds: Option<Holds>,
 }
 
 /// The agent tool's settings, read once per operation.
@@ -86,11 +95,21 @@ impl CalDav {
         CalDav {
             client,
             allow_private,
+            holds: None,
         }
     }
 
+    pub(crate) fn holding(mut self, holds: Holds) -> Self {
+        self.holds = Some(holds);
+        self
+    }
+
     /// Performs one calendar operation for a CalDAV-configured tool.
-    pub async fn call(&self, scope: &ToolkitScope<'_>, op: &CalendarOp) -> Result<Value, String> {
+    pub async fn call(
+        &self,
+        scope: &ToolkitScope<'_>,
+        op: &CalendarOp,
+    ) -> Result<Value, ToolError> {
         let s = self.settings(scope)?;
         match op {
             CalendarOp::ListEvents {
@@ -104,11 +123,11 @@ impl CalDav {
                     None => from + Duration::days(1),
                 };
                 if to <= from {
-                    return Err(format!(
+                    return Err(failure::invalid(format!(
                         "time_max {} is not after time_min {}; ask for a range that ends after it starts",
                         rfc3339(to),
                         rfc3339(from)
-                    ));
+                    )));
                 }
                 let mut events = self.events(&s, from.to_utc(), to.to_utc()).await?;
                 let max = usize::try_from(max_results.unwrap_or(10).clamp(1, 100)).unwrap_or(10);
@@ -137,6 +156,7 @@ impl CalDav {
                 let len = Duration::minutes(minutes.clamp(1, 1440));
                 let uid = event_uid(scope.tenant_id, scope.idempotency_key);
                 self.create(
+                    scope,
                     &s,
                     NewEvent {
                         uid: &uid,
@@ -149,19 +169,53 @@ impl CalDav {
                 )
                 .await
             }
+            CalendarOp::FindBookings { email, name } => {
+                self.find_bookings(scope, &s, email.as_deref(), name.as_deref())
+                    .await
+            }
+            CalendarOp::CancelEvent { event_id } => self.cancel(scope, &s, event_id).await,
+            CalendarOp::RescheduleEvent {
+                event_id,
+                new_start_time,
+                duration_minutes,
+            } => {
+                let start = parse_time("new_start_time", new_start_time)?;
+                self.reschedule(scope, &s, event_id, start, *duration_minutes)
+                    .await
+            }
+            CalendarOp::FindFreeSlots {
+                day,
+                part_of_day,
+                time_min,
+                time_max,
+                duration_minutes,
+            } => {
+                let ask = FreeSlotsAsk {
+                    day: day.as_deref(),
+                    part_of_day: part_of_day.as_deref(),
+                    time_min: time_min.as_deref(),
+                    time_max: time_max.as_deref(),
+                    duration_minutes: *duration_minutes,
+                };
+                self.free_slots(&s, &ask).await
+            }
         }
     }
 
-    fn settings(&self, scope: &ToolkitScope<'_>) -> Result<Settings, String> {
+    fn settings(&self, scope: &ToolkitScope<'_>) -> Result<Settings, ToolError> {
         let cfg = scope.config;
-        let raw = cfg.get("url").and_then(Value::as_str).ok_or(
+        let raw = cfg.get("url").and_then(Value::as_str).ok_or_else(|| failure::misconfigured(
             "the calendar is not set up: its config has no `url`; the operator must set the CalDAV collection URL",
-        )?;
+        ))?;
         let mut url = Url::parse(raw).map_err(|_| {
-            "the calendar's config.url is not a URL; the operator must fix it".to_owned()
+            failure::misconfigured(
+                "the calendar's config.url is not a URL; the operator must fix it",
+            )
         })?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err("the calendar's config.url must be an http(s) URL with a host".into());
+            return Err(failure::misconfigured(
+                "the calendar's config.url must be an http(s) URL with a host",
+            ));
         }
         if !self.allow_private
             && let Some(ip) = url
@@ -169,10 +223,10 @@ impl CalDav {
                 .and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse().ok())
             && switchboard_runtime::http::is_forbidden_address(ip)
         {
-            return Err(format!(
+            return Err(failure::misconfigured(format!(
                 "the calendar at {} is on a loopback, private or metadata address, which this server does not call",
                 host_label(&url)
-            ));
+            )));
         }
         if !url.path().ends_with('/') {
             let path = format!("{}/", url.path());
@@ -201,10 +255,10 @@ impl CalDav {
             zone: match cfg.get("time_zone").and_then(Value::as_str) {
                 None => None,
                 Some(name) => Some(name.parse::<Tz>().map_err(|_| {
-                    format!(
+                    failure::misconfigured(format!(
                         "the calendar's config.time_zone `{}` is not an IANA time zone; the operator must fix it (e.g. Europe/Berlin)",
                         clip(name)
-                    )
+                    ))
                 })?),
             },
         })
@@ -215,7 +269,7 @@ impl CalDav {
         s: &Settings,
         start: DateTime<FixedOffset>,
         len: Duration,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ToolError> {
         let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
         let events = self.events(s, start.to_utc(), horizon).await?;
         let slot = (start.to_utc(), (start + len).to_utc());
@@ -229,22 +283,63 @@ impl CalDav {
         Ok(s.asked(start, len).availability(conflicts, &busy))
     }
 
-    async fn create(&self, s: &Settings, new: NewEvent<'_>) -> Result<Value, String> {
+    /// Books a slot: checks the attendees, holds the slot in the store, looks at the calendar
+    /// (this booking made before: it is the booking; someone else's event in the slot, or a
+    /// time outside the hours: a refusal with free times), then `PUT`s the event under its
+    /// UID's name with `If-None-Match: *` (a 412 is this booking stored by an earlier try).
+    /// Nothing is written without the hold, so two bookings of one slot never both store.
+    async fn create(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        new: NewEvent<'_>,
+    ) -> Result<Value, ToolError> {
         for a in new.attendees {
             if !plausible_email(a) {
-                return Err(format!(
+                return Err(failure::invalid_attendee(format!(
                     "attendee `{}` is not an email address; ask the caller for it again",
                     clip(a)
-                ));
+                )));
             }
         }
+        let holds = self.holds.as_ref().ok_or_else(|| {
+            failure::unavailable(
+                "bookings cannot be secured on this server (no booking database); nothing was booked",
+            )
+        })?;
+        let slot = (new.start.to_utc(), (new.start + new.len).to_utc());
+        let key = calendar_key(&["caldav", scope.tenant_id, s.url.as_str()]);
+        let Some(hold) = holds
+            .take(scope.tenant_id, &key, scope.idempotency_key, slot)
+            .await?
+        else {
+            let horizon = slot.0 + Duration::days(SEARCH_DAYS);
+            let events = self.events(s, slot.0, horizon).await?;
+            let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+            busy.push(slot);
+            return Err(s
+                .asked(new.start, new.len)
+                .taken("is being booked by another caller", &busy));
+        };
+        let result = self.create_held(scope, s, &new, slot).await;
+        match &result {
+            Err(e) if e.code == ErrorCode::Timeout => hold.keep(),
+            _ => hold.release().await,
+        }
+        result
+    }
+
+    async fn create_held(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        new: &NewEvent<'_>,
+        slot: Interval,
+    ) -> Result<Value, ToolError> {
         let end = new.start + new.len;
         let tz = *new.start.offset();
-        // Taken by someone else: a clear refusal with alternatives. Our own event (a retry of
-        // this very booking) is the booking.
-        let horizon = new.start.to_utc() + Duration::days(SEARCH_DAYS);
-        let events = self.events(s, new.start.to_utc(), horizon).await?;
-        let slot = (new.start.to_utc(), end.to_utc());
+        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
+        let events = self.events(s, slot.0, horizon).await?;
         if let Some(own) = events.iter().find(|e| e.id == new.uid) {
             let mut v = own.json(&tz);
             if let Value::Object(m) = &mut v {
@@ -252,20 +347,24 @@ impl CalDav {
             }
             return Ok(v);
         }
-        let conflicts: Vec<&Event> = events
-            .iter()
-            .filter(|e| slots::overlaps(slot, e.interval()))
-            .collect();
-        if !conflicts.is_empty() {
-            let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-            return Err(s.asked(new.start, new.len).taken("is already taken", &busy));
+        let asked = s.asked(new.start, new.len);
+        let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+        if !asked.in_hours() {
+            return Err(asked.outside(&busy));
+        }
+        if events.iter().any(|e| slots::overlaps(slot, e.interval())) {
+            return Err(asked.taken("is already taken", &busy));
         }
         let mut event = icalendar::Event::new();
         event
             .uid(new.uid)
             .summary(new.title)
             .starts(new.start.to_utc())
-            .ends(end.to_utc());
+            .ends(end.to_utc())
+            .add_property(CALL_PROPERTY, scope.call_id);
+        if let Some(c) = scope.caller {
+            event.add_property(CALLER_PROPERTY, c);
+        }
         if let Some(d) = new.description {
             event.description(d);
         }
@@ -277,33 +376,7 @@ impl CalDav {
         let mut cal = Calendar::new();
         cal.push(event.done());
         let ics = cal.done().to_string();
-        // The resource is named after the slot's start: two callers booking one free slot at
-        // once write the same name with `If-None-Match: *`, and the server lets one of them.
-        let mut name = slot_name(new.start.to_utc());
-        let created = match self.put_new(s, &name, &ics).await? {
-            true => true,
-            false => {
-                let now = self.events(s, new.start.to_utc(), end.to_utc()).await?;
-                if now.iter().any(|e| e.id == new.uid) {
-                    // This booking, made by an earlier try.
-                    false
-                } else if now.iter().any(|e| slots::overlaps(slot, e.interval())) {
-                    return Err(self.just_taken(s, &new).await);
-                } else {
-                    // The name is held by an event since moved elsewhere: book under the
-                    // booking's own name.
-                    name = resource_name(new.uid);
-                    self.put_new(s, &name, &ics).await?
-                }
-            }
-        };
-        // Bookings of overlapping slots with different starts do not share a name: each
-        // looks again, and of two that overlap, one gives way (see `settle`).
-        if created && !self.settle(s, &new, slot).await? {
-            self.delete(s, &name).await?;
-            tracing::info!(name: "calendar_booking_yielded", "calendar_booking_yielded");
-            return Err(self.just_taken(s, &new).await);
-        }
+        let created = self.put_new(s, &resource_name(new.uid), &ics).await?;
         Ok(json!({
             "id": new.uid,
             "title": new.title,
@@ -313,76 +386,11 @@ impl CalDav {
         }))
     }
 
-    /// Whether a booking just stored keeps its slot. Other events overlapping it are racers
-    /// (or events stored meanwhile): one whose UID sorts before ours wins at once. One that
-    /// sorts after ours wins too unless it gives way soon: it gives way when its own look saw
-    /// ours, and if it looked before ours was stored, it stays and ours must go. So of two
-    /// overlapping bookings at most one is kept, whatever the timing.
-    async fn settle(
-        &self,
-        s: &Settings,
-        new: &NewEvent<'_>,
-        slot: Interval,
-    ) -> Result<bool, String> {
-        for round in 0..=SETTLE_ROUNDS {
-            let others: Vec<Event> = self
-                .events(s, slot.0, slot.1)
-                .await?
-                .into_iter()
-                .filter(|e| e.id != new.uid && slots::overlaps(slot, e.interval()))
-                .collect();
-            if others.is_empty() {
-                return Ok(true);
-            }
-            if others.iter().any(|e| e.id.as_str() < new.uid) || round == SETTLE_ROUNDS {
-                return Ok(false);
-            }
-            tokio::time::sleep(SETTLE_PAUSE).await;
-        }
-        Ok(false)
-    }
-
-    /// The refusal of a slot another booking took while this one was made, with free times.
-    async fn just_taken(&self, s: &Settings, new: &NewEvent<'_>) -> String {
-        let horizon = new.start.to_utc() + Duration::days(SEARCH_DAYS);
-        let asked = s.asked(new.start, new.len);
-        let how = "was just taken by another booking";
-        match self.events(s, new.start.to_utc(), horizon).await {
-            Ok(events) => {
-                let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-                asked.taken(how, &busy)
-            }
-            Err(_) => format!(
-                "the slot {} to {} {how}; nothing was booked. Ask the caller for another time",
-                rfc3339(new.start),
-                rfc3339(new.start + new.len)
-            ),
-        }
-    }
-
-    /// Deletes a resource this handler stored (a booking that gave way).
-    async fn delete(&self, s: &Settings, name: &str) -> Result<(), String> {
-        let url = s
-            .url
-            .join(&format!("{name}.ics"))
-            .map_err(|_| "the calendar's config.url cannot take an event name".to_owned())?;
-        let resp = self
-            .request(s, Method::DELETE, url)?
-            .send()
-            .await
-            .map_err(|e| unreachable(&s.url, &e))?;
-        match resp.status() {
-            st if st.is_success() || st == StatusCode::NOT_FOUND => Ok(()),
-            st => Err(refused(&s.url, st, "remove a booking that lost its slot")),
-        }
-    }
-
     /// `PUT`s a new resource with `If-None-Match: *`: `false` when one of that name exists.
-    async fn put_new(&self, s: &Settings, name: &str, ics: &str) -> Result<bool, String> {
-        let url = s
-            .url
-            .join(&format!("{name}.ics"))
-            .map_err(|_| "the calendar's config.url cannot take an event name".to_owned())?;
+    async fn put_new(&self, s: &Settings, name: &str, ics: &str) -> Result<bool, ToolError> {
+        let url = s.url.join(&format!("{name}.ics")).map_err(|_| {
+            failure::misconfigured("the calendar's config.url cannot take an event name")
+        })?;
         let resp = self
             .request(s, Method::PUT, url)?
             .header("Content-Type", "text/calendar; charset=utf-8")
@@ -398,13 +406,213 @@ impl CalDav {
         }
     }
 
+    /// The zone hours and days are read in: the configured one, else UTC.
+    fn day_zone(s: &Settings) -> Zone {
+        s.zone.map_or(Zone::Fixed(chrono::Utc.fix()), Zone::Iana)
+    }
+
+    /// The caller's own upcoming bookings: those whose `X-SWITCHBOARD-CALLER` is the call's
+    /// caller.
+    async fn find_bookings(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        email: Option<&str>,
+        name: Option<&str>,
+    ) -> Result<Value, ToolError> {
+        let caller = bookings::caller(scope)?;
+        let now = Utc::now();
+        let events = self
+            .events(s, now, now + Duration::days(BOOKINGS_AHEAD_DAYS))
+            .await?;
+        let found = events
+            .iter()
+            .filter(|e| bookings::owned(e, caller) && bookings::narrowed(e, email, name))
+            .collect();
+        Ok(bookings::bookings_answer(found, Self::day_zone(s)))
+    }
+
+    /// One of the caller's own bookings (stored under its UID's name), with its text and
+    /// `ETag`; anything else is `not_found`.
+    async fn own_event(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        uid: &str,
+    ) -> Result<OwnEvent, ToolError> {
+        let caller = bookings::caller(scope)?;
+        let name = resource_name(uid);
+        if uid.len() > 256 || name.is_empty() || !uid.starts_with("sb-") {
+            return Err(bookings::not_yours(uid));
+        }
+        let url = self.resource_url(s, &name)?;
+        let resp = self
+            .request(s, Method::GET, url)?
+            .send()
+            .await
+            .map_err(|e| unreachable(&s.url, &e))?;
+        match resp.status() {
+            StatusCode::NOT_FOUND | StatusCode::GONE => return Err(bookings::not_yours(uid)),
+            st if !st.is_success() => return Err(refused(&s.url, st, "read the booking")),
+            _ => {}
+        }
+        let etag = resp
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let ics = read_capped(resp).await.map_err(|e| match e {
+            ReadError::TooLarge => failure::unavailable("the booking is too large to read"),
+            ReadError::Transport(e) => unreachable(&s.url, &e),
+        })?;
+        let event = parse_events(&ics, s.zone)
+            .into_iter()
+            .find(|e| e.id == uid && bookings::owned(e, caller))
+            .ok_or_else(|| bookings::not_yours(uid))?;
+        Ok(OwnEvent {
+            name,
+            etag,
+            ics,
+            event,
+        })
+    }
+
+    fn resource_url(&self, s: &Settings, name: &str) -> Result<Url, ToolError> {
+        s.url.join(&format!("{name}.ics")).map_err(|_| {
+            failure::misconfigured("the calendar's config.url cannot take an event name")
+        })
+    }
+
+    async fn cancel(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        uid: &str,
+    ) -> Result<Value, ToolError> {
+        let own = self.own_event(scope, s, uid).await?;
+        let mut req = self.request(s, Method::DELETE, self.resource_url(s, &own.name)?)?;
+        if let Some(tag) = &own.etag {
+            req = req.header("If-Match", tag);
+        }
+        let resp = req.send().await.map_err(|e| unreachable(&s.url, &e))?;
+        match resp.status() {
+            st if st.is_success() || st == StatusCode::NOT_FOUND => {}
+            StatusCode::PRECONDITION_FAILED => return Err(changed_meanwhile()),
+            st => return Err(refused(&s.url, st, "cancel the booking")),
+        }
+        Ok(json!({
+            "id": uid,
+            "title": own.event.title,
+            "start": rfc3339(Self::day_zone(s).show(own.event.start)),
+            "cancelled": true,
+        }))
+    }
+
+    /// Moves one of the caller's bookings: the new slot is held and checked, then the same
+    /// resource is rewritten with the new times (`If-Match`), so the old slot is given up only
+    /// in the write that takes the new one.
+    async fn reschedule(
+        &self,
+        scope: &ToolkitScope<'_>,
+        s: &Settings,
+        uid: &str,
+        start: DateTime<FixedOffset>,
+        minutes: Option<u32>,
+    ) -> Result<Value, ToolError> {
+        let own = self.own_event(scope, s, uid).await?;
+        let event = &own.event;
+        let len = minutes.map_or(event.end - event.start, |m| {
+            Duration::minutes(i64::from(m).clamp(1, 1440))
+        });
+        let slot = (start.to_utc(), (start + len).to_utc());
+        let moved = |moved: bool| {
+            json!({"id": uid, "title": event.title, "start": rfc3339(start),
+                   "end": rfc3339(start + len), "moved": moved})
+        };
+        if (event.start, event.end) == slot {
+            return Ok(moved(false));
+        }
+        let holds = self.holds.as_ref().ok_or_else(|| {
+            failure::unavailable("bookings cannot be secured on this server (no booking database); nothing was changed")
+        })?;
+        let key = calendar_key(&["caldav", scope.tenant_id, s.url.as_str()]);
+        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
+        let asked = s.asked(start, len);
+        let Some(hold) = holds
+            .take(scope.tenant_id, &key, scope.idempotency_key, slot)
+            .await?
+        else {
+            let events = self.events(s, slot.0, horizon).await?;
+            let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+            busy.push(slot);
+            return Err(asked.taken(
+                "is being booked by another caller; the booking was not moved",
+                &busy,
+            ));
+        };
+        let result = async {
+            let events = self.events(s, slot.0, horizon).await?;
+            let others: Vec<&Event> = events.iter().filter(|e| e.id != uid).collect();
+            let busy: Vec<Interval> = others.iter().map(|e| e.interval()).collect();
+            if !asked.in_hours() {
+                return Err(asked.outside(&busy));
+            }
+            if others.iter().any(|e| slots::overlaps(slot, e.interval())) {
+                return Err(asked.taken("is already taken; the booking was not moved", &busy));
+            }
+            let ics = moved_ics(&own.ics, uid, slot)
+                .ok_or_else(|| failure::unavailable("the booking could not be read to move it"))?;
+            let mut req = self
+                .request(s, Method::PUT, self.resource_url(s, &own.name)?)?
+                .header("Content-Type", "text/calendar; charset=utf-8")
+                .body(ics);
+            if let Some(tag) = &own.etag {
+                req = req.header("If-Match", tag);
+            }
+            let resp = req.send().await.map_err(|e| unreachable(&s.url, &e))?;
+            match resp.status() {
+                st if st.is_success() => Ok(moved(true)),
+                StatusCode::PRECONDITION_FAILED => Err(changed_meanwhile()),
+                st => Err(refused(&s.url, st, "move the booking")),
+            }
+        }
+        .await;
+        match &result {
+            Err(e) if e.code == ErrorCode::Timeout => hold.keep(),
+            _ => hold.release().await,
+        }
+        result
+    }
+
+    async fn free_slots(&self, s: &Settings, ask: &FreeSlotsAsk<'_>) -> Result<Value, ToolError> {
+        let now = Utc::now();
+        let zone = Self::day_zone(s);
+        let window = ask.window(zone, now)?;
+        let busy: Vec<Interval> = if window.0 < window.1 {
+            self.events(s, window.0, window.1)
+                .await?
+                .iter()
+                .map(Event::interval)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(bookings::free_slots_answer(
+            window,
+            ask.len(),
+            &busy,
+            s.hours,
+            zone,
+        ))
+    }
+
     /// The events overlapping `[from, to)`, ordered by start.
     async fn events(
         &self,
         s: &Settings,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
-    ) -> Result<Vec<Event>, String> {
+    ) -> Result<Vec<Event>, ToolError> {
         let (a, b) = (ical_utc(from), ical_utc(to));
         let body = format!(
             r#"<?xml version="1.0" encoding="utf-8"?>
@@ -413,7 +621,8 @@ impl CalDav {
   <C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="VEVENT"><C:time-range start="{a}" end="{b}"/></C:comp-filter></C:comp-filter></C:filter>
 </C:calendar-query>"#
         );
-        let report = Method::from_bytes(b"REPORT").map_err(|e| e.to_string())?;
+        let report = Method::from_bytes(b"REPORT")
+            .map_err(|e| failure::unavailable(format!("cannot form a REPORT request ({e})")))?;
         let resp = self
             .request(s, report, s.url.clone())?
             .header("Depth", "1")
@@ -427,19 +636,19 @@ impl CalDav {
             return Err(refused(&s.url, status, "list its events"));
         }
         let text = read_capped(resp).await.map_err(|e| match e {
-            ReadError::TooLarge => format!(
+            ReadError::TooLarge => failure::invalid(format!(
                 "the calendar at {} answered more than {} MiB; ask for a shorter time range",
                 host_label(&s.url),
                 MAX_BODY_BYTES / (1024 * 1024)
-            ),
+            )),
             ReadError::Transport(e) => unreachable(&s.url, &e),
         })?;
         let mut events: Vec<Event> = calendar_data(&text)
             .map_err(|e| {
-                format!(
+                failure::unavailable(format!(
                     "the calendar at {} answered a response that is not CalDAV XML ({e})",
                     host_label(&s.url)
-                )
+                ))
             })?
             .iter()
             .flat_map(|ics| parse_events(ics, s.zone))
@@ -455,11 +664,10 @@ impl CalDav {
         s: &Settings,
         method: Method,
         url: Url,
-    ) -> Result<reqwest::RequestBuilder, String> {
-        let client = self
-            .client
-            .as_ref()
-            .ok_or("the calendar client could not be built on this server; the operators have the details in its log")?;
+    ) -> Result<reqwest::RequestBuilder, ToolError> {
+        let client = self.client.as_ref().ok_or_else(|| {
+            failure::unavailable("the calendar client could not be built on this server; the operators have the details in its log")
+        })?;
         let mut req = client.request(method, url);
         if let Some(user) = &s.username {
             req = req.basic_auth(user, s.password.as_deref());
@@ -478,19 +686,42 @@ struct NewEvent<'a> {
     description: Option<&'a str>,
 }
 
+/// One of the caller's bookings as stored: its resource name, `ETag` and text.
+struct OwnEvent {
+    name: String,
+    etag: Option<String>,
+    ics: String,
+    event: Event,
+}
+
+fn changed_meanwhile() -> ToolError {
+    failure::unavailable(
+        "the booking was changed by someone else a moment ago; nothing was changed. Look it up again with find_bookings",
+    )
+}
+
+/// The iCalendar text of a booking with its event `uid` moved to `slot`.
+fn moved_ics(ics: &str, uid: &str, slot: Interval) -> Option<String> {
+    let mut cal = ics.parse::<Calendar>().ok()?;
+    let mut found = false;
+    for c in cal.components.iter_mut() {
+        if let CalendarComponent::Event(e) = c
+            && e.get_uid() == Some(uid)
+        {
+            e.remove_property("DURATION");
+            e.starts(slot.0).ends(slot.1);
+            found = true;
+        }
+    }
+    found.then(|| cal.to_string())
+}
+
 /// The event's UID: the same for every retry of one booking (the idempotency key names the
 /// call, the function call and the action), and never the same across tenants.
 fn event_uid(tenant: &str, idempotency_key: &str) -> String {
     let digest = Sha256::digest(format!("{tenant}\u{0}{idempotency_key}").as_bytes());
     let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
     format!("sb-{hex}@switchboard")
-}
-
-/// The resource name of a slot: its start instant, hashed (the same for every booking of it).
-fn slot_name(start: DateTime<Utc>) -> String {
-    let digest = Sha256::digest(format!("slot\u{0}{}", start.timestamp()).as_bytes());
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    format!("sb-slot-{hex}")
 }
 
 /// The resource name for a UID: its safe characters only.
@@ -570,6 +801,16 @@ fn parse_events(ics: &str, floating: Option<Tz>) -> Vec<Event> {
                 start,
                 end: end.max(start),
                 description: e.get_description().map(str::to_owned),
+                call: e.property_value(CALL_PROPERTY).map(str::to_owned),
+                caller: e.property_value(CALLER_PROPERTY).map(str::to_owned),
+                attendees: e
+                    .multi_properties()
+                    .get("ATTENDEE")
+                    .into_iter()
+                    .flatten()
+                    .take(100)
+                    .map(|p| p.value().to_owned())
+                    .collect(),
             })
         })
         .collect()
@@ -603,12 +844,12 @@ fn zone_named(tzid: &str) -> Option<Tz> {
         .find_map(|tail| tail.parse::<Tz>().ok())
 }
 
-pub(crate) fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, String> {
+pub(crate) fn parse_time(field: &str, s: &str) -> Result<DateTime<FixedOffset>, ToolError> {
     DateTime::parse_from_rfc3339(s).map_err(|_| {
-        format!(
+        failure::invalid(format!(
             "{field} `{}` is not an RFC 3339 time; write it like 2030-01-07T14:00:00Z or 2030-01-07T09:00:00-05:00",
             clip(s)
-        )
+        ))
     })
 }
 
@@ -630,30 +871,38 @@ pub(crate) fn host_label(url: &Url) -> String {
     )
 }
 
-fn unreachable(url: &Url, e: &reqwest::Error) -> String {
-    let why = if e.is_timeout() {
-        "did not answer in time"
-    } else if e.is_connect() {
+fn unreachable(url: &Url, e: &reqwest::Error) -> ToolError {
+    let host = host_label(url);
+    if e.is_timeout() {
+        return failure::timeout(format!(
+            "the calendar at {host} did not answer in time; tell the caller the calendar is slow right now and offer to try again"
+        ));
+    }
+    let why = if e.is_connect() {
         "could not be reached"
     } else {
         "failed while answering"
     };
-    format!(
-        "the calendar at {} {why}; tell the caller the calendar is unavailable right now and offer to call back",
-        host_label(url)
-    )
+    failure::unavailable(format!(
+        "the calendar at {host} {why}; tell the caller the calendar is unavailable right now and offer to call back"
+    ))
 }
 
-fn refused(url: &Url, status: StatusCode, what: &str) -> String {
+fn refused(url: &Url, status: StatusCode, what: &str) -> ToolError {
     let host = host_label(url);
     match status {
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => failure::not_connected(format!(
             "the calendar at {host} refused the credentials ({status}); the operator must fix the agent's calendar username and password"
-        ),
-        StatusCode::NOT_FOUND => format!(
+        )),
+        StatusCode::NOT_FOUND => failure::not_connected(format!(
             "the calendar at {host} has no calendar at the configured URL (404); the operator must fix config.url"
-        ),
-        _ => format!("the calendar at {host} did not {what} ({status})"),
+        )),
+        StatusCode::TOO_MANY_REQUESTS => failure::rate_limited(format!(
+            "the calendar at {host} asks for fewer requests right now (429); nothing was changed. Try again in a few seconds"
+        )),
+        _ => failure::unavailable(format!(
+            "the calendar at {host} did not {what} ({status}); tell the caller the calendar is unavailable right now and offer to call back"
+        )),
     }
 }
 

@@ -5,7 +5,10 @@
 use chrono::{DateTime, Duration, FixedOffset, Utc};
 use serde_json::{Value, json};
 
+use switchboard_core::ToolError;
+
 use crate::caldav::rfc3339;
+use crate::failure;
 use crate::slots::{self, Interval, WorkingHours, Zone};
 
 /// How far ahead free times are looked for.
@@ -24,6 +27,13 @@ pub(crate) struct Event {
     pub(crate) start: DateTime<Utc>,
     pub(crate) end: DateTime<Utc>,
     pub(crate) description: Option<String>,
+    /// The call that booked it, when Switchboard did (Google's private extended property,
+    /// CalDAV's `X-SWITCHBOARD-CALL`).
+    pub(crate) call: Option<String>,
+    /// The caller's number (or user id) of that call, when known.
+    pub(crate) caller: Option<String>,
+    /// Attendee addresses (`mailto:` or bare).
+    pub(crate) attendees: Vec<String>,
 }
 
 impl Event {
@@ -65,12 +75,12 @@ impl Asked {
     /// `check_availability`'s answer: `conflicts` (in the asked offset), and when the slot is
     /// taken or outside working hours the next free slots (in the zone's offset of their day).
     pub(crate) fn availability(&self, conflicts: Vec<Value>, busy: &[Interval]) -> Value {
-        let in_hours = slots::within_hours(self.start.to_utc(), self.len, self.hours, self.zone);
+        let in_hours = self.in_hours();
         let available = conflicts.is_empty() && in_hours;
         let next = if available {
             Vec::new()
         } else {
-            self.next_free(busy, ALTERNATIVES)
+            self.alternatives(busy)
         };
         let zone = self.zone;
         let mut out = json!({
@@ -78,10 +88,7 @@ impl Asked {
             "start": rfc3339(self.start),
             "end": rfc3339(self.start + self.len),
             "conflicts": conflicts,
-            "next_free_slots": next
-                .iter()
-                .map(|(a, b)| json!({"start": rfc3339(zone.show(*a)), "end": rfc3339(zone.show(*b))}))
-                .collect::<Vec<_>>(),
+            "next_free_slots": next,
         });
         if !in_hours && let Value::Object(m) = &mut out {
             m.insert(
@@ -97,23 +104,61 @@ impl Asked {
         out
     }
 
-    /// The refusal of the slot (`how`: "is already taken", "was just taken by another
-    /// booking"), with the free times to offer instead.
-    pub(crate) fn taken(&self, how: &str, busy: &[Interval]) -> String {
-        let offer: Vec<String> = self
-            .next_free(busy, ALTERNATIVES)
+    /// The free slots to offer instead of this one, in the zone's offset of their day.
+    pub(crate) fn alternatives(&self, busy: &[Interval]) -> Vec<Value> {
+        let zone = self.zone;
+        self.next_free(busy, ALTERNATIVES)
             .iter()
-            .map(|(a, _)| rfc3339(self.zone.show(*a)))
-            .collect();
-        format!(
-            "the slot {} to {} {how}; nothing was booked. Offer the caller one of these free times instead: {}",
-            rfc3339(self.start),
-            rfc3339(self.start + self.len),
-            if offer.is_empty() {
-                "none in the next week".to_owned()
-            } else {
-                offer.join(", ")
-            }
+            .map(|(a, b)| json!({"start": rfc3339(zone.show(*a)), "end": rfc3339(zone.show(*b))}))
+            .collect()
+    }
+
+    /// Whether the slot lies within the calendar's hours.
+    pub(crate) fn in_hours(&self) -> bool {
+        slots::within_hours(self.start.to_utc(), self.len, self.hours, self.zone)
+    }
+
+    /// The refusal of the slot (`how`: "is already taken", "is being booked by another
+    /// caller"), with the free times to offer instead.
+    pub(crate) fn taken(&self, how: &str, busy: &[Interval]) -> ToolError {
+        let offer = self.alternatives(busy);
+        failure::slot_taken(
+            format!(
+                "the slot {} to {} {how}; nothing was booked. Offer the caller one of these free times instead: {}",
+                rfc3339(self.start),
+                rfc3339(self.start + self.len),
+                listed(&offer)
+            ),
+            offer,
         )
     }
+
+    /// The refusal of a slot outside the calendar's hours, with free times inside them.
+    pub(crate) fn outside(&self, busy: &[Interval]) -> ToolError {
+        let offer = self.alternatives(busy);
+        failure::outside_hours(
+            format!(
+                "the slot {} to {} is outside the calendar's hours ({}-{} {}); nothing was booked. Offer the caller one of these free times instead: {}",
+                rfc3339(self.start),
+                rfc3339(self.start + self.len),
+                self.hours.start.format("%H:%M"),
+                self.hours.end.format("%H:%M"),
+                self.zone.name(),
+                listed(&offer)
+            ),
+            offer,
+        )
+    }
+}
+
+/// The starts of free slots as a sentence.
+fn listed(offer: &[Value]) -> String {
+    if offer.is_empty() {
+        return "none in the next week".to_owned();
+    }
+    offer
+        .iter()
+        .filter_map(|o| o.get("start").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -3,10 +3,13 @@
 //! `list_events` is `events.list` (single events ordered by start), `check_availability` is
 //! `freeBusy` (the conflicts, and the next free slots of the asked length from `slots`, inside
 //! working hours on the clock of the configured `time_zone`, else the calendar's own zone), and
-//! `create_event` is `events.insert` with an event id chosen from the idempotency key: a
-//! retried booking finds its own event, and a 409 on that id means it exists already, so no
-//! booking is made twice. Each request carries the agent's access token from [`Tokens`]; a 401
-//! renews it once and tries again.
+//! `create_event` holds the slot in the store (see `holds`), then looks at the calendar and
+//! `events.insert`s with an event id chosen from the idempotency key, the call and caller in
+//! its private extended properties: a retried booking finds its own event, and a 409 on that
+//! id means it exists already, so no booking is made twice, and none is ever taken back. Each
+//! request carries the agent's access token from [`Tokens`]; a 401 renews it once and tries
+//! again. Failures are typed (`failure`): a 403 or 429 whose reason is `rateLimitExceeded` or
+//! `userRateLimitExceeded` is `rate_limited`, any other 403 `not_connected`.
 
 use std::time::Duration as StdDuration;
 
@@ -17,8 +20,13 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
+use switchboard_core::ToolError;
+
+use crate::bookings::{self, BOOKINGS_AHEAD_DAYS, FreeSlotsAsk};
 use crate::caldav::{clip, host_label, parse_time, plausible_email, read_capped, rfc3339};
 use crate::events::{Asked, Event, SEARCH_DAYS};
+use crate::failure;
+use crate::holds::{Holds, calendar_key};
 use crate::oauth::{TokenError, Tokens};
 use crate::slots::{self, Interval, WorkingHours, Zone};
 
@@ -40,6 +48,8 @@ pub struct GoogleCalendar {
     http: reqwest::Client,
     api_base: Url,
     tokens: Tokens,
+    /// Set by [`crate::Calendars::with_google`]: the store's slot holds.
+    holds: Option<Holds>,
 }
 
 /// An HTTP client for Google (API and token endpoint) with the outbound guard.
@@ -67,21 +77,34 @@ struct Target<'a> {
 enum ApiError {
     /// The token was refused: renew once and retry.
     Unauthorized,
-    /// A message for the model.
-    Failed(String),
+    /// A typed failure for the model.
+    Failed(ToolError),
 }
 
-fn not_connected() -> String {
-    "the calendar is not connected: this agent's Google Calendar connection is missing or was revoked, and the operator must connect it again. Tell the caller you cannot book by phone right now and offer another way".to_owned()
+fn not_connected() -> ToolError {
+    failure::not_connected(
+        "the calendar is not connected: this agent's Google Calendar connection is missing or was revoked, and the operator must connect it again. Tell the caller you cannot book by phone right now and offer another way",
+    )
 }
 
-fn token_error(e: TokenError) -> String {
+fn token_error(e: TokenError) -> ToolError {
     match e {
         TokenError::NotConnected(_) => not_connected(),
-        TokenError::Unavailable(why) => format!(
+        TokenError::Unavailable(why) => failure::unavailable(format!(
             "the calendar is unavailable right now ({why}); tell the caller and offer to call back"
-        ),
+        )),
     }
+}
+
+/// Whether a Google error body gives a rate limit as its reason.
+fn rate_limit_reason(body: &Value) -> bool {
+    body.pointer("/error/errors")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .take(16)
+        .filter_map(|e| e.get("reason").and_then(Value::as_str))
+        .any(|r| r == "rateLimitExceeded" || r == "userRateLimitExceeded")
 }
 
 /// The Google event id of a booking: base32hex characters (`0-9a-v`), the same for every
@@ -98,7 +121,13 @@ impl GoogleCalendar {
             http,
             api_base,
             tokens,
+            holds: None,
         }
+    }
+
+    pub(crate) fn holding(mut self, holds: Holds) -> Self {
+        self.holds = Some(holds);
+        self
     }
 
     /// Whether an agent tool is served by this handler: the server named its connection.
@@ -107,7 +136,11 @@ impl GoogleCalendar {
     }
 
     /// Performs one calendar operation.
-    pub async fn call(&self, scope: &ToolkitScope<'_>, op: &CalendarOp) -> Result<Value, String> {
+    pub async fn call(
+        &self,
+        scope: &ToolkitScope<'_>,
+        op: &CalendarOp,
+    ) -> Result<Value, ToolError> {
         let t = target(scope)?;
         match op {
             CalendarOp::ListEvents {
@@ -121,11 +154,11 @@ impl GoogleCalendar {
                     None => from + Duration::days(1),
                 };
                 if to <= from {
-                    return Err(format!(
+                    return Err(failure::invalid(format!(
                         "time_max {} is not after time_min {}; ask for a range that ends after it starts",
                         rfc3339(to),
                         rfc3339(from)
-                    ));
+                    )));
                 }
                 let max = max_results.unwrap_or(10).clamp(1, 100);
                 let events = self.events(&t, from.to_utc(), to.to_utc(), max).await?;
@@ -151,28 +184,55 @@ impl GoogleCalendar {
                 let start = parse_time("start_time", start_time)?;
                 let minutes = duration_minutes.map_or(t.default_duration, i64::from);
                 let len = Duration::minutes(minutes.clamp(1, 1440));
-                let id = event_id(scope.tenant_id, scope.idempotency_key);
-                let attendees = attendees.as_deref().unwrap_or_default();
-                self.create(
-                    &t,
-                    &id,
+                let new = NewBooking {
+                    id: event_id(scope.tenant_id, scope.idempotency_key),
                     title,
                     start,
                     len,
-                    attendees,
-                    description.as_deref(),
-                )
-                .await
+                    attendees: attendees.as_deref().unwrap_or_default(),
+                    description: description.as_deref(),
+                };
+                self.create(scope, &t, &new).await
+            }
+            CalendarOp::FindBookings { email, name } => {
+                self.find_bookings(scope, &t, email.as_deref(), name.as_deref())
+                    .await
+            }
+            CalendarOp::CancelEvent { event_id } => self.cancel(scope, &t, event_id).await,
+            CalendarOp::RescheduleEvent {
+                event_id,
+                new_start_time,
+                duration_minutes,
+            } => {
+                let start = parse_time("new_start_time", new_start_time)?;
+                self.reschedule(scope, &t, event_id, start, *duration_minutes)
+                    .await
+            }
+            CalendarOp::FindFreeSlots {
+                day,
+                part_of_day,
+                time_min,
+                time_max,
+                duration_minutes,
+            } => {
+                let ask = FreeSlotsAsk {
+                    day: day.as_deref(),
+                    part_of_day: part_of_day.as_deref(),
+                    time_min: time_min.as_deref(),
+                    time_max: time_max.as_deref(),
+                    duration_minutes: *duration_minutes,
+                };
+                self.free_slots(&t, &ask).await
             }
         }
     }
 
-    fn calendar_url(&self, t: &Target<'_>, tail: &str) -> Result<Url, String> {
+    fn calendar_url(&self, t: &Target<'_>, tail: &str) -> Result<Url, ToolError> {
         let mut url = self.api_base.clone();
         {
-            let mut seg = url
-                .path_segments_mut()
-                .map_err(|_| "the Google API base is not a URL with a path".to_owned())?;
+            let mut seg = url.path_segments_mut().map_err(|_| {
+                failure::misconfigured("the Google API base is not a URL with a path")
+            })?;
             seg.pop_if_empty().push("calendars").push(&t.calendar_id);
             for s in tail.split('/').filter(|s| !s.is_empty()) {
                 seg.push(s);
@@ -188,7 +248,7 @@ impl GoogleCalendar {
         method: Method,
         url: Url,
         body: Option<&Value>,
-    ) -> Result<(StatusCode, Value), String> {
+    ) -> Result<(StatusCode, Value), ToolError> {
         let mut refused: Option<SecretString> = None;
         for _ in 0..2 {
             let token = self
@@ -221,33 +281,61 @@ impl GoogleCalendar {
             req = req.json(b);
         }
         let resp = req.send().await.map_err(|e| {
-            ApiError::Failed(format!(
-                "Google Calendar at {host} {}; tell the caller the calendar is unavailable right now and offer to call back",
-                if e.is_timeout() { "did not answer in time" } else { "could not be reached" }
-            ))
+            ApiError::Failed(if e.is_timeout() {
+                failure::timeout(format!(
+                    "Google Calendar at {host} did not answer in time; tell the caller the calendar is slow right now and offer to try again"
+                ))
+            } else {
+                failure::unavailable(format!(
+                    "Google Calendar at {host} could not be reached; tell the caller the calendar is unavailable right now and offer to call back"
+                ))
+            })
         })?;
         let status = resp.status();
         if status == StatusCode::UNAUTHORIZED {
             return Err(ApiError::Unauthorized);
         }
         let text = read_capped(resp).await.map_err(|_| {
-            ApiError::Failed(format!(
+            ApiError::Failed(failure::unavailable(format!(
                 "Google Calendar at {host} sent an answer too large or cut off"
-            ))
+            )))
         })?;
         let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let limited = || {
+            failure::rate_limited(format!(
+                "Google Calendar at {host} asks for fewer requests right now ({status}); nothing was changed. Try again in a few seconds"
+            ))
+        };
         match status {
             s if s.is_success() || s == StatusCode::CONFLICT => Ok((s, value)),
-            StatusCode::FORBIDDEN => Err(ApiError::Failed(format!(
+            // Whether a missing thing is the calendar or one event, the caller knows.
+            StatusCode::NOT_FOUND | StatusCode::GONE => Ok((status, value)),
+            StatusCode::TOO_MANY_REQUESTS => Err(ApiError::Failed(limited())),
+            StatusCode::FORBIDDEN if rate_limit_reason(&value) => Err(ApiError::Failed(limited())),
+            StatusCode::FORBIDDEN => Err(ApiError::Failed(failure::not_connected(format!(
                 "Google Calendar at {host} refused access to the calendar (403); the operator must connect an account that can edit it, or fix config.calendar_id"
-            ))),
-            StatusCode::NOT_FOUND => Err(ApiError::Failed(format!(
-                "Google Calendar at {host} has no such calendar (404); the operator must fix config.calendar_id"
-            ))),
-            s => Err(ApiError::Failed(format!(
+            )))),
+            s => Err(ApiError::Failed(failure::unavailable(format!(
                 "Google Calendar at {host} failed ({s}); tell the caller the calendar is unavailable right now and offer to call back"
-            ))),
+            )))),
         }
+    }
+
+    /// [`Self::send`] for a request on the calendar itself: a 404 means the calendar is not
+    /// there.
+    async fn send_calendar(
+        &self,
+        t: &Target<'_>,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Value), ToolError> {
+        let host = host_label(&url);
+        let (status, value) = self.send(t, method, url, body).await?;
+        if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
+            return Err(calendar_missing(&host));
+        }
+        Ok((status, value))
     }
 
     async fn events(
@@ -256,7 +344,7 @@ impl GoogleCalendar {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
         max: u32,
-    ) -> Result<Vec<Event>, String> {
+    ) -> Result<Vec<Event>, ToolError> {
         Ok(self.events_in(t, from, to, max).await?.0)
     }
 
@@ -268,7 +356,7 @@ impl GoogleCalendar {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
         max: u32,
-    ) -> Result<(Vec<Event>, Option<String>), String> {
+    ) -> Result<(Vec<Event>, Option<String>), ToolError> {
         let mut url = self.calendar_url(t, "events")?;
         url.query_pairs_mut()
             .append_pair("timeMin", &rfc3339(from.fixed_offset()))
@@ -276,7 +364,7 @@ impl GoogleCalendar {
             .append_pair("maxResults", &max.to_string())
             .append_pair("singleEvents", "true")
             .append_pair("orderBy", "startTime");
-        let (_, body) = self.send(t, Method::GET, url, None).await?;
+        let (_, body) = self.send_calendar(t, Method::GET, url, None).await?;
         let items = body.get("items").and_then(Value::as_array);
         let zone = body
             .get("timeZone")
@@ -300,10 +388,10 @@ impl GoogleCalendar {
         t: &Target<'_>,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
-    ) -> Result<Vec<Interval>, String> {
+    ) -> Result<Vec<Interval>, ToolError> {
         let mut url = self.api_base.clone();
         url.path_segments_mut()
-            .map_err(|_| "the Google API base is not a URL with a path".to_owned())?
+            .map_err(|_| failure::misconfigured("the Google API base is not a URL with a path"))?
             .pop_if_empty()
             .push("freeBusy");
         let body = json!({
@@ -311,7 +399,9 @@ impl GoogleCalendar {
             "timeMax": rfc3339(to.fixed_offset()),
             "items": [{"id": t.calendar_id}],
         });
-        let (_, answer) = self.send(t, Method::POST, url, Some(&body)).await?;
+        let (_, answer) = self
+            .send_calendar(t, Method::POST, url, Some(&body))
+            .await?;
         let cal = answer
             .pointer(&format!(
                 "/calendars/{}",
@@ -324,7 +414,9 @@ impl GoogleCalendar {
             .and_then(Value::as_array)
             .is_some_and(|e| !e.is_empty())
         {
-            return Err("Google Calendar could not tell the calendar's busy times (the calendar is not found or not shared); the operator must fix config.calendar_id".into());
+            return Err(failure::not_connected(
+                "Google Calendar could not tell the calendar's busy times (the calendar is not found or not shared); the operator must fix config.calendar_id",
+            ));
         }
         Ok(cal
             .get("busy")
@@ -348,7 +440,7 @@ impl GoogleCalendar {
         t: &Target<'_>,
         start: DateTime<FixedOffset>,
         len: Duration,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ToolError> {
         let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
         let busy = self.busy(t, start.to_utc(), horizon).await?;
         let slot = (start.to_utc(), (start + len).to_utc());
@@ -378,60 +470,96 @@ impl GoogleCalendar {
         Ok(asked.availability(conflicts, &busy))
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Books a slot: checks the attendees, holds the slot in the store, looks
+    /// at the calendar (this booking made before: it is the booking; someone else's event in
+    /// the slot: `slot_taken`), then inserts the event. Nothing is written to the calendar
+    /// without the hold, so two bookings of one slot never both insert.
     async fn create(
         &self,
+        scope: &ToolkitScope<'_>,
         t: &Target<'_>,
-        id: &str,
-        title: &str,
-        start: DateTime<FixedOffset>,
-        len: Duration,
-        attendees: &[String],
-        description: Option<&str>,
-    ) -> Result<Value, String> {
-        for a in attendees {
+        new: &NewBooking<'_>,
+    ) -> Result<Value, ToolError> {
+        for a in new.attendees {
             if !plausible_email(a) {
-                return Err(format!(
+                return Err(failure::invalid_attendee(format!(
                     "attendee `{}` is not an email address; ask the caller for it again",
                     clip(a)
-                ));
+                )));
             }
         }
-        let end = start + len;
-        let tz = *start.offset();
-        let booked = |created: bool| {
-            json!({
-                "id": id,
-                "title": title,
-                "start": rfc3339(start),
-                "end": rfc3339(end),
-                "created": created,
-            })
+        let holds = self
+            .holds
+            .as_ref()
+            .ok_or_else(|| failure::unavailable("bookings cannot be secured on this server (no booking database); nothing was booked"))?;
+        let tz = *new.start.offset();
+        let slot = (new.start.to_utc(), (new.start + new.len).to_utc());
+        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
+        let Some(hold) = holds
+            .take(t.tenant, &Self::hold_key(t), scope.idempotency_key, slot)
+            .await?
+        else {
+            let (events, zone) = self.events_in(t, slot.0, horizon, 250).await?;
+            let asked = self.asked(t, new, zone.as_deref());
+            let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+            busy.push(slot);
+            return Err(asked.taken("is being booked by another caller", &busy));
         };
-        // This booking made before (an answer lost, a retry): it is the booking. Someone
-        // else's event in the slot: a refusal with alternatives.
-        let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
-        let (events, calendar_zone) = self.events_in(t, start.to_utc(), horizon, 250).await?;
-        let zone = Zone::pick(t.time_zone.as_deref(), calendar_zone.as_deref(), tz);
-        if let Some(own) = events.iter().find(|e| e.id == id) {
+        let result = self.create_held(scope, t, new, slot, horizon, tz).await;
+        match &result {
+            Err(e) if e.code == switchboard_core::ErrorCode::Timeout => hold.keep(),
+            _ => hold.release().await,
+        }
+        result
+    }
+
+    /// The slot a booking asked for, with the calendar's hours and zone.
+    fn asked(&self, t: &Target<'_>, new: &NewBooking<'_>, calendar_zone: Option<&str>) -> Asked {
+        Asked {
+            start: new.start,
+            len: new.len,
+            hours: t.hours,
+            zone: Zone::pick(t.time_zone.as_deref(), calendar_zone, *new.start.offset()),
+        }
+    }
+
+    async fn create_held(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        new: &NewBooking<'_>,
+        slot: Interval,
+        horizon: DateTime<Utc>,
+        tz: FixedOffset,
+    ) -> Result<Value, ToolError> {
+        let (events, calendar_zone) = self.events_in(t, slot.0, horizon, 250).await?;
+        if let Some(own) = events.iter().find(|e| e.id == new.id) {
             let mut v = own.json(&tz);
             if let Value::Object(m) = &mut v {
                 m.insert("created".into(), json!(false));
             }
             return Ok(v);
         }
-        let slot = (start.to_utc(), end.to_utc());
-        if events
-            .iter()
-            .any(|e| slots::overlaps(slot, (e.start, e.end)))
-        {
-            return Err(taken(start, len, &events, t.hours, zone));
+        let asked = self.asked(t, new, calendar_zone.as_deref());
+        let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+        if !asked.in_hours() {
+            return Err(asked.outside(&busy));
+        }
+        if events.iter().any(|e| slots::overlaps(slot, e.interval())) {
+            return Err(asked.taken("is already taken", &busy));
+        }
+        let end = new.start + new.len;
+        let mut private = serde_json::Map::new();
+        private.insert("switchboard_call".into(), json!(scope.call_id));
+        if let Some(c) = scope.caller {
+            private.insert("switchboard_caller".into(), json!(c));
         }
         let mut body = json!({
-            "id": id,
-            "summary": title,
-            "start": {"dateTime": rfc3339(start)},
+            "id": new.id,
+            "summary": new.title,
+            "start": {"dateTime": rfc3339(new.start)},
             "end": {"dateTime": rfc3339(end)},
+            "extendedProperties": {"private": private},
         });
         // The instant is fixed by the offset; the calendar's zone makes the event read (and
         // repeat) in that zone's local time.
@@ -440,64 +568,259 @@ impl GoogleCalendar {
             body["end"]["timeZone"] = json!(z);
         }
         if let Value::Object(m) = &mut body {
-            if let Some(d) = description {
+            if let Some(d) = new.description {
                 m.insert("description".into(), json!(d));
             }
-            if !attendees.is_empty() {
+            if !new.attendees.is_empty() {
                 m.insert(
                     "attendees".into(),
-                    attendees.iter().map(|a| json!({"email": a})).collect(),
+                    new.attendees.iter().map(|a| json!({"email": a})).collect(),
                 );
             }
         }
         let url = self.calendar_url(t, "events")?;
-        let (status, _) = self.send(t, Method::POST, url, Some(&body)).await?;
+        let (status, _) = self
+            .send_calendar(t, Method::POST, url, Some(&body))
+            .await?;
         // 409: an event with this id exists, made by an earlier try of this booking.
-        if status == StatusCode::CONFLICT {
-            return Ok(booked(false));
+        Ok(json!({
+            "id": new.id,
+            "title": new.title,
+            "start": rfc3339(new.start),
+            "end": rfc3339(end),
+            "created": status != StatusCode::CONFLICT,
+        }))
+    }
+
+    /// The store's key of this calendar's slot holds.
+    fn hold_key(t: &Target<'_>) -> String {
+        calendar_key(&["google", t.tenant, &t.agent, &t.calendar_id])
+    }
+
+    /// The zone the calendar's hours are read in: the configured one, else the calendar's own
+    /// (the smallest list says it), else UTC.
+    async fn zone(&self, t: &Target<'_>, at: DateTime<Utc>) -> Result<Zone, ToolError> {
+        if let Some(z) = &t.time_zone {
+            return Ok(Zone::pick(Some(z.as_str()), None, Utc.fix()));
         }
-        // Two callers booking one free slot at once both pass the check above. Each then
-        // looks again: the booking Google stored later (by `created`, then id) gives the slot
-        // up. One that looked before the other's was stored is the earlier, so exactly one
-        // keeps it.
-        let after = self.events(t, start.to_utc(), end.to_utc(), 250).await?;
-        let key = |e: &Event| (e.created, e.id.clone());
-        let ours = after.iter().find(|e| e.id == id).map(key);
-        if let Some(ours) = ours
-            && after
-                .iter()
-                .any(|e| e.id != id && slots::overlaps(slot, (e.start, e.end)) && key(e) < ours)
+        let (_, calendar) = self.events_in(t, at, at + Duration::minutes(1), 1).await?;
+        Ok(Zone::pick(None, calendar.as_deref(), Utc.fix()))
+    }
+
+    /// The caller's own upcoming bookings: those whose private `switchboard_caller` is the
+    /// call's caller (asked of Google as `privateExtendedProperty`, and checked again here).
+    async fn find_bookings(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        email: Option<&str>,
+        name: Option<&str>,
+    ) -> Result<Value, ToolError> {
+        let caller = bookings::caller(scope)?;
+        let now = Utc::now();
+        let mut url = self.calendar_url(t, "events")?;
+        url.query_pairs_mut()
+            .append_pair("timeMin", &rfc3339(now.fixed_offset()))
+            .append_pair(
+                "timeMax",
+                &rfc3339((now + Duration::days(BOOKINGS_AHEAD_DAYS)).fixed_offset()),
+            )
+            .append_pair("maxResults", "250")
+            .append_pair("singleEvents", "true")
+            .append_pair("orderBy", "startTime")
+            .append_pair(
+                "privateExtendedProperty",
+                &format!("switchboard_caller={caller}"),
+            );
+        let (_, body) = self.send_calendar(t, Method::GET, url, None).await?;
+        let calendar_zone = body.get("timeZone").and_then(Value::as_str);
+        let zone = Zone::pick(t.time_zone.as_deref(), calendar_zone, Utc.fix());
+        let events: Vec<Event> = body
+            .get("items")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .take(MAX_EVENTS)
+            .filter(|e| e.get("status").and_then(Value::as_str) != Some("cancelled"))
+            .filter_map(|e| parse_event(e, zone))
+            .collect();
+        let found = events
+            .iter()
+            .filter(|e| bookings::owned(e, caller) && bookings::narrowed(e, email, name))
+            .collect();
+        Ok(bookings::bookings_answer(found, zone))
+    }
+
+    /// One of the caller's own bookings, and whether it is cancelled already; anything else
+    /// (missing, another caller's, an id that is not an event id) is `not_found`.
+    async fn own_event(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        id: &str,
+    ) -> Result<(Event, bool), ToolError> {
+        let caller = bookings::caller(scope)?;
+        if id.is_empty()
+            || id.len() > 1024
+            || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         {
-            let url = self.calendar_url(t, &format!("events/{id}"))?;
-            self.send(t, Method::DELETE, url, None).await?;
-            tracing::info!(name: "calendar_booking_yielded", "calendar_booking_yielded");
-            let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
-            let events = self.events(t, start.to_utc(), horizon, 250).await?;
-            return Err(taken(start, len, &events, t.hours, zone));
+            return Err(bookings::not_yours(id));
         }
-        Ok(booked(true))
+        let url = self.calendar_url(t, &format!("events/{id}"))?;
+        let (status, body) = self.send(t, Method::GET, url, None).await?;
+        if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
+            return Err(bookings::not_yours(id));
+        }
+        let zone = Zone::pick(t.time_zone.as_deref(), None, Utc.fix());
+        let cancelled = body.get("status").and_then(Value::as_str) == Some("cancelled");
+        match parse_event(&body, zone) {
+            Some(e) if e.id == id && bookings::owned(&e, caller) => Ok((e, cancelled)),
+            _ => Err(bookings::not_yours(id)),
+        }
+    }
+
+    async fn cancel(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        id: &str,
+    ) -> Result<Value, ToolError> {
+        let (event, cancelled) = self.own_event(scope, t, id).await?;
+        if !cancelled {
+            let url = self.calendar_url(t, &format!("events/{id}"))?;
+            // 404/410: gone already (a retry of this cancellation).
+            self.send(t, Method::DELETE, url, None).await?;
+        }
+        let zone = Zone::pick(t.time_zone.as_deref(), None, Utc.fix());
+        Ok(json!({
+            "id": id,
+            "title": event.title,
+            "start": rfc3339(zone.show(event.start)),
+            "cancelled": true,
+        }))
+    }
+
+    /// Moves one of the caller's bookings: the new slot is held, checked and then the event
+    /// itself is patched to it, so the old slot is given up only in the same write that takes
+    /// the new one. A new slot that cannot be had leaves the booking where it was.
+    async fn reschedule(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        id: &str,
+        start: DateTime<FixedOffset>,
+        minutes: Option<u32>,
+    ) -> Result<Value, ToolError> {
+        let (event, cancelled) = self.own_event(scope, t, id).await?;
+        if cancelled {
+            return Err(bookings::not_yours(id));
+        }
+        let len = minutes.map_or(event.end - event.start, |m| {
+            Duration::minutes(i64::from(m).clamp(1, 1440))
+        });
+        let slot = (start.to_utc(), (start + len).to_utc());
+        let moved = |moved: bool| {
+            json!({"id": id, "title": event.title, "start": rfc3339(start),
+                   "end": rfc3339(start + len), "moved": moved})
+        };
+        if (event.start, event.end) == slot {
+            return Ok(moved(false));
+        }
+        let holds = self.holds.as_ref().ok_or_else(|| {
+            failure::unavailable("bookings cannot be secured on this server (no booking database); nothing was changed")
+        })?;
+        let new = NewBooking {
+            id: id.to_owned(),
+            title: &event.title,
+            start,
+            len,
+            attendees: &[],
+            description: None,
+        };
+        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
+        let Some(hold) = holds
+            .take(t.tenant, &Self::hold_key(t), scope.idempotency_key, slot)
+            .await?
+        else {
+            let (events, zone) = self.events_in(t, slot.0, horizon, 250).await?;
+            let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+            busy.push(slot);
+            return Err(self.asked(t, &new, zone.as_deref()).taken(
+                "is being booked by another caller; the booking was not moved",
+                &busy,
+            ));
+        };
+        let result = async {
+            let (events, zone) = self.events_in(t, slot.0, horizon, 250).await?;
+            let asked = self.asked(t, &new, zone.as_deref());
+            let others: Vec<&Event> = events.iter().filter(|e| e.id != id).collect();
+            let busy: Vec<Interval> = others.iter().map(|e| e.interval()).collect();
+            if !asked.in_hours() {
+                return Err(asked.outside(&busy));
+            }
+            if others.iter().any(|e| slots::overlaps(slot, e.interval())) {
+                return Err(asked.taken("is already taken; the booking was not moved", &busy));
+            }
+            let mut body = json!({
+                "start": {"dateTime": rfc3339(start)},
+                "end": {"dateTime": rfc3339(start + len)},
+            });
+            if let Some(z) = &zone {
+                body["start"]["timeZone"] = json!(z);
+                body["end"]["timeZone"] = json!(z);
+            }
+            let url = self.calendar_url(t, &format!("events/{id}"))?;
+            let (status, _) = self.send(t, Method::PATCH, url, Some(&body)).await?;
+            if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
+                return Err(bookings::not_yours(id));
+            }
+            Ok(moved(true))
+        }
+        .await;
+        match &result {
+            Err(e) if e.code == switchboard_core::ErrorCode::Timeout => hold.keep(),
+            _ => hold.release().await,
+        }
+        result
+    }
+
+    async fn free_slots(&self, t: &Target<'_>, ask: &FreeSlotsAsk<'_>) -> Result<Value, ToolError> {
+        let now = Utc::now();
+        let zone = self.zone(t, now).await?;
+        let window = ask.window(zone, now)?;
+        let busy = if window.0 < window.1 {
+            self.busy(t, window.0, window.1).await?
+        } else {
+            Vec::new()
+        };
+        Ok(bookings::free_slots_answer(
+            window,
+            ask.len(),
+            &busy,
+            t.hours,
+            zone,
+        ))
     }
 }
 
-/// The refusal of a taken slot, with the next free times to offer.
-fn taken(
+/// What `create_event` books.
+struct NewBooking<'a> {
+    /// The event id, from the idempotency key.
+    id: String,
+    title: &'a str,
     start: DateTime<FixedOffset>,
     len: Duration,
-    events: &[Event],
-    hours: WorkingHours,
-    zone: Zone,
-) -> String {
-    let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-    let asked = Asked {
-        start,
-        len,
-        hours,
-        zone,
-    };
-    asked.taken("is already taken", &busy)
+    attendees: &'a [String],
+    description: Option<&'a str>,
 }
 
-fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, String> {
+fn calendar_missing(host: &str) -> ToolError {
+    failure::not_connected(format!(
+        "Google Calendar at {host} has no such calendar (404); the operator must fix config.calendar_id"
+    ))
+}
+
+fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, ToolError> {
     let agent = scope
         .config
         .pointer(&format!("/{CONNECTION_KEY}/agent"))
@@ -532,10 +855,10 @@ fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, String> {
             None => None,
             Some(name) if name.parse::<chrono_tz::Tz>().is_ok() => Some(name.to_owned()),
             Some(name) => {
-                return Err(format!(
+                return Err(failure::misconfigured(format!(
                     "the calendar's config.time_zone `{}` is not an IANA time zone; the operator must fix it (e.g. Europe/Berlin)",
                     clip(name)
-                ));
+                )));
             }
         },
     })
@@ -551,6 +874,12 @@ fn parse_event(e: &Value, days: Zone) -> Option<Event> {
         let date = t.get("date").and_then(Value::as_str)?;
         let day = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
         days.instant(day.and_time(NaiveTime::MIN))
+    };
+    let private = |k: &str| {
+        e.pointer(&format!("/extendedProperties/private/{k}"))
+            .and_then(Value::as_str)
+            .filter(|v| v.len() <= 256)
+            .map(str::to_owned)
     };
     Some(Event {
         id: e.get("id").and_then(Value::as_str)?.to_owned(),
@@ -570,6 +899,16 @@ fn parse_event(e: &Value, days: Zone) -> Option<Event> {
             .get("description")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        call: private("switchboard_call"),
+        caller: private("switchboard_caller"),
+        attendees: e
+            .get("attendees")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .take(100)
+            .filter_map(|a| a.get("email").and_then(Value::as_str).map(str::to_owned))
+            .collect(),
     })
 }
 

@@ -24,7 +24,9 @@ pub struct InvocationResult {
     /// `invalid_arguments`, `validation_failed`, `api_call_failed`, `upstream_unavailable`,
     /// `timeout`, `cancelled`, `call_transfer_failed`, `handoff_failed`, `rate_limited`,
     /// `tool_execution_failed`, `loop_detected` (a runaway guard: the same call too often, or
-    /// too many calls a minute) or `already_done` (a transfer or hang-up already ran).
+    /// too many calls a minute), `already_done` (a transfer or hang-up already ran), or a
+    /// calendar's: `slot_taken` (with free `alternatives` in `details`), `outside_hours`,
+    /// `calendar_unavailable`, `not_connected`, `invalid_attendee`, `not_found`.
     pub error: Option<String>,
     /// The JSON text to give the model as the function call's output.
     pub output: String,

@@ -42,8 +42,12 @@ both_backends!(two_callers_racing_for_one_caldav_slot, |app| {
         let won = answers.iter().filter(|r| r["ok"] == true).count();
         assert_eq!(won, 1, "{start}: {answers:?}");
         let lost = answers.iter().find(|r| r["ok"] == false).unwrap();
+        assert_eq!(lost["error"], "slot_taken", "{lost}");
         assert!(
-            lost["message"].as_str().unwrap().contains("taken"),
+            !lost["details"]["alternatives"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
             "{lost}"
         );
         let listed = invoke(
@@ -126,8 +130,12 @@ both_backends!(two_callers_booking_overlapping_caldav_slots, |app| {
         assert_eq!(won.len(), 1, "{a} / {b}: {answers:?}");
         assert_eq!(won[0]["data"]["id"], events[0]["id"], "{answers:?}");
         let lost = answers.iter().find(|r| r["ok"] == false).unwrap();
+        assert_eq!(lost["error"], "slot_taken", "{lost}");
         assert!(
-            lost["message"].as_str().unwrap().contains("taken"),
+            !lost["details"]["alternatives"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
             "{lost}"
         );
     }

@@ -25,10 +25,14 @@ both_backends!(the_demo_ships_a_caldav_ready_frontdesk, |app| {
     assert_eq!(
         names,
         [
+            "cancel_event",
             "check_availability",
             "create_event",
+            "find_bookings",
+            "find_free_slots",
             "list_events",
-            "request_transfer"
+            "request_transfer",
+            "reschedule_event"
         ]
     );
     // What the demo stored is what the API accepts (the toolkit's config schema).

@@ -749,6 +749,7 @@ async fn google_unreachable_is_a_clear_answer_and_the_call_goes_on() {
         .await;
         let message = answer(&r)["message"].as_str().unwrap();
         assert_eq!(answer(&r)["ok"], false, "{r}");
+        assert_eq!(answer(&r)["error"], "calendar_unavailable", "{r}");
         assert!(
             message.contains(&format!("http://127.0.0.1:{port} could not be reached")),
             "{message}"
@@ -761,39 +762,115 @@ async fn google_unreachable_is_a_clear_answer_and_the_call_goes_on() {
     app.stop().await;
 }
 
+/// Ten rounds of two callers booking one free slot at the same moment: each round the
+/// calendar gets exactly one event (the loser never inserts, so nothing is ever taken back),
+/// the winner's carries its call and caller, and the loser hears `slot_taken` with free
+/// alternatives, never that the calendar failed.
+async fn two_callers_booking_one_free_slot_at_once(backend: Backend) {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(backend, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    connect(&app, &key, &sim).await;
+    for (call, from) in [("caller-1", "+14155550101"), ("caller-2", "+14155550102")] {
+        app.post("/v1/calls", &key, json!({"call_id": call, "from": from}))
+            .await;
+    }
+    // Both look at the slot before either event is stored.
+    sim.set_insert_delay(std::time::Duration::from_millis(100));
+    for round in 0..10 {
+        let start = format!("2030-01-{:02}T11:00:00Z", 7 + round);
+        let fc = format!("book-{round}");
+        let book = json!({"title": "Checkup", "start_time": start});
+        let (a, b) = tokio::join!(
+            invoke(&app, &key, "caller-1", &fc, "create_event", book.clone()),
+            invoke(&app, &key, "caller-2", &fc, "create_event", book.clone()),
+        );
+        let answers = [answer(&a).clone(), answer(&b).clone()];
+        let won: Vec<&Value> = answers.iter().filter(|r| r["ok"] == true).collect();
+        assert_eq!(won.len(), 1, "round {round}: {answers:?}");
+        let lost = answers.iter().find(|r| r["ok"] == false).unwrap();
+        assert_eq!(lost["error"], "slot_taken", "round {round}: {lost}");
+        let alternatives = lost["details"]["alternatives"].as_array().unwrap();
+        assert!(!alternatives.is_empty(), "{lost}");
+        assert_ne!(alternatives[0]["start"], json!(start), "{lost}");
+        assert!(
+            !lost["message"].as_str().unwrap().contains("fail"),
+            "{lost}"
+        );
+        let day = &start[..10];
+        let live: Vec<Value> = sim
+            .events("primary")
+            .into_iter()
+            .filter(|e| {
+                e["status"] != "cancelled"
+                    && e["start"]["dateTime"].as_str().unwrap().starts_with(day)
+            })
+            .collect();
+        assert_eq!(live.len(), 1, "round {round}: {live:?}");
+        assert_eq!(live[0]["id"], won[0]["data"]["id"]);
+        let private = &live[0]["extendedProperties"]["private"];
+        let winner = if answers[0]["ok"] == true { 1 } else { 2 };
+        assert_eq!(
+            private["switchboard_call"],
+            format!("caller-{winner}"),
+            "{private}"
+        );
+        assert_eq!(
+            private["switchboard_caller"],
+            format!("+1415555010{winner}"),
+            "{private}"
+        );
+    }
+    assert_eq!(sim.inserts(), 10, "no loser ever inserted");
+    assert!(
+        sim.events("primary")
+            .iter()
+            .all(|e| e["status"] != "cancelled"),
+        "no event was taken back"
+    );
+    app.stop().await;
+}
+
 #[tokio::test]
-async fn two_callers_booking_one_free_slot_at_once_exactly_one_gets_it() {
+async fn two_callers_booking_one_free_slot_at_once_sqlite() {
+    two_callers_booking_one_free_slot_at_once(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn two_callers_booking_one_free_slot_at_once_postgres() {
+    two_callers_booking_one_free_slot_at_once(Backend::Postgres).await;
+}
+
+/// Google's rate limit (403 `rateLimitExceeded`, 429) is `rate_limited`, told apart from a
+/// refused account (403 `forbidden`: `not_connected`); an unreachable API is
+/// `calendar_unavailable`.
+#[tokio::test]
+async fn googles_refusals_are_typed() {
     let sim = GoogleSim::start().await.unwrap();
     let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
     let key = receptionist(&app, "clinic").await;
     connect(&app, &key, &sim).await;
-    app.post("/v1/calls", &key, json!({"call_id": "caller-1"}))
+    app.post("/v1/calls", &key, json!({"call_id": "c1"})).await;
+    let cases = [
+        (403, "rateLimitExceeded", "rate_limited"),
+        (403, "userRateLimitExceeded", "rate_limited"),
+        (429, "rateLimitExceeded", "rate_limited"),
+        (403, "forbidden", "not_connected"),
+        (503, "backendError", "calendar_unavailable"),
+    ];
+    for (i, (status, reason, code)) in cases.into_iter().enumerate() {
+        sim.fail_next(1, status, reason);
+        let r = invoke(
+            &app,
+            &key,
+            "c1",
+            &format!("f{i}"),
+            "list_events",
+            json!({"time_min": "2030-01-07T09:00:00Z"}),
+        )
         .await;
-    app.post("/v1/calls", &key, json!({"call_id": "caller-2"}))
-        .await;
-    // Both check the slot before either event is stored.
-    sim.set_insert_delay(std::time::Duration::from_millis(200));
-    let book = json!({"title": "Checkup", "start_time": "2030-01-07T11:00:00Z"});
-    let (a, b) = tokio::join!(
-        invoke(&app, &key, "caller-1", "f1", "create_event", book.clone()),
-        invoke(&app, &key, "caller-2", "f1", "create_event", book.clone()),
-    );
-    let answers = [answer(&a).clone(), answer(&b).clone()];
-    let won: Vec<&Value> = answers.iter().filter(|r| r["ok"] == true).collect();
-    assert_eq!(won.len(), 1, "{answers:?}");
-    let lost = answers.iter().find(|r| r["ok"] == false).unwrap();
-    let message = lost["message"].as_str().unwrap();
-    assert!(
-        message.contains("already taken") && message.contains("2030-01-07T11:45:00Z"),
-        "{message}"
-    );
-    let live: Vec<Value> = sim
-        .events("primary")
-        .into_iter()
-        .filter(|e| e["status"] != "cancelled")
-        .collect();
-    assert_eq!(live.len(), 1, "{live:?}");
-    assert_eq!(live[0]["id"], won[0]["data"]["id"]);
+        assert_eq!(answer(&r)["error"], code, "{status} {reason}: {r}");
+    }
     app.stop().await;
 }
 
@@ -1019,4 +1096,213 @@ async fn a_connect_link_completes_only_in_the_browser_that_started_it_sqlite() {
 #[tokio::test]
 async fn a_connect_link_completes_only_in_the_browser_that_started_it_postgres() {
     a_connect_link_completes_only_in_the_browser_that_started_it(Backend::Postgres).await;
+}
+
+/// The caller's own bookings on Google: found by the caller's number (another caller finds
+/// none), cancelled and moved only by that caller (another gets `not_found` for the same id,
+/// as for an id that does not exist); a move to a taken slot leaves the booking where it was
+/// and offers alternatives; free slots of an afternoon are listed on the calendar's clock.
+#[tokio::test]
+async fn a_caller_finds_moves_and_cancels_only_their_own_bookings() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    connect(&app, &key, &sim).await;
+    sim.set_time_zone("primary", "America/New_York");
+    for (call, from) in [("pat", "+14155550101"), ("eve", "+14155550666")] {
+        app.post("/v1/calls", &key, json!({"call_id": call, "from": from}))
+            .await;
+    }
+    let r = invoke(&app, &key, "pat", "b1", "create_event",
+        json!({"title": "Checkup Pat", "start_time": "2030-01-07T10:00:00-05:00", "attendees": ["pat@example.com"]})).await;
+    let id = answer(&r)["data"]["id"].as_str().unwrap().to_owned();
+    sim.add_event(
+        "primary",
+        "busy0slot",
+        "Other",
+        "2030-01-07T14:00:00-05:00",
+        "2030-01-07T15:00:00-05:00",
+    );
+
+    let r = invoke(&app, &key, "pat", "f1", "find_bookings", json!({})).await;
+    let found = answer(&r)["data"]["bookings"].as_array().unwrap().clone();
+    assert_eq!(found.len(), 1, "{r}");
+    assert_eq!(found[0]["id"], json!(id), "{r}");
+    assert_eq!(found[0]["start"], "2030-01-07T10:00:00-05:00", "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "f2",
+        "find_bookings",
+        json!({"email": "sam@example.com"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["bookings"], json!([]), "{r}");
+    // Another caller, even naming Pat's email, finds nothing and can touch nothing.
+    let r = invoke(
+        &app,
+        &key,
+        "eve",
+        "f1",
+        "find_bookings",
+        json!({"email": "pat@example.com", "name": "Pat"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["bookings"], json!([]), "{r}");
+    let stolen = invoke(
+        &app,
+        &key,
+        "eve",
+        "c1",
+        "cancel_event",
+        json!({"event_id": id}),
+    )
+    .await;
+    let missing = invoke(
+        &app,
+        &key,
+        "eve",
+        "c2",
+        "cancel_event",
+        json!({"event_id": "sb0000000000"}),
+    )
+    .await;
+    assert_eq!(answer(&stolen)["error"], "not_found", "{stolen}");
+    assert_eq!(
+        answer(&stolen)["message"]
+            .as_str()
+            .unwrap()
+            .replace(&id, "X"),
+        answer(&missing)["message"]
+            .as_str()
+            .unwrap()
+            .replace("sb0000000000", "X")
+    );
+    let r = invoke(
+        &app,
+        &key,
+        "eve",
+        "m1",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-08T10:00:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "not_found", "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "eve",
+        "x1",
+        "cancel_event",
+        json!({"event_id": "../../x"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "not_found", "{r}");
+
+    // A move to a taken slot: refused with alternatives, the booking stays.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "m1",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-07T14:30:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "slot_taken", "{r}");
+    assert!(
+        !answer(&r)["details"]["alternatives"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{r}"
+    );
+    // Outside the hours: refused the same way.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "m2",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-07T18:00:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "outside_hours", "{r}");
+    let ours: Vec<Value> = sim
+        .events("primary")
+        .into_iter()
+        .filter(|e| e["id"] == json!(id))
+        .collect();
+    assert_eq!(
+        ours[0]["start"]["dateTime"], "2030-01-07T10:00:00-05:00",
+        "{ours:?}"
+    );
+    // A free slot: moved, keeping its length (the default 45 minutes).
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "m3",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-07T15:00:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["moved"], true, "{r}");
+    assert_eq!(
+        answer(&r)["data"]["end"],
+        "2030-01-07T15:45:00-05:00",
+        "{r}"
+    );
+    let ours: Vec<Value> = sim
+        .events("primary")
+        .into_iter()
+        .filter(|e| e["id"] == json!(id))
+        .collect();
+    assert_eq!(ours.len(), 1);
+    assert_eq!(
+        ours[0]["start"]["dateTime"], "2030-01-07T15:00:00-05:00",
+        "{ours:?}"
+    );
+
+    // Free slots of that afternoon, on New York's clock: around the busy hour and the booking.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "s1",
+        "find_free_slots",
+        json!({"day": "2030-01-07", "part_of_day": "afternoon", "duration_minutes": 60}),
+    )
+    .await;
+    let starts: Vec<&str> = answer(&r)["data"]["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["start"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        starts,
+        [
+            "2030-01-07T12:00:00-05:00",
+            "2030-01-07T13:00:00-05:00",
+            "2030-01-07T15:45:00-05:00"
+        ],
+        "{r}"
+    );
+
+    // Cancelled by its own caller; then it is gone from their list.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "c1",
+        "cancel_event",
+        json!({"event_id": id}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["cancelled"], true, "{r}");
+    let r = invoke(&app, &key, "pat", "f3", "find_bookings", json!({})).await;
+    assert_eq!(answer(&r)["data"]["bookings"], json!([]), "{r}");
+    app.stop().await;
 }

@@ -47,7 +47,15 @@ both_backends!(the_toolkit_catalogue, |app| {
         .collect();
     assert_eq!(
         actions,
-        ["list_events", "create_event", "check_availability"]
+        [
+            "list_events",
+            "create_event",
+            "check_availability",
+            "find_bookings",
+            "cancel_event",
+            "reschedule_event",
+            "find_free_slots"
+        ]
     );
     assert_eq!(
         google["actions"][0]["parameters"][0],
@@ -273,7 +281,7 @@ both_backends!(a_caller_books_through_caldav, |app| {
         "{r}"
     );
     // The effect performed again with the same idempotency key finds its event.
-    let calendars = switchboard_toolkits::Calendars::new(true);
+    let calendars = switchboard_toolkits::Calendars::new(app.state.store.clone(), true);
     let config = json!({"url": cal});
     let secrets = json!({"username": "alice", "password": radicale.password});
     let scope = switchboard_runtime::effects::ToolkitScope {

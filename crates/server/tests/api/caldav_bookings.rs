@@ -1,0 +1,125 @@
+//! The caller's own bookings on a real CalDAV server (Radicale): found by the caller's
+//! number, moved and cancelled only by that caller; a move to a taken slot leaves the booking
+//! where it was.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::both_backends;
+use crate::support::{Backend, TestApp, invoke, spawn_app};
+
+both_backends!(
+    a_caldav_caller_moves_and_cancels_only_their_own_bookings,
+    |app| {
+        let radicale = crate::peers::Radicale::start().await;
+        let cal = radicale.calendar("own").await;
+        let key = app.tenant("acme").await;
+        let (s, body) = app
+        .put(
+            "/v1/agents/desk",
+            &key,
+            json!({"default": true, "tools": [{"tool": "toolkit:caldav", "config": {"url": cal, "time_zone": "UTC"},
+                "sensitive_config": {"username": "alice", "password": radicale.password}}]}),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        for (call, from) in [("pat", "+14155550101"), ("eve", "+14155550666")] {
+            app.post("/v1/calls", &key, json!({"call_id": call, "from": from}))
+                .await;
+        }
+        let r = invoke(
+            &app,
+            &key,
+            "pat",
+            "b1",
+            "create_event",
+            json!({"title": "Checkup", "start_time": "2030-01-07T10:00:00Z"}),
+        )
+        .await;
+        let id = r["result"]["data"]["id"].as_str().unwrap().to_owned();
+        let r = invoke(
+            &app,
+            &key,
+            "eve",
+            "b1",
+            "create_event",
+            json!({"title": "Checkup", "start_time": "2030-01-07T13:00:00Z"}),
+        )
+        .await;
+        assert_eq!(r["result"]["ok"], true, "{r}");
+
+        let r = invoke(&app, &key, "pat", "f1", "find_bookings", json!({})).await;
+        let found = r["result"]["data"]["bookings"].as_array().unwrap().clone();
+        assert_eq!(found.len(), 1, "{r}");
+        assert_eq!(found[0]["id"], json!(id), "{r}");
+        let r = invoke(
+            &app,
+            &key,
+            "eve",
+            "c1",
+            "cancel_event",
+            json!({"event_id": id}),
+        )
+        .await;
+        assert_eq!(r["result"]["error"], "not_found", "{r}");
+        // Pat's move onto Eve's slot: refused, the booking stays at 10:00.
+        let r = invoke(
+            &app,
+            &key,
+            "pat",
+            "m1",
+            "reschedule_event",
+            json!({"event_id": id, "new_start_time": "2030-01-07T13:15:00Z"}),
+        )
+        .await;
+        assert_eq!(r["result"]["error"], "slot_taken", "{r}");
+        let r = invoke(&app, &key, "pat", "f2", "find_bookings", json!({})).await;
+        assert_eq!(
+            r["result"]["data"]["bookings"][0]["start"], "2030-01-07T10:00:00Z",
+            "{r}"
+        );
+        let r = invoke(
+            &app,
+            &key,
+            "pat",
+            "m2",
+            "reschedule_event",
+            json!({"event_id": id, "new_start_time": "2030-01-07T11:00:00Z"}),
+        )
+        .await;
+        assert_eq!(r["result"]["data"]["moved"], true, "{r}");
+        let r = invoke(&app, &key, "pat", "f3", "find_bookings", json!({})).await;
+        assert_eq!(
+            r["result"]["data"]["bookings"][0]["start"], "2030-01-07T11:00:00Z",
+            "{r}"
+        );
+        let r = invoke(
+            &app,
+            &key,
+            "pat",
+            "s1",
+            "find_free_slots",
+            json!({"day": "2030-01-07", "part_of_day": "morning", "duration_minutes": 60}),
+        )
+        .await;
+        assert_eq!(
+            r["result"]["data"]["slots"],
+            json!([
+        {"start": "2030-01-07T09:00:00Z", "end": "2030-01-07T10:00:00Z"},
+        {"start": "2030-01-07T10:00:00Z", "end": "2030-01-07T11:00:00Z"}]),
+            "{r}"
+        );
+        let r = invoke(
+            &app,
+            &key,
+            "pat",
+            "c1",
+            "cancel_event",
+            json!({"event_id": id}),
+        )
+        .await;
+        assert_eq!(r["result"]["data"]["cancelled"], true, "{r}");
+        let r = invoke(&app, &key, "pat", "f4", "find_bookings", json!({})).await;
+        assert_eq!(r["result"]["data"]["bookings"], json!([]), "{r}");
+    }
+);
