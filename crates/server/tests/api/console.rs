@@ -86,7 +86,7 @@ async fn sign_in_to(app: &TestApp, key: &str, home: &str) -> Browser {
 }
 
 impl Browser {
-    async fn get(&self, path: &str) -> (StatusCode, String) {
+    pub(crate) async fn get(&self, path: &str) -> (StatusCode, String) {
         let r = client()
             .get(format!("{}{path}", self.base))
             .header(COOKIE, &self.cookie)
@@ -101,7 +101,7 @@ impl Browser {
         (r.status(), r.text().await.unwrap())
     }
 
-    async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+    pub(crate) async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
         let r = client()
             .post(format!("{}{path}", self.base))
             .header(COOKIE, &self.cookie)
