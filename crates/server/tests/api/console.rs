@@ -206,7 +206,7 @@ both_backends!(the_console_signs_in_edits_replays_and_publishes, |app| {
     let (_, replay) = b
         .post("/console/tools/save_meal/replay", &[("definition", &text)])
         .await;
-    assert!(replay.contains("1</strong> replayed"), "{replay}");
+    assert!(replay.contains("<strong>1</strong> invocation(s) from <strong id=\"replay-calls\">1</strong> call(s) replayed"), "{replay}");
     assert!(replay.contains("1 changed"), "{replay}");
     assert!(replay.contains("Noted your lunch."), "{replay}");
 
