@@ -75,7 +75,10 @@ pub async fn seed(state: &AppState) -> ApiResult<SecretString> {
             .await?;
     }
     if state.store.get_tool(TENANT, "save_meal").await?.is_none() {
-        state.store.put_tool(TENANT, &save_meal()).await?;
+        state
+            .store
+            .put_tool(TENANT, &save_meal(), &Default::default())
+            .await?;
     }
     if state.store.get_agent(TENANT, AGENT).await?.is_none() {
         let agent = AgentDef {

@@ -78,7 +78,7 @@ pub use replays::CallRecord;
 pub use secrets::SecretInfo;
 pub use slot_holds::{SlotHold, SlotHoldRequest};
 pub use tenants::Tenant;
-pub use tools::ToolVersion;
+pub use tools::{MAX_NOTE_CHARS, Publish, ToolVersion};
 
 /// Which database a [`Store`] runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

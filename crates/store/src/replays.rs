@@ -73,6 +73,33 @@ impl Store {
         parse_rows(tool, rows)
     }
 
+    /// The ids of the newest `limit` calls with a recorded invocation of `tool`, newest first
+    /// (by their latest such invocation), among the tenant's newest [`REPLAY_SCAN_ROWS`]
+    /// invocations.
+    pub async fn recent_calls_of_tool(
+        &self,
+        tenant_id: &str,
+        tool: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let pattern = tool_pattern(tool);
+        let rows: Vec<(String, i64)> = with_pool!(self, |pool| {
+            sqlx::query_as(
+                "SELECT call_id, MAX(seq) AS last_seq FROM (SELECT call_id, record, seq FROM call_invocations \
+                 WHERE tenant_id = $1 ORDER BY seq DESC LIMIT $2) recent \
+                 WHERE record LIKE $3 ESCAPE '\\' GROUP BY call_id ORDER BY last_seq DESC LIMIT $4",
+            )
+            .bind(tenant_id)
+            .bind(REPLAY_SCAN_ROWS)
+            .bind(&pattern)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows.into_iter().map(|(call_id, _)| call_id).collect())
+    }
+
     /// The tenant's newest `limit` recorded invocations of any tool, newest first (the
     /// console's health page).
     pub async fn recent_invocations_of_tenant(

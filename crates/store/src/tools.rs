@@ -21,26 +21,51 @@ pub struct ToolVersion {
     pub definition: Value,
     /// RFC 3339, when this version was put.
     pub created_at: String,
+    /// Why it was published, as the publisher wrote it.
+    pub note: Option<String>,
+    /// Who published it: `key <api key id>` or `console (key <api key id>)`.
+    pub published_by: Option<String>,
 }
 
-type VersionRow = (String, i64, String, String);
+/// The longest change note a version keeps, in characters.
+pub const MAX_NOTE_CHARS: usize = 500;
+
+/// Who publishes a version, and why.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Publish {
+    /// The change note (at most [`MAX_NOTE_CHARS`] characters).
+    pub note: Option<String>,
+    /// The publisher.
+    pub by: Option<String>,
+}
+
+type VersionRow = (String, i64, String, String, Option<String>, Option<String>);
 
 fn version_from_row(
-    (name, version, definition, created_at): VersionRow,
+    (name, version, definition, created_at, note, published_by): VersionRow,
 ) -> Result<ToolVersion, StoreError> {
     Ok(ToolVersion {
         definition: parse_json("tool definition", &definition)?,
         name,
         version,
         created_at,
+        note,
+        published_by,
     })
+}
+
+/// The columns of a version row, `v` the version.
+macro_rules! version_columns {
+    () => {
+        "v.name, v.version, v.definition, v.created_at, v.note, v.published_by"
+    };
 }
 
 /// A query over each tool's current version, `t` the tool and `v` the version.
 macro_rules! current_sql {
     ($rest:literal) => {
         concat!(
-            "SELECT v.name, v.version, v.definition, v.created_at \
+            "SELECT ", version_columns!(), " \
              FROM tools t JOIN tool_versions v \
              ON v.tenant_id = t.tenant_id AND v.name = t.name AND v.version = t.current_version ",
             $rest
@@ -65,7 +90,21 @@ impl Store {
         &self,
         tenant_id: &str,
         definition: &Value,
+        publish: &Publish,
     ) -> Result<ToolVersion, StoreError> {
+        if let Some(note) = &publish.note
+            && note.chars().count() > MAX_NOTE_CHARS
+        {
+            return Err(StoreError::Invalid(format!(
+                "the change note has {} characters, over the limit of {MAX_NOTE_CHARS}; shorten it",
+                note.chars().count()
+            )));
+        }
+        let note = publish
+            .note
+            .as_deref()
+            .map(str::trim)
+            .filter(|n| !n.is_empty());
         let Some(name) = definition.get("name").and_then(Value::as_str) else {
             return Err(StoreError::Invalid(
                 "a tool definition needs a `name` string".to_owned(),
@@ -105,14 +144,16 @@ impl Store {
                 .fetch_one(&mut *tx)
                 .await?;
                 sqlx::query(
-                    "INSERT INTO tool_versions (tenant_id, name, version, definition, created_at) \
-                     VALUES ($1, $2, $3, $4, $5)",
+                    "INSERT INTO tool_versions (tenant_id, name, version, definition, created_at, note, published_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 )
                 .bind(tenant_id)
                 .bind(name)
                 .bind(version)
                 .bind(&text)
                 .bind(&at)
+                .bind(note)
+                .bind(publish.by.as_deref())
                 .execute(&mut *tx)
                 .await?;
                 tx.commit().await?;
@@ -121,6 +162,8 @@ impl Store {
                     version,
                     definition: definition.clone(),
                     created_at: at.clone(),
+                    note: note.map(str::to_owned),
+                    published_by: publish.by.clone(),
                 }))
             }
             .await
@@ -162,10 +205,12 @@ impl Store {
         version: i64,
     ) -> Result<Option<ToolVersion>, StoreError> {
         let row: Option<VersionRow> = with_pool!(self, |pool| {
-            sqlx::query_as(
-                "SELECT name, version, definition, created_at FROM tool_versions \
-                 WHERE tenant_id = $1 AND name = $2 AND version = $3",
-            )
+            sqlx::query_as(concat!(
+                "SELECT ",
+                version_columns!(),
+                " FROM tool_versions v \
+                 WHERE v.tenant_id = $1 AND v.name = $2 AND v.version = $3"
+            ))
             .bind(tenant_id)
             .bind(name)
             .bind(version)
@@ -218,10 +263,12 @@ impl Store {
         name: &str,
     ) -> Result<Vec<ToolVersion>, StoreError> {
         let rows: Vec<VersionRow> = with_pool!(self, |pool| {
-            sqlx::query_as(
-                "SELECT name, version, definition, created_at FROM tool_versions \
-                 WHERE tenant_id = $1 AND name = $2 ORDER BY version",
-            )
+            sqlx::query_as(concat!(
+                "SELECT ",
+                version_columns!(),
+                " FROM tool_versions v \
+                 WHERE v.tenant_id = $1 AND v.name = $2 ORDER BY v.version"
+            ))
             .bind(tenant_id)
             .bind(name)
             .fetch_all(pool)

@@ -35,6 +35,7 @@ mod events;
 mod health;
 mod pages;
 mod place;
+mod publishing;
 mod session;
 
 pub use events::{ConsoleLimits, StreamSlots};
@@ -60,7 +61,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
 });
 
 /// The templates, compiled into the binary.
-const SOURCES: [(&str, &str); 23] = [
+const SOURCES: [(&str, &str); 24] = [
     ("layout.html", include_str!("templates/layout.html")),
     ("signin.html", include_str!("templates/signin.html")),
     ("tools.html", include_str!("templates/tools.html")),
@@ -73,6 +74,10 @@ const SOURCES: [(&str, &str); 23] = [
     ("replay.html", include_str!("templates/replay.html")),
     ("diff.html", include_str!("templates/diff.html")),
     ("published.html", include_str!("templates/published.html")),
+    (
+        "confirm_publish.html",
+        include_str!("templates/confirm_publish.html"),
+    ),
     ("agents.html", include_str!("templates/agents.html")),
     ("agent.html", include_str!("templates/agent.html")),
     ("connect.html", include_str!("templates/connect.html")),
@@ -140,7 +145,8 @@ pub fn router() -> Router<AppState> {
         .route("/console/tools/{name}/validate", post(pages::validate))
         .route("/console/tools/{name}/dry-run", post(pages::dry_run))
         .route("/console/tools/{name}/replay", post(pages::replay))
-        .route("/console/tools/{name}/publish", post(pages::publish))
+        .route("/console/tools/{name}/publish", post(publishing::publish))
+        .route("/console/tools/{name}/rollback", post(publishing::rollback))
         .route("/console/tools/{name}/diff", get(pages::diff))
         .route("/console/agents", get(pages::agents))
         .route("/console/agents/{name}", get(pages::agent))

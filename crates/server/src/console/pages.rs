@@ -233,15 +233,22 @@ pub async fn tool(
         ),
     };
     let text = serde_json::to_string_pretty(&definition).unwrap_or_default();
+    let current = match state.store.get_tool(&op.tenant, &name).await {
+        Ok(v) => v.map(|v| v.version),
+        Err(e) => return error_page(&e.into()),
+    };
     let list: Vec<Value> = versions
         .iter()
         .rev()
-        .map(|v| json!({"version": v.version, "created_at": v.created_at}))
+        .map(|v| {
+            json!({"version": v.version, "created_at": v.created_at, "note": v.note,
+                   "published_by": v.published_by})
+        })
         .collect();
     render(
         "tool.html",
         json!({"nav": nav(&op, "tools"), "name": name, "definition": text, "is_new": is_new,
-               "versions": list}),
+               "versions": list, "current": current, "tenant": op.tenant}),
     )
 }
 
@@ -257,7 +264,7 @@ pub struct Draft {
 }
 
 /// The draft's text as a definition, its name checked against the page's tool.
-fn draft_value(name: &str, text: &str) -> Result<Value, ApiError> {
+pub(super) fn draft_value(name: &str, text: &str) -> Result<Value, ApiError> {
     let mut def: Value = serde_json::from_str(text).map_err(|e| {
         ApiError::bad_request(format!(
             "the definition is not JSON: {e} (line {}, column {})",
@@ -399,7 +406,7 @@ pub async fn replay(
         let def = draft_value(&name, &draft.definition)?;
         let run = ReplayRun {
             definition: Some(def),
-            last: Some(50),
+            last_calls: Some(super::publishing::REPLAYED_CALLS),
             ..Default::default()
         };
         report(&state, &op.tenant, name.clone(), &run).await
@@ -428,29 +435,11 @@ pub async fn replay(
                 .collect();
             render(
                 "replay.html",
-                json!({"summary": r.summary, "invocations": invocations}),
+                json!({"summary": r.summary, "invocations": invocations,
+                       "calls": r.calls.len(), "asked_calls": super::publishing::REPLAYED_CALLS,
+                       "truncated": r.truncated}),
             )
         }
-        Err(e) => error_fragment(&e),
-    }
-}
-
-pub async fn publish(
-    State(state): State<AppState>,
-    op: Operator,
-    Path(name): Path<String>,
-    Form(draft): Form<Draft>,
-) -> Response {
-    let run = async {
-        let def = draft_value(&name, &draft.definition)?;
-        crate::routes::tools::parse(&state, &def)?;
-        Ok::<_, ApiError>(state.store.put_tool(&op.tenant, &def).await?)
-    };
-    match run.await {
-        Ok(v) => render(
-            "published.html",
-            json!({"name": v.name, "version": v.version}),
-        ),
         Err(e) => error_fragment(&e),
     }
 }

@@ -106,6 +106,8 @@ pub struct Operator {
     pub csrf: String,
     /// The session, for what checks it again later (a timeline's stream, at each poll).
     pub session: SessionToken,
+    /// The id of the API key the session was opened with (never the key): who publishes.
+    pub key_id: String,
 }
 
 /// Why a console request was refused.
@@ -191,6 +193,7 @@ impl FromRequestParts<AppState> for Operator {
             tenant,
             csrf,
             session,
+            key_id: principal.key_id,
         })
     }
 }

@@ -19,6 +19,7 @@ pub mod mcp_servers;
 pub mod memory;
 pub mod replay;
 pub mod responses;
+pub mod rollback;
 pub mod settings;
 pub mod tenants;
 pub mod tool_methods;
@@ -28,7 +29,7 @@ pub mod tools;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Switchboard", description = "A tool runtime for voice AI agents: tools as data, function definitions for models, and the calls models make during live phone calls."),
-    paths(tools::test_tool, replay::replay_tool),
+    paths(tools::test_tool, replay::replay_tool, rollback::rollback_tool),
     modifiers(&BearerAuth),
     tags(
         (name = "tenants", description = "Tenants and their API keys (admin key)"),

@@ -38,6 +38,10 @@ pub struct ReplayRun {
     /// How many of the tool's newest recorded invocations to replay (default 50).
     #[schema(minimum = 1, maximum = 200)]
     pub last: Option<u32>,
+    /// Replay every invocation of the tool in its newest this many calls (1 to 50), up to
+    /// `last` invocations in all (default 200 here), instead of the newest invocations.
+    #[schema(minimum = 1, maximum = 50)]
+    pub last_calls: Option<u32>,
     /// Replay the tool's invocations in these calls (by call id) instead of the newest ones.
     #[schema(max_items = 50)]
     pub calls: Option<Vec<String>>,
@@ -52,6 +56,10 @@ pub struct ReplayReport {
     /// How many invocations are unchanged, changed, newly failing, newly passing, skipped.
     #[schema(value_type = Object)]
     pub summary: ReplaySummary,
+    /// The calls replayed (each call's id once, in the order of `invocations`).
+    pub calls: Vec<String>,
+    /// True when the selection held more invocations than `last`: the oldest were left out.
+    pub truncated: bool,
     /// Per invocation, newest first (by call, in call order, when calls were named): the
     /// verdict, the output recorded and now, the context writes, and each effect (`recorded`:
     /// its recorded outcome was reused; `diverged`: the recording has no such request, so it
@@ -85,13 +93,46 @@ pub(crate) async fn report(
     run: &ReplayRun,
 ) -> ApiResult<ReplayReport> {
     let (tool, version) = draft_or_version(state, tenant, &name, run).await?;
-    let last = run.last.unwrap_or(DEFAULT_REPLAYED);
+    let default = if run.last_calls.is_some() {
+        MAX_REPLAYED
+    } else {
+        DEFAULT_REPLAYED
+    };
+    let last = run.last.unwrap_or(default);
     if !(1..=MAX_REPLAYED).contains(&last) {
         return Err(ApiError::bad_request(format!(
             "last is {last}; replay 1 to {MAX_REPLAYED} invocations at a time"
         )));
     }
-    let records = select(state, tenant, &name, last as usize, run.calls.as_deref()).await?;
+    let named = match (run.last_calls, &run.calls) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "give `last_calls` (the newest calls) or `calls` (calls by id), not both",
+            ));
+        }
+        (Some(n), None) => {
+            if !(1..=MAX_CALLS as u32).contains(&n) {
+                return Err(ApiError::bad_request(format!(
+                    "last_calls is {n}; replay 1 to {MAX_CALLS} calls at a time"
+                )));
+            }
+            Some(
+                state
+                    .store
+                    .recent_calls_of_tool(tenant, &name, n as usize)
+                    .await?,
+            )
+        }
+        (None, calls) => calls.clone(),
+    };
+    let (records, truncated) =
+        select(state, tenant, &name, last as usize, named.as_deref()).await?;
+    let mut calls: Vec<String> = Vec::new();
+    for r in &records {
+        if !calls.contains(&r.call_id) {
+            calls.push(r.call_id.clone());
+        }
+    }
     let invocations = tokio::task::spawn_blocking(move || {
         records
             .iter()
@@ -112,6 +153,8 @@ pub(crate) async fn report(
         tool: name,
         version,
         summary: ReplaySummary::of(&invocations),
+        calls: calls.iter().map(|c| redactor.redact(c)).collect(),
+        truncated,
         invocations,
     })
 }
@@ -165,19 +208,23 @@ async fn draft_or_version(
     }
 }
 
-/// The records to replay: the tool's invocations in the named calls, or its newest ones.
+/// The records to replay: the tool's invocations in the named calls, or its newest ones; and
+/// whether some were left out past `last`.
 async fn select(
     state: &AppState,
     tenant: &str,
     name: &str,
     last: usize,
     calls: Option<&[String]>,
-) -> ApiResult<Vec<CallRecord>> {
+) -> ApiResult<(Vec<CallRecord>, bool)> {
     let Some(calls) = calls else {
-        return Ok(state
-            .store
-            .recent_invocations_of_tool(tenant, name, last)
-            .await?);
+        return Ok((
+            state
+                .store
+                .recent_invocations_of_tool(tenant, name, last)
+                .await?,
+            false,
+        ));
     };
     if calls.len() > MAX_CALLS {
         return Err(ApiError::bad_request(format!(
@@ -186,16 +233,23 @@ async fn select(
         )));
     }
     let mut out = Vec::new();
+    let mut truncated = false;
     for call in calls {
         let room = last.saturating_sub(out.len());
         if room == 0 {
+            truncated = true;
             break;
         }
-        let found = state
+        // One more than there is room for tells whether the call had more.
+        let mut found = state
             .store
-            .call_invocations_of_tool(tenant, call, name, room)
+            .call_invocations_of_tool(tenant, call, name, room + 1)
             .await?;
+        if found.len() > room {
+            truncated = true;
+            found.remove(0);
+        }
         out.extend(found);
     }
-    Ok(out)
+    Ok((out, truncated))
 }

@@ -1,4 +1,4 @@
-//! Method checks for `/v1/tools/{name}`, `/v1/tools/{name}:test` and `/v1/tools/{name}:replay`,
+//! Method checks for `/v1/tools/{name}`, `/v1/tools/{name}:test`, `:replay` and `:rollback`,
 //! which share one axum route
 //! (a path segment cannot end in a literal): each answers a method it does not have with 405 and
 //! an `Allow` header naming exactly its own methods, as the OpenAPI document describes them.
@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
 
-/// The methods of `/v1/tools/{name}:test` and `/v1/tools/{name}:replay`.
+/// The methods of `/v1/tools/{name}:test`, `:replay` and `:rollback`.
 const TEST_METHODS: &[Method] = &[Method::POST];
 /// The methods of `/v1/tools/{name}` (HEAD comes with GET).
 const TOOL_METHODS: &[Method] = &[Method::GET, Method::HEAD, Method::PUT, Method::DELETE];
@@ -29,6 +29,8 @@ pub async fn check(req: Request, next: Next) -> Response {
         ("/v1/tools/{name}:test", TEST_METHODS)
     } else if segment.ends_with(":replay") {
         ("/v1/tools/{name}:replay", TEST_METHODS)
+    } else if segment.ends_with(":rollback") {
+        ("/v1/tools/{name}:rollback", TEST_METHODS)
     } else {
         ("/v1/tools/{name}", TOOL_METHODS)
     };

@@ -16,8 +16,8 @@ use switchboard_core::{
 use switchboard_runtime::effects::TransferLedger;
 use switchboard_runtime::executor::OpenGate;
 use switchboard_runtime::{CallConfig, Invocation, ToolEntry};
-use switchboard_store::ToolVersion;
-use utoipa::ToSchema;
+use switchboard_store::{Publish, ToolVersion};
+use utoipa::{IntoParams, ToSchema};
 
 use super::{PageOf, PageQuery};
 use crate::auth::Tenant;
@@ -35,6 +35,12 @@ pub struct ToolView {
     #[schema(value_type = Object)]
     pub definition: Value,
     pub created_at: String,
+    /// Why this version was published (`?note=` when it was put; `rollback to vN` for a
+    /// rollback without a note); absent when none was given.
+    pub note: Option<String>,
+    /// Who published it: `key <api key id>` for the API, `console (key <api key id>)` for the
+    /// console; absent for versions published before this was kept.
+    pub published_by: Option<String>,
 }
 
 impl From<ToolVersion> for ToolView {
@@ -44,7 +50,26 @@ impl From<ToolVersion> for ToolView {
             version: v.version,
             definition: v.definition,
             created_at: v.created_at,
+            note: v.note,
+            published_by: v.published_by,
         }
+    }
+}
+
+/// `?note=` on a publish: why the version was made.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NoteQuery {
+    /// A change note kept with the new version (at most 500 characters), shown in the
+    /// versions list.
+    pub note: Option<String>,
+}
+
+/// Who publishes through the API: the request's key, by its id (never the key).
+pub(crate) fn publish_by_key(key_id: &str, note: Option<String>) -> Publish {
+    Publish {
+        note,
+        by: Some(format!("key {key_id}")),
     }
 }
 
@@ -64,11 +89,12 @@ pub(crate) fn parse(state: &AppState, def: &Value) -> ApiResult<Tool> {
     })
 }
 
-#[utoipa::path(post, path = "/v1/tools", tag = "tools", security(("bearer" = [])), request_body = Object,
+#[utoipa::path(post, path = "/v1/tools", tag = "tools", security(("bearer" = [])), request_body = Object, params(NoteQuery),
     responses((status = 201, body = ToolView), (status = 400, body = ErrorBody, description = "Every problem, each with its JSON Pointer and fix"), (status = 409, body = ErrorBody)))]
 pub async fn create_tool(
     State(state): State<AppState>,
     tenant: Tenant,
+    Query(q): Query<NoteQuery>,
     Body(def): Body<Value>,
 ) -> ApiResult<(StatusCode, Json<ToolView>)> {
     let tool = parse(&state, &def)?;
@@ -84,7 +110,10 @@ pub async fn create_tool(
             tool.name()
         )));
     }
-    let v = state.store.put_tool(&tenant.id, &def).await?;
+    let v = state
+        .store
+        .put_tool(&tenant.id, &def, &publish_by_key(&tenant.key_id, q.note))
+        .await?;
     Ok((StatusCode::CREATED, Json(v.into())))
 }
 
@@ -116,11 +145,13 @@ pub async fn get_tool(
 }
 
 #[utoipa::path(put, path = "/v1/tools/{name}", tag = "tools", security(("bearer" = [])), request_body = Object,
-    responses((status = 200, body = ToolView, description = "A new version, now current; live calls keep theirs"), (status = 400, body = ErrorBody)))]
+    params(("name" = String, Path, description = "The tool's name"), NoteQuery),
+    responses((status = 200, body = ToolView, description = "A new version, now current; live calls keep theirs (the same definition as the current version again changes nothing and keeps that version's note)"), (status = 400, body = ErrorBody)))]
 pub async fn put_tool(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(name): Path<String>,
+    Query(q): Query<NoteQuery>,
     Body(mut def): Body<Value>,
 ) -> ApiResult<Json<ToolView>> {
     if let Value::Object(m) = &mut def {
@@ -137,7 +168,14 @@ pub async fn put_tool(
         }
     }
     parse(&state, &def)?;
-    Ok(Json(state.store.put_tool(&tenant.id, &def).await?.into()))
+    let publish = publish_by_key(&tenant.key_id, q.note);
+    Ok(Json(
+        state
+            .store
+            .put_tool(&tenant.id, &def, &publish)
+            .await?
+            .into(),
+    ))
 }
 
 #[utoipa::path(delete, path = "/v1/tools/{name}", tag = "tools", security(("bearer" = [])),
@@ -296,15 +334,22 @@ pub struct TestResult {
     pub handoff: Option<Value>,
 }
 
-/// `POST /v1/tools/{name}:test` and `POST /v1/tools/{name}:replay`, which share one axum route
-/// (a path segment cannot end in a literal): the segment's suffix picks the operation.
+/// `POST /v1/tools/{name}:test`, `:replay` and `:rollback`, which share one axum route (a path
+/// segment cannot end in a literal): the segment's suffix picks the operation.
 pub async fn tool_operation(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(segment): Path<String>,
     req: Request,
 ) -> Response {
-    if segment.ends_with(":replay") {
+    if segment.ends_with(":rollback") {
+        match Body::from_request(req, &state).await {
+            Ok(body) => super::rollback::rollback_tool(State(state), tenant, Path(segment), body)
+                .await
+                .into_response(),
+            Err(e) => e.into_response(),
+        }
+    } else if segment.ends_with(":replay") {
         match Body::from_request(req, &state).await {
             Ok(body) => super::replay::replay_tool(State(state), tenant, Path(segment), body)
                 .await

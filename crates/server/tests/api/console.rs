@@ -86,7 +86,7 @@ async fn sign_in_to(app: &TestApp, key: &str, home: &str) -> Browser {
 }
 
 impl Browser {
-    async fn get(&self, path: &str) -> (StatusCode, String) {
+    pub(crate) async fn get(&self, path: &str) -> (StatusCode, String) {
         let r = client()
             .get(format!("{}{path}", self.base))
             .header(COOKIE, &self.cookie)
@@ -101,7 +101,7 @@ impl Browser {
         (r.status(), r.text().await.unwrap())
     }
 
-    async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+    pub(crate) async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
         let r = client()
             .post(format!("{}{path}", self.base))
             .header(COOKIE, &self.cookie)
@@ -206,7 +206,7 @@ both_backends!(the_console_signs_in_edits_replays_and_publishes, |app| {
     let (_, replay) = b
         .post("/console/tools/save_meal/replay", &[("definition", &text)])
         .await;
-    assert!(replay.contains("1</strong> replayed"), "{replay}");
+    assert!(replay.contains("<strong>1</strong> invocation(s) from <strong id=\"replay-calls\">1</strong> call(s) replayed"), "{replay}");
     assert!(replay.contains("1 changed"), "{replay}");
     assert!(replay.contains("Noted your lunch."), "{replay}");
 

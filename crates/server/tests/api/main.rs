@@ -27,6 +27,7 @@ mod ownership;
 mod peers;
 mod phone_booking;
 mod phone_support;
+mod publishing;
 mod realtime;
 mod redaction;
 mod replay;

@@ -12,7 +12,7 @@ use crate::support::{Backend, TestApp, invoke, spawn_app};
 const SECRET: &str = "sk-order-secret-9";
 const TOKEN: &str = "tok-user-777777";
 
-fn lookup_order(base: &str) -> Value {
+pub(crate) fn lookup_order(base: &str) -> Value {
     json!({
         "name": "lookup_order",
         "description": "Look up an order's status",
@@ -28,7 +28,7 @@ fn lookup_order(base: &str) -> Value {
 
 /// A tenant with `lookup_order` on its default agent, an order service, and three recorded
 /// invocations in two calls: 1234 (shipped), 404 (the service answers 404), 5678 (pending).
-async fn recorded(app: &TestApp, tenant: &str) -> (String, MockServer) {
+pub(crate) async fn recorded(app: &TestApp, tenant: &str) -> (String, MockServer) {
     let orders = MockServer::start().await;
     for (id, status) in [("1234", "shipped"), ("5678", "pending")] {
         Mock::given(method("GET"))

@@ -115,12 +115,20 @@ async function main(page, browser) {
   await page.locator("#diagnostics #valid").waitFor();
   check((await page.locator("#diagnostics .problem").count()) === 0, "no problem is left");
 
+  step = "an unsaved draft survives a reload";
+  await page.reload();
+  await page.locator("#draft-note").waitFor();
+  check((await editor.inputValue()) === fixed, "the reloaded editor holds the unsaved draft");
+  check((await page.textContent("#draft-note")).includes("Restored your unsaved draft"), "the page says it restored the draft");
+  await page.locator("#diagnostics #valid").waitFor();
+
   step = "replay the recorded calls against the draft and read the diff";
   await page.click("#replay-button");
   const summary = page.locator("#replay-summary");
   await summary.waitFor();
   const said = (await summary.textContent()).replace(/\s+/g, " ");
-  check(said.includes(`${recorded} replayed`), `all ${recorded} recorded calls are replayed: ${said}`);
+  check(new RegExp(`${recorded} invocation\\(s\\) from 1 call\\(s\\) replayed \\(the tool's last 50 calls`).test(said),
+    `every recorded invocation of the tool's last calls is replayed, and the page says how many calls: ${said}`);
   const changed = Number((said.match(/(\d+) changed/) || [])[1]);
   check(changed >= 1, `the changed message changes some calls: ${said}`);
   check((await page.locator("#replay details.replayed.changed").count()) === changed, "each changed call is shown");
@@ -131,12 +139,43 @@ async function main(page, browser) {
   await page.locator("#replay").scrollIntoViewIfNeeded();
   await shot(page, "replay");
 
-  step = "publish the draft";
+  step = "publish the draft with a change note";
+  await page.fill("#note", "a shorter answer");
   await page.click("#publish-button");
   await page.locator("#published-version").waitFor();
   check((await page.textContent("#published-version")).includes("version 2"), "publishing makes version 2");
   await page.goto(base + "/console/tools");
   check((await page.textContent("#tools")).includes("v2"), "the tools list shows version 2");
+
+  step = "a published draft is not restored; the versions list shows the note and the publisher";
+  await page.goto(base + "/console/tools/save_meal");
+  await page.locator("#diagnostics #valid").waitFor();
+  check(await page.locator("#draft-note").isHidden(), "no draft is restored after publishing");
+  const v2row = await page.textContent("#version-2");
+  check(v2row.includes("a shorter answer") && v2row.includes("console (key "), `version 2 shows its note and publisher: ${v2row}`);
+
+  step = "a draft that newly fails recorded calls asks before publishing, listing them";
+  await editor.fill(fixed.replace("length > 0", "length > 99"));
+  await page.locator("#diagnostics #valid").waitFor();
+  await page.click("#publish-button");
+  await page.locator("#confirm-publish").waitFor();
+  check((await page.locator('#newly-failing a[href="/console/calls/c1"]').count()) >= 1, "the confirmation links the newly failing call's timeline");
+  await shot(page, "confirm-publish");
+  await page.click("#publish-cancel");
+  await page.locator("#confirm-publish").waitFor({ state: "detached" });
+  check(JSON.parse(await api("GET", "/v1/tools/save_meal")).version === 2, "cancelling publishes nothing");
+
+  step = "roll back to version 1 from the versions list";
+  await page.goto(base + "/console/tools/save_meal");
+  await page.locator("#version-1 button.rollback").click();
+  await page.locator("#published-version").waitFor();
+  const rolled = await page.textContent("#published-version");
+  check(rolled.includes("Rolled back") && rolled.includes("version 3") && rolled.includes("rollback to v1"), `the rollback makes version 3: ${rolled}`);
+  const v3 = JSON.parse(await api("GET", "/v1/tools/save_meal"));
+  check(v3.version === 3 && v3.note === "rollback to v1", "the API shows the rollback as version 3 with its note");
+  await page.goto(base + "/console/tools/save_meal");
+  check((await editor.inputValue()).includes("I've logged your"), "the editor holds version 1's definition again");
+  check(await page.locator("#draft-note").isHidden(), "no stale draft is restored over the rollback");
 
   step = "the agent page shows its tools and toolset, not its secrets";
   await page.goto(base + "/console/agents");

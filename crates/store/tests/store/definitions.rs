@@ -4,6 +4,7 @@ use super::*;
 
 on_both_backends!(
     tool_versions_and_soft_delete,
+    tool_versions_keep_their_note_and_publisher,
     tool_list_pages_with_a_cursor,
     agents_keep_sensitive_config_sealed_and_write_only,
     default_agent_is_unique,
@@ -15,15 +16,15 @@ async fn tool_versions_and_soft_delete(h: Harness) {
     let s = &h.store;
     tenant(s, "acme").await;
     let v1 = s
-        .put_tool("acme", &tool_def("save_meal", "one"))
+        .put_tool("acme", &tool_def("save_meal", "one"), &Default::default())
         .await
         .unwrap();
     let v2 = s
-        .put_tool("acme", &tool_def("save_meal", "two"))
+        .put_tool("acme", &tool_def("save_meal", "two"), &Default::default())
         .await
         .unwrap();
     let v3 = s
-        .put_tool("acme", &tool_def("save_meal", "three"))
+        .put_tool("acme", &tool_def("save_meal", "three"), &Default::default())
         .await
         .unwrap();
     assert_eq!((v1.version, v2.version, v3.version), (1, 2, 3));
@@ -32,7 +33,7 @@ async fn tool_versions_and_soft_delete(h: Harness) {
 
     // The same definition again is not a new version (retried PUTs).
     let again = s
-        .put_tool("acme", &tool_def("save_meal", "three"))
+        .put_tool("acme", &tool_def("save_meal", "three"), &Default::default())
         .await
         .unwrap();
     assert_eq!(again, v3);
@@ -51,6 +52,10 @@ async fn tool_versions_and_soft_delete(h: Harness) {
     );
     let versions = s.list_tool_versions("acme", "save_meal").await.unwrap();
     assert_eq!(versions, vec![v1.clone(), v2.clone(), v3.clone()]);
+    assert_eq!(
+        (v3.note.as_deref(), v3.published_by.as_deref()),
+        (None, None)
+    );
 
     // Soft delete: no longer current, every version kept for pinned calls.
     assert!(s.delete_tool("acme", "save_meal").await.unwrap());
@@ -78,7 +83,7 @@ async fn tool_versions_and_soft_delete(h: Harness) {
 
     // Putting it again continues the numbering.
     let v4 = s
-        .put_tool("acme", &tool_def("save_meal", "one"))
+        .put_tool("acme", &tool_def("save_meal", "one"), &Default::default())
         .await
         .unwrap();
     assert_eq!(v4.version, 4);
@@ -93,10 +98,16 @@ async fn tool_versions_and_soft_delete(h: Harness) {
         json!({"name": "has space"}),
         json!({"name": 5}),
     ] {
-        let e = s.put_tool("acme", &bad).await.unwrap_err();
+        let e = s
+            .put_tool("acme", &bad, &Default::default())
+            .await
+            .unwrap_err();
         assert!(matches!(e, StoreError::Invalid(_)), "{bad}: {e:?}");
     }
-    let e = s.put_tool("nope", &tool_def("x", "y")).await.unwrap_err();
+    let e = s
+        .put_tool("nope", &tool_def("x", "y"), &Default::default())
+        .await
+        .unwrap_err();
     assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
 }
 
@@ -108,7 +119,9 @@ async fn tool_list_pages_with_a_cursor(h: Harness) {
         .map(|i| format!("tool_{:03}", (i * 7) % 120))
         .collect();
     for n in &names {
-        s.put_tool("acme", &tool_def(n, "d")).await.unwrap();
+        s.put_tool("acme", &tool_def(n, "d"), &Default::default())
+            .await
+            .unwrap();
     }
     names.sort();
     let mut seen = Vec::new();
@@ -522,4 +535,55 @@ async fn mcp_servers_are_sealed_and_shown_without_secrets(h: Harness) {
     assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
     assert!(s.delete_mcp_server("acme", "crm").await.unwrap());
     assert!(s.get_mcp_server("acme", "crm").await.unwrap().is_none());
+}
+
+async fn tool_versions_keep_their_note_and_publisher(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let publish = switchboard_store::Publish {
+        note: Some("  shorter reply \u{e9}  ".to_owned()),
+        by: Some("key k_1".to_owned()),
+    };
+    let v1 = s
+        .put_tool("acme", &tool_def("save_meal", "one"), &publish)
+        .await
+        .unwrap();
+    assert_eq!(v1.note.as_deref(), Some("shorter reply \u{e9}"));
+    assert_eq!(v1.published_by.as_deref(), Some("key k_1"));
+    // Read back as written, from each read path.
+    assert_eq!(
+        s.get_tool_version("acme", "save_meal", 1).await.unwrap(),
+        Some(v1.clone())
+    );
+    assert_eq!(
+        s.get_tool("acme", "save_meal").await.unwrap(),
+        Some(v1.clone())
+    );
+    // A blank note is no note.
+    let blank = switchboard_store::Publish {
+        note: Some("   ".to_owned()),
+        by: None,
+    };
+    let v2 = s
+        .put_tool("acme", &tool_def("save_meal", "two"), &blank)
+        .await
+        .unwrap();
+    assert_eq!(v2.note, None);
+    // A note past the limit is refused, naming the limit, and stores nothing.
+    let long = switchboard_store::Publish {
+        note: Some("x".repeat(switchboard_store::MAX_NOTE_CHARS + 1)),
+        by: None,
+    };
+    let e = s
+        .put_tool("acme", &tool_def("save_meal", "three"), &long)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("500"), "{e}");
+    assert_eq!(
+        s.list_tool_versions("acme", "save_meal")
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 }

@@ -125,7 +125,7 @@ async fn deleting_a_tenant_cascades(h: Harness) {
     tenant(s, "acme").await;
     tenant(s, "other").await;
     let (_, key) = s.create_api_key(Some("acme"), "ci").await.unwrap();
-    s.put_tool("acme", &tool_def("save_meal", "v1"))
+    s.put_tool("acme", &tool_def("save_meal", "v1"), &Default::default())
         .await
         .unwrap();
     s.put_secret("acme", "openai", &SecretString::from("sk-x"))
@@ -163,9 +163,13 @@ async fn deleting_a_tenant_cascades(h: Harness) {
     .await
     .unwrap();
     // Another tenant's rows survive.
-    s.put_tool("other", &tool_def("save_meal", "other"))
-        .await
-        .unwrap();
+    s.put_tool(
+        "other",
+        &tool_def("save_meal", "other"),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
 
     assert!(s.delete_tenant("acme").await.unwrap());
     assert_eq!(s.authenticate(key.expose_secret()).await.unwrap(), None);
@@ -267,7 +271,7 @@ async fn tenants_are_isolated(h: Harness) {
     tenant(s, "a").await;
     tenant(s, "b").await;
     let (key, _) = s.create_api_key(Some("a"), "k").await.unwrap();
-    s.put_tool("a", &tool_def("save_meal", "a's"))
+    s.put_tool("a", &tool_def("save_meal", "a's"), &Default::default())
         .await
         .unwrap();
     s.put_secret("a", "openai", &SecretString::from("sk-a"))

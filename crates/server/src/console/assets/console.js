@@ -4,6 +4,9 @@
 // - The calls list shows new and ended calls over server-sent events (the page's rows, rendered
 //   by the server), and says why when it stops updating itself.
 // - Clicking a problem in the editor selects its line in the definition.
+// - The editor keeps an unsaved draft in this browser's localStorage (keyed by tenant and tool)
+//   and restores it on reload when it was based on the version the page shows; a publish or a
+//   rollback clears it. The confirmation before a publish can be dismissed.
 (function () {
   "use strict";
 
@@ -90,7 +93,56 @@
     if (line > 0) selectLine(textarea, line);
   });
 
+  function keepDraft(textarea) {
+    var key = "switchboard.draft." + textarea.getAttribute("data-draft-key");
+    var base = textarea.getAttribute("data-base");
+    var note = document.getElementById("draft-note");
+    var stored = null;
+    try { stored = JSON.parse(window.localStorage.getItem(key) || "null"); } catch (e) { stored = null; }
+    function say(text) { if (note) { note.textContent = text; note.hidden = false; } }
+    if (stored && typeof stored.text === "string" && stored.text !== textarea.value) {
+      if (String(stored.base) === base) {
+        textarea.value = stored.text;
+        say("Restored your unsaved draft (based on v" + base + "); publish it or reload after clearing it to discard.");
+        textarea.setAttribute("data-restored", "true");
+        textarea.dispatchEvent(new Event("input", { bubbles: true }));
+      } else {
+        say("An unsaved draft based on v" + stored.base + " was set aside: the tool is now at v" + base + ".");
+        window.localStorage.removeItem(key);
+      }
+    }
+    var initial = textarea.value;
+    textarea.addEventListener("input", function () {
+      try {
+        if (textarea.value === initial && textarea.getAttribute("data-restored") !== "true") window.localStorage.removeItem(key);
+        else window.localStorage.setItem(key, JSON.stringify({ base: base, text: textarea.value }));
+      } catch (e) { say("This browser does not keep drafts: publish before leaving the page."); }
+    });
+    document.body.addEventListener("htmx:afterSwap", function (e) {
+      if (e.target && e.target.querySelector && e.target.querySelector("#published-version")) {
+        window.localStorage.removeItem(key);
+        textarea.removeAttribute("data-restored");
+        initial = textarea.value;
+      }
+    });
+    window.addEventListener("beforeunload", function (e) {
+      if (textarea.value !== initial && window.localStorage.getItem(key) === null) {
+        e.preventDefault();
+        e.returnValue = "";
+      }
+    });
+  }
+
+  document.addEventListener("click", function (e) {
+    var dismiss = e.target.closest ? e.target.closest("[data-dismiss]") : null;
+    if (!dismiss) return;
+    var box = document.getElementById(dismiss.getAttribute("data-dismiss"));
+    if (box) box.remove();
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
+    var definition = document.getElementById("definition");
+    if (definition && definition.hasAttribute("data-draft-key")) keepDraft(definition);
     var table = document.getElementById("timeline");
     if (table) follow(table);
     var rows = document.getElementById("calls-rows");
