@@ -64,6 +64,8 @@ pub struct ServerConfig {
     /// Connections the metrics listener (`--metrics-listen`) takes at once; its deadlines are
     /// the API listener's.
     pub metrics_max_connections: usize,
+    /// Where the spans of calls, invocations and effects go (`crate::traces`; off by default).
+    pub traces: switchboard_runtime::Traces,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -97,6 +99,7 @@ impl Default for ServerConfig {
             console: crate::console::ConsoleLimits::default(),
             connections: crate::listener::ConnectionLimits::default(),
             metrics_max_connections: crate::listener::ConnectionLimits::METRICS_CONNECTIONS,
+            traces: switchboard_runtime::Traces::off(),
         }
     }
 }
@@ -260,10 +263,11 @@ impl AppState {
             Some(Arc::clone(&realtime) as Arc<dyn switchboard_runtime::CallControl>);
         AppState(Arc::new(Inner {
             store,
-            executor: Executor::new(Arc::clone(&effects)),
+            executor: Executor::new(Arc::clone(&effects)).with_traces(config.traces.clone()),
             effects,
             realtime,
-            realtime_executor: Executor::new(Arc::new(realtime_effects)),
+            realtime_executor: Executor::new(Arc::new(realtime_effects))
+                .with_traces(config.traces.clone()),
             calls: Registry::default(),
             limits: TenantLimits::new(config.tenant_rate_per_s),
             tools: ToolCache::new(config.tool_cache_bytes),
