@@ -185,7 +185,8 @@ async fn order(app: &TestApp, key: &str, call: &str, fc: &str, headers: &[(&str,
         key,
         headers,
         json!({"function_call_id": fc, "name": "place_order",
-            "arguments": {"item": ITEM, "reference": REFERENCE}}),
+            // Each function call its own reference, so no runaway guard takes them for a loop.
+            "arguments": {"item": ITEM, "reference": format!("{REFERENCE}-{fc}")}}),
     )
     .await;
     assert_eq!(s, StatusCode::OK, "{body}");
