@@ -4,6 +4,7 @@
 //! silent changes nothing for the calls.
 //!
 //! A test binary of its own (the API suite's `spawn_app` shared by path), so it builds alone.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 // The API suite's harness: this binary uses a part of it.
 #[allow(dead_code)]
