@@ -154,6 +154,11 @@ pub struct ServeArgs {
           default_value_t = millis(McpSettings::default().pool_session_max_age),
           value_parser = clap::value_parser!(u64).range(1_000..=604_800_000))]
     mcp_client_max_age_ms: u64,
+    /// Export traces over OTLP/HTTP (protobuf) to this collector base URL (`/v1/traces` is
+    /// appended), e.g. http://127.0.0.1:4318. Overrides OTEL_EXPORTER_OTLP_ENDPOINT and
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; without either, traces are off.
+    #[arg(long)]
+    otlp_endpoint: Option<String>,
     /// Log format: `json` (one event per line) or `text`.
     #[arg(long, env = "SWITCHBOARD_LOG_FORMAT", default_value = "json")]
     log_format: String,
@@ -274,16 +279,36 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
                 None
             }
         };
+        let trace_settings = switchboard_server::traces::TraceSettings::read(
+            |name| std::env::var(name).ok(),
+            args.otlp_endpoint.as_deref(),
+        )
+        .map_err(|e| format!("traces: {e}"))?;
+        let (trace_export, traces) = match &trace_settings {
+            Some(settings) => {
+                let (export, traces) = switchboard_server::traces::TraceExport::start(settings)
+                    .map_err(|e| e.to_string())?;
+                eprintln!(
+                    "traces exported to {} as service {}",
+                    settings.origin(),
+                    settings.service_name
+                );
+                (Some(export), traces)
+            }
+            None => (None, switchboard_runtime::Traces::off()),
+        };
         let store = args.db.open().await?;
         let http = HttpEffects::new(HttpConfig {
             allow_private_networks: args.allow_private_network,
             ..HttpConfig::default()
         })
         .map_err(|e| e.to_string())?;
+        let mut config = server_config(args)?;
+        config.traces = traces;
         let state = AppState::new(
             store,
             Arc::new(Effects::http_only(Arc::new(http))),
-            server_config(args)?,
+            config,
             metrics,
         );
         if state
@@ -343,6 +368,10 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode, String> {
         let served = switchboard_server::serve(listener, state, shutdown_signal()).await;
         if let Some(m) = metrics_server {
             m.abort();
+        }
+        if let Some(export) = trace_export {
+            // Sends the last spans (bounded by the exporter's timeout), off the async threads.
+            let _ = tokio::task::spawn_blocking(move || export.shutdown()).await;
         }
         served.map_err(|e| e.to_string())?;
         eprintln!("switchboard stopped");

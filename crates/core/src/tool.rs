@@ -68,6 +68,15 @@ pub enum SideEffect {
 }
 
 impl SideEffect {
+    /// The class as tool definitions write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideEffect::Read => "read",
+            SideEffect::Write => "write",
+            SideEffect::Terminal => "terminal",
+        }
+    }
+
     fn parse(s: &str) -> Option<SideEffect> {
         Some(match s {
             "read" => SideEffect::Read,

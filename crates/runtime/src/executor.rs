@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use opentelemetry::context::FutureExt as _;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use switchboard_core::guards::Guards;
@@ -23,6 +24,7 @@ use crate::effects::{CallAction, EffectScope, Effects, TransferLedger};
 use crate::invocation::Invocation;
 use crate::read_cache::{Lookup, ReadCache};
 use crate::replay::{EffectExchange, RunTrace};
+use crate::traces::Traces;
 
 /// The answer for a run that broke in a way no tool definition can cause (a bug of ours).
 pub(crate) const FAILED_UNEXPECTEDLY: &str =
@@ -66,12 +68,29 @@ pub struct CallConfig {
     pub guards: HashMap<String, Guards>,
     /// Outcomes of `read` tools' effects kept for identical requests (`cache_ttl_s`).
     pub read_cache: Arc<ReadCache>,
+    /// Each agent's stored tools' versions as pinned (for spans; built-in and MCP tools have
+    /// none).
+    pub tool_versions: HashMap<String, HashMap<String, i64>>,
 }
 
 impl CallConfig {
     /// The runaway guards of an agent: its own, else the defaults.
     pub fn guards(&self, agent: &str) -> Guards {
         self.guards.get(agent).copied().unwrap_or_default()
+    }
+
+    /// What a span says of a tool the call has, by name on any agent: its pinned version (if
+    /// a stored tool) and its side effect.
+    pub fn tool_facts(&self, name: &str) -> Option<(Option<i64>, &'static str)> {
+        self.agents.iter().find_map(|(agent, tools)| {
+            let entry = tools.get(name)?;
+            let version = self
+                .tool_versions
+                .get(agent)
+                .and_then(|v| v.get(name))
+                .copied();
+            Some((version, entry.tool.side_effect().as_str()))
+        })
     }
 
     /// The tools of one agent.
@@ -146,11 +165,28 @@ pub struct Execution {
 #[derive(Debug, Clone)]
 pub struct Executor {
     effects: Arc<Effects>,
+    /// Where the spans of calls, invocations and effects go (nowhere by default).
+    traces: Traces,
 }
 
 impl Executor {
     pub fn new(effects: Arc<Effects>) -> Self {
-        Executor { effects }
+        Executor {
+            effects,
+            traces: Traces::off(),
+        }
+    }
+
+    /// The executor with its runs' spans made by `traces`.
+    #[must_use]
+    pub fn with_traces(mut self, traces: Traces) -> Self {
+        self.traces = traces;
+        self
+    }
+
+    /// Where the spans of this executor's runs go.
+    pub fn traces(&self) -> &Traces {
+        &self.traces
     }
 
     /// Opens connections, in the background, to the origins `agent`'s enabled tools name
@@ -346,7 +382,15 @@ impl Executor {
                                 tool_config: &entry.config,
                                 tool_secrets: &entry.secrets,
                             };
-                            self.effects.perform(&scope, &request, &mut actions).await
+                            let perform = self.effects.perform(&scope, &request, &mut actions);
+                            match self.traces.effect(&request) {
+                                Some(cx) => {
+                                    let outcome = perform.with_context(cx.clone()).await;
+                                    crate::traces::end_effect(&cx, &outcome);
+                                    outcome
+                                }
+                                None => perform.await,
+                            }
                         } else {
                             EffectOutcome::Failed(interrupted(&request))
                         };

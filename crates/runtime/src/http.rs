@@ -179,6 +179,12 @@ impl HttpEffects {
                 Err(error) => (EffectOutcome::Failed(error), 0),
             };
             log_finished(&outcome, attempts, started.elapsed());
+            if attempts > 1 {
+                crate::traces::set_current(opentelemetry::KeyValue::new(
+                    "http.request.resend_count",
+                    i64::from(attempts - 1),
+                ));
+            }
             outcome
         }
         .instrument(span)
@@ -215,7 +221,8 @@ impl HttpEffects {
                     format!("could not encode the api_call body as JSON: {e}"),
                 )
             })?;
-        let headers = build_headers(req, body.is_some())?;
+        let mut headers = build_headers(req, body.is_some())?;
+        with_trace_context(&mut headers);
         let signer = if req.sign {
             Some(signer(secret)?)
         } else {
@@ -618,6 +625,25 @@ fn parse_method(method: &str) -> Result<Method, ToolError> {
             format!("`{method}` is not an HTTP method; use GET, POST, PUT, PATCH, DELETE or HEAD"),
         )
     })
+}
+
+/// Adds the `traceparent` (and `tracestate`) of the current span (the `api_call`'s, when
+/// traces are on), so the upstream's spans join the call's trace; a tool that sets its own
+/// `traceparent` keeps it.
+fn with_trace_context(headers: &mut HeaderMap) {
+    let traceparent = HeaderName::from_static("traceparent");
+    if headers.contains_key(&traceparent) {
+        return;
+    }
+    let Some((parent, state)) = crate::traces::current_headers() else {
+        return;
+    };
+    if let Ok(v) = HeaderValue::from_str(&parent) {
+        headers.insert(traceparent, v);
+    }
+    if let Some(v) = state.and_then(|s| HeaderValue::from_str(&s).ok()) {
+        headers.insert(HeaderName::from_static("tracestate"), v);
+    }
 }
 
 /// The tool's headers, then Content-Type (unless the tool set one) and the Idempotency-Key.

@@ -18,6 +18,8 @@
 //!   call keeps of its records.
 //! - [`read_cache`]: a call's kept outcomes of `read` tools' effects (`cache_ttl_s`).
 //! - [`redact`]: keeps secrets and tokens out of outputs, records and logs.
+//! - [`traces`]: OpenTelemetry spans of calls, invocations and effects, and the W3C trace
+//!   context read from doors and sent upstream (made only when a tracer is given).
 //! - [`replay`]: a recorded invocation run again against a draft of its tool, with the recorded
 //!   effect outcomes, performing nothing.
 //!
@@ -39,6 +41,7 @@ pub mod records;
 pub mod redact;
 pub mod replay;
 pub mod session;
+pub mod traces;
 
 pub use effects::{CallControl, Effects, McpCalls};
 pub use executor::{CallConfig, Executor, ToolEntry};
@@ -48,6 +51,7 @@ pub use records::RecordLimits;
 pub use session::{
     CallSession, Lookup, SessionDeps, SessionOptions, SessionSizes, SessionSnapshot,
 };
+pub use traces::{TraceParent, Traces};
 
 /// A boxed future, for traits whose implementations are chosen at run time.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

@@ -658,6 +658,14 @@ impl McpClients {
             "switchboard/idempotency_key".into(),
             json!(request.idempotency_key),
         );
+        // The effect's span as the server's parent (`_meta` as SEP-414 has it; the transport
+        // sends the same as headers).
+        if let Some((parent, state)) = crate::traces::current_headers() {
+            meta.0.set_traceparent(parent);
+            if let Some(state) = state {
+                meta.0.set_tracestate(state);
+            }
+        }
         params.meta = Some(meta);
         let left = timeout.saturating_sub(started.elapsed());
         // Dropping the request future (deadline, or the run aborted) makes rmcp send

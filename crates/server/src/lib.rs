@@ -18,6 +18,8 @@
 //! - [`demo`]: the `acme-corp` demo tenant; [`prometheus`]: the metrics recorder (latency
 //!   histograms, drained between scrapes).
 //!
+//! - [`traces`]: trace export (OTLP over HTTP, off unless configured) and the caller's span
+//!   read from a door's `traceparent`.
 //! - [`listener`]: the TCP listeners: a cap on open connections, and deadlines that close
 //!   connections which are slow to send a request, idle, or not reading their answer.
 //!
@@ -56,6 +58,7 @@ pub mod state;
 mod sweep;
 pub mod tool_cache;
 pub mod toolset;
+pub mod traces;
 
 pub use state::{AppState, EMAILS_PER_TENANT_PER_MINUTE, ServerConfig};
 

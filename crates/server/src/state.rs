@@ -67,6 +67,8 @@ pub struct ServerConfig {
     /// Open connections to the origins a call's agent's tools name when the call starts
     /// (`--no-warm-upstreams` turns it off; off in this default, for embedders and tests).
     pub warm_upstreams: bool,
+    /// Where the spans of calls, invocations and effects go (`crate::traces`; off by default).
+    pub traces: switchboard_runtime::Traces,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -101,6 +103,7 @@ impl Default for ServerConfig {
             connections: crate::listener::ConnectionLimits::default(),
             metrics_max_connections: crate::listener::ConnectionLimits::METRICS_CONNECTIONS,
             warm_upstreams: false,
+            traces: switchboard_runtime::Traces::off(),
         }
     }
 }
@@ -264,10 +267,11 @@ impl AppState {
             Some(Arc::clone(&realtime) as Arc<dyn switchboard_runtime::CallControl>);
         AppState(Arc::new(Inner {
             store,
-            executor: Executor::new(Arc::clone(&effects)),
+            executor: Executor::new(Arc::clone(&effects)).with_traces(config.traces.clone()),
             effects,
             realtime,
-            realtime_executor: Executor::new(Arc::new(realtime_effects)),
+            realtime_executor: Executor::new(Arc::new(realtime_effects))
+                .with_traces(config.traces.clone()),
             calls: Registry::default(),
             limits: TenantLimits::new(config.tenant_rate_per_s),
             tools: ToolCache::new(config.tool_cache_bytes),

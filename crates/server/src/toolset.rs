@@ -264,7 +264,29 @@ pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfi
         .get_secret(tenant, SIGNING_SECRET)
         .await?
         .map(|s| s.expose_secret().to_owned().into());
-    Ok((config, json!({ "agents": pinned, "guards": guards })))
+    let pinned = json!({ "agents": pinned, "guards": guards });
+    config.tool_versions = tool_versions(&pinned);
+    Ok((config, pinned))
+}
+
+/// The stored tools' versions of a call's pins (`{"agents": {agent: {tool: version}}}`); the
+/// built-in (0) and MCP (`{"mcp": …}`) pins have none.
+pub(crate) fn tool_versions(pinned: &Value) -> HashMap<String, HashMap<String, i64>> {
+    pinned
+        .get("agents")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(agent, tools)| {
+            let versions = tools
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(name, pin)| Some((name.clone(), pin.as_i64().filter(|v| *v > 0)?)))
+                .collect();
+            (agent.clone(), versions)
+        })
+        .collect()
 }
 
 /// The toolset of one agent of a live call, in OpenAI Realtime format.

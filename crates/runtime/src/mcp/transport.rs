@@ -47,6 +47,29 @@ impl UrlFreeClient {
     }
 }
 
+/// A `tools/call` whose `_meta` carries a trace context (the effect's span, see `mcp.rs`) is
+/// sent with the same `traceparent` and `tracestate` headers, for servers that read them there.
+fn trace_headers(message: &ClientJsonRpcMessage, headers: &mut HashMap<HeaderName, HeaderValue>) {
+    let ClientJsonRpcMessage::Request(r) = message else {
+        return;
+    };
+    let rmcp::model::ClientRequest::CallToolRequest(call) = &r.request else {
+        return;
+    };
+    let Some(meta) = &call.params.meta else {
+        return;
+    };
+    let pairs = [
+        ("traceparent", meta.0.get_traceparent()),
+        ("tracestate", meta.0.get_tracestate()),
+    ];
+    for (name, value) in pairs {
+        if let Some(v) = value.and_then(|v| HeaderValue::from_str(v).ok()) {
+            headers.insert(HeaderName::from_static(name), v);
+        }
+    }
+}
+
 impl StreamableHttpClient for UrlFreeClient {
     type Error = reqwest::Error;
 
@@ -106,6 +129,8 @@ impl StreamableHttpClient for UrlFreeClient {
             ClientJsonRpcMessage::Request(r) => Some(r.id.clone()),
             _ => None,
         };
+        let mut custom_headers = custom_headers;
+        trace_headers(&message, &mut custom_headers);
         let response = self
             .http
             .post_message_with_response_limits(

@@ -12,6 +12,7 @@ use crate::bookkeeping::{DedupeKey, dedupe_digest};
 use crate::commit::{CommitError, retry_until, with_retry};
 use crate::invocation::{Invocation, InvocationRecord};
 use crate::journal::{Checkpoint, Claim, JournalEntry, JournalError};
+use crate::traces::TraceParent;
 
 use super::run::Run;
 use super::{Actor, Cmd, Conclusion, Lookup, Pending, SessionSizes, shown};
@@ -22,10 +23,12 @@ impl Actor {
     pub(super) async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
         while let Some(cmd) = rx.recv().await {
             match cmd {
-                Cmd::Submit(inv, arrived) => Box::pin(self.submit(*inv, true, arrived)).await,
+                Cmd::Submit(inv, arrived, parent) => {
+                    Box::pin(self.submit(*inv, true, arrived, parent)).await
+                }
                 Cmd::Rerun(inv) => {
                     tracing::info!(name: "tool_run_restarted_from_claim", function_call_id = %inv.function_call_id, tool_name = %shown(&inv.name), "tool_run_restarted_from_claim");
-                    Box::pin(self.submit(*inv, false, Instant::now())).await
+                    Box::pin(self.submit(*inv, false, Instant::now(), None)).await
                 }
                 Cmd::Resume(cp) => Box::pin(self.resume(*cp)).await,
                 Cmd::CancelResponse(id) => Box::pin(self.cancel_response(&id)).await,
@@ -65,10 +68,12 @@ impl Actor {
                 Cmd::End(reply) => {
                     Box::pin(self.end()).await;
                     let _ = reply.send(self.snapshot(true));
+                    self.call_span.end("ended");
                     break;
                 }
             }
             if self.released {
+                self.call_span.end("released");
                 break;
             }
         }
@@ -78,7 +83,13 @@ impl Actor {
     /// Takes a function call: answered from what the call knows (a repeat, a duplicate write,
     /// an unknown tool) or run, claimed in the journal first when its tool can request an
     /// effect (`claim`; a rerun has its claim).
-    async fn submit(&mut self, inv: Invocation, claim: bool, arrived: Instant) {
+    async fn submit(
+        &mut self,
+        inv: Invocation,
+        claim: bool,
+        arrived: Instant,
+        parent: Option<Box<TraceParent>>,
+    ) {
         let fc = inv.function_call_id.clone();
         if self.pending.contains_key(&fc) {
             tracing::info!(name: "tool_invocation_ignored_already_pending", function_call_id = %fc, tool_name = %shown(&inv.name), "tool_invocation_ignored_already_pending");
@@ -89,6 +100,7 @@ impl Actor {
             return;
         }
         let (started, started_at) = (arrived, crate::now_rfc3339());
+        self.open_span(&inv, parent.as_deref(), started);
         let agent = self.ctx.active_agent().to_owned();
         let config = Arc::clone(&self.deps.config);
         let entry = match config.resolve(&agent, &inv.name) {
@@ -259,6 +271,8 @@ impl Actor {
         match claimed {
             Ok(Claim::Claimed) => true,
             Ok(Claim::Taken) => {
+                // Its run and its answer are another's: its span ends here, without an outcome.
+                self.spans.remove(&inv.function_call_id);
                 tracing::info!(name: "tool_invocation_ignored_claimed", function_call_id = %inv.function_call_id, tool_name = %tool.name(), "tool_invocation_ignored_claimed");
                 false
             }

@@ -184,6 +184,7 @@ impl Actor {
         if let Some(code) = result.error {
             metrics::counter!("switchboard_tool_errors_total", "tenant" => tenant, "code" => code.as_str()).increment(1);
         }
+        self.close_span(&record);
         self.records.push(record);
     }
 

@@ -43,6 +43,7 @@ use crate::invocation::{Invocation, InvocationRecord, OutputSink};
 use crate::journal::{CallJournal, Checkpoint, JournalEntry, JournalError};
 use crate::records::RecordLimits;
 use crate::redact::Redactor;
+use crate::traces::{CallSpan, InvocationSpan, TraceParent};
 
 mod actor;
 mod conclude;
@@ -136,8 +137,9 @@ pub struct CallSession {
 /// A session's command. The invocations are boxed so that the command is small: the session's
 /// channel allocates room for 32 of them up front, for every call.
 enum Cmd {
-    /// A function call, and when it arrived (its tool's deadline counts from then).
-    Submit(Box<Invocation>, Instant),
+    /// A function call, when it arrived (its tool's deadline counts from then), and the
+    /// caller's span when the door received one.
+    Submit(Box<Invocation>, Instant, Option<Box<TraceParent>>),
     /// A function call claimed before the call changed owner whose run never reached an
     /// effect: it runs again from the start, under the claim it has.
     Rerun(Box<Invocation>),
@@ -218,6 +220,17 @@ impl CallSession {
         ctx: Context,
         deps: SessionDeps,
     ) -> Result<CallSession, JournalError> {
+        Self::start_traced(call, ctx, deps, None).await
+    }
+
+    /// [`CallSession::start_with_context`] for a call whose start request carried the
+    /// caller's span (`traceparent`): the call's span is its child.
+    pub async fn start_traced(
+        call: CallInfo,
+        ctx: Context,
+        deps: SessionDeps,
+        parent: Option<TraceParent>,
+    ) -> Result<CallSession, JournalError> {
         if deps.options.warm_upstreams {
             // While the start is journaled: the connections are ready by the first tool call.
             deps.executor
@@ -239,6 +252,7 @@ impl CallSession {
             0,
             (Vec::new(), None),
             deps,
+            parent.as_ref(),
         ))
     }
 
@@ -271,6 +285,7 @@ impl CallSession {
             state.handoffs,
             (restored, newest_stored),
             deps,
+            None,
         );
         for (_, checkpoint) in state.checkpoints {
             let _ = session.tx.send(Cmd::Resume(Box::new(checkpoint)));
@@ -288,6 +303,7 @@ impl CallSession {
         handoffs: u32,
         (restored, newest_stored): (Vec<String>, Option<Instant>),
         deps: SessionDeps,
+        parent: Option<&TraceParent>,
     ) -> CallSession {
         let (tx, rx) = mpsc::unbounded_channel();
         let config = Arc::clone(&deps.config);
@@ -296,6 +312,10 @@ impl CallSession {
         let records = RecentRecords::new(records, deps.options.records.records());
         let responses = Responses::new(deps.options.max_finished_responses);
         let dedupe = DedupeAnswers::new(deps.options.max_dedupe_answers);
+        let call_span = deps
+            .executor
+            .traces()
+            .call(&deps.config.tenant_id, &call_id, parent);
         let actor = Actor {
             call_id: call_id.clone(),
             tx: tx.clone(),
@@ -313,6 +333,8 @@ impl CallSession {
             released: false,
             restored,
             newest_stored,
+            call_span,
+            spans: HashMap::new(),
         };
         // A root span: the call outlives the request that started it.
         let span = tracing::info_span!(parent: None, "call", call_id = %call_id, tenant_id = %actor.deps.config.tenant_id);
@@ -348,7 +370,22 @@ impl CallSession {
     /// [`CallSession::submit`] for a function call that arrived at `arrived` (a request that
     /// waited for its credential and its call first): its tool's deadline counts from then.
     pub fn submit_at(&self, invocation: Invocation, arrived: Instant) {
-        let _ = self.tx.send(Cmd::Submit(Box::new(invocation), arrived));
+        self.submit_traced(invocation, arrived, None);
+    }
+
+    /// [`CallSession::submit_at`] for a function call whose request carried the caller's span
+    /// (`traceparent`): the invocation's span is its child.
+    pub fn submit_traced(
+        &self,
+        invocation: Invocation,
+        arrived: Instant,
+        parent: Option<TraceParent>,
+    ) {
+        let _ = self.tx.send(Cmd::Submit(
+            Box::new(invocation),
+            arrived,
+            parent.map(Box::new),
+        ));
     }
 
     /// The caller interrupted this response: apply the interruption policy to its tools.
@@ -445,6 +482,49 @@ struct Actor {
     restored: Vec<String>,
     /// See [`SessionSnapshot::newest_stored`].
     newest_stored: Option<Instant>,
+    /// The call's span (empty when traces are off).
+    call_span: CallSpan,
+    /// The spans of function calls between their arrival and their answer, by function call
+    /// id (empty when traces are off): each is ended, and removed, when its call is answered.
+    spans: HashMap<String, InvocationSpan>,
+}
+
+impl Actor {
+    /// Opens the span of a function call that arrived at `arrived` (nothing when traces are off).
+    fn open_span(&mut self, inv: &Invocation, parent: Option<&TraceParent>, arrived: Instant) {
+        let traces = self.deps.executor.traces();
+        if !traces.is_on() {
+            return;
+        }
+        let span = traces.invocation(
+            &self.call_span,
+            &self.deps.config.tenant_id,
+            inv,
+            &shown(&inv.name),
+            parent,
+            arrived,
+        );
+        self.spans.insert(inv.function_call_id.clone(), span);
+    }
+
+    /// The span of a function call about to run: the one opened at its arrival, else (a run
+    /// resumed from a checkpoint) one opened now.
+    fn run_span(&mut self, inv: &Invocation, started: Instant) -> InvocationSpan {
+        if !self.spans.contains_key(&inv.function_call_id) {
+            self.open_span(inv, None, started);
+        }
+        self.spans
+            .get(&inv.function_call_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Ends the span of an answered function call with what its record says.
+    fn close_span(&mut self, record: &InvocationRecord) {
+        if let Some(span) = self.spans.remove(&record.function_call_id) {
+            span.end(record, self.deps.config.tool_facts(&record.tool));
+        }
+    }
 }
 
 /// The secrets of every tool the call may use, and the user's tokens.

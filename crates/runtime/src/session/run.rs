@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use opentelemetry::context::FutureExt as _;
 use serde_json::json;
 use switchboard_core::{
     EffectRequest, ErrorCode, Outcome, SideEffect, Suspended, Tool, ToolError, ToolResult,
@@ -95,28 +96,33 @@ impl Actor {
         );
         let ctx = self.ctx.clone();
         let run_inv = inv.clone();
+        let run_cx = self.run_span(&inv, started).context_for_run(&self.redactor);
         let span = tracing::info_span!("invocation", function_call_id = %fc, tool = %tool.name());
-        let task = tokio::spawn(
-            async move {
-                // The semaphore is never closed, so acquiring only waits for a free slot.
-                let _permit = semaphore.acquire_owned().await;
-                match resume_from {
-                    // The deadline runs from the function call's arrival: its claim and its
-                    // wait for a slot are time the caller waits too.
-                    None => {
-                        executor
-                            .execute_from(started, &config, &ctx, &run_inv, &gate, &transfers)
-                            .await
-                    }
-                    Some((request, suspended)) => {
-                        executor
-                            .resume(&config, &run_inv, request, suspended, &gate, &transfers)
-                            .await
-                    }
+        let run = async move {
+            // The semaphore is never closed, so acquiring only waits for a free slot.
+            let _permit = semaphore.acquire_owned().await;
+            match resume_from {
+                // The deadline runs from the function call's arrival: its claim and its
+                // wait for a slot are time the caller waits too.
+                None => {
+                    executor
+                        .execute_from(started, &config, &ctx, &run_inv, &gate, &transfers)
+                        .await
+                }
+                Some((request, suspended)) => {
+                    executor
+                        .resume(&config, &run_inv, request, suspended, &gate, &transfers)
+                        .await
                 }
             }
-            .instrument(span),
-        );
+        }
+        .instrument(span);
+        // The invocation's span is the current OpenTelemetry context while the run's task runs,
+        // so its effects' spans are its children.
+        let task = match run_cx {
+            Some(cx) => tokio::spawn(run.with_context(cx)),
+            None => tokio::spawn(run),
+        };
         let abort = task.abort_handle();
         let tx = self.tx.clone();
         let id = fc.clone();

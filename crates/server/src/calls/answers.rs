@@ -110,13 +110,15 @@ fn result_from_delivery(
 }
 
 /// Hands a function call to a live call and waits for its answer; a function call id the call
-/// has answered before (here or on another node) gets the recorded answer.
+/// has answered before (here or on another node) gets the recorded answer. `parent`: the
+/// caller's span, which the invocation's span continues.
 pub(crate) async fn submit_and_wait(
     state: &AppState,
     live: &LiveCall,
     invocation: Invocation,
     via: Via,
     arrived: std::time::Instant,
+    parent: Option<switchboard_runtime::TraceParent>,
 ) -> ApiResult<InvocationResult> {
     let call_id = invocation.call_id.clone();
     if live.realtime && via == Via::Http {
@@ -143,7 +145,7 @@ pub(crate) async fn submit_and_wait(
             live.sink.forget(&fc);
             return Err(ApiError::conflict(format!("call `{call_id}` has ended")));
         }
-        None => live.session.submit_at(invocation, arrived),
+        None => live.session.submit_traced(invocation, arrived, parent),
     }
     let wait = Duration::from_secs_f64(state.config.limits.max_timeout_s + 10.0);
     match tokio::time::timeout(wait, rx).await {

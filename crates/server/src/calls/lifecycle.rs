@@ -85,6 +85,7 @@ pub(crate) async fn start_call(
     state: &AppState,
     tenant_id: &str,
     new: NewCall,
+    parent: Option<switchboard_runtime::TraceParent>,
 ) -> ApiResult<CallStarted> {
     let tenant = Tenant {
         id: tenant_id.to_owned(),
@@ -143,7 +144,7 @@ pub(crate) async fn start_call(
     let toolset = realtime_toolset(&config, &agent);
     let sink = Arc::new(HttpSink::default());
     let deps = deps(state, config, Arc::clone(&sink), FIRST_FENCE);
-    let session = CallSession::start_with_context(call, ctx, deps)
+    let session = CallSession::start_traced(call, ctx, deps, parent)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
     state.calls.insert(Arc::new(LiveCall {
@@ -184,6 +185,7 @@ pub(crate) async fn pinned_config(
     pinned: &Value,
 ) -> ApiResult<CallConfig> {
     let (mut config, fresh) = call_config(state, tenant).await?;
+    config.tool_versions = crate::toolset::tool_versions(pinned);
     // The guards the call started with (a call pinned before guards were pinned has none: it
     // keeps the agents' guards as they are now).
     if let Some(guards) = pinned.get("guards").and_then(Value::as_object) {

@@ -352,7 +352,11 @@ impl AgentServer {
     }
 
     /// The session's call: the one it has, the one the request names, or a new one.
-    async fn call_for(&self, caller: &McpCaller) -> Result<Arc<LiveCall>, McpError> {
+    async fn call_for(
+        &self,
+        caller: &McpCaller,
+        parent: Option<switchboard_runtime::TraceParent>,
+    ) -> Result<Arc<LiveCall>, McpError> {
         self.check_owner(caller)?;
         let mut slot = self.call.lock().await;
         if let Some(c) = slot.as_ref() {
@@ -381,6 +385,7 @@ impl AgentServer {
                         to: None,
                         user: caller.user.clone(),
                     },
+                    parent,
                 )
                 .await
                 .map_err(call_error)?;
@@ -530,7 +535,18 @@ impl ServerHandler for AgentServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let caller = caller(&context)?;
-        let live = self.call_for(&caller).await?;
+        // The caller's span: its HTTP headers', else its `_meta`'s (as the MCP SDKs send it).
+        let parent = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| crate::traces::parent_of(&p.headers))
+            .or_else(|| {
+                request
+                    .meta
+                    .as_ref()
+                    .and_then(|m| crate::traces::parent_of_meta(&m.0.0))
+            });
+        let live = self.call_for(&caller, parent.clone()).await?;
         let function_call_id = request
             .meta
             .as_ref()
@@ -558,7 +574,7 @@ impl ServerHandler for AgentServer {
         // holds those until their response is done).
         live.session.response_done(&function_call_id);
         let answer = tokio::select! {
-            answer = submit_and_wait(&self.state, &live, invocation, Via::Mcp, std::time::Instant::now()) => answer.map_err(call_error)?,
+            answer = submit_and_wait(&self.state, &live, invocation, Via::Mcp, std::time::Instant::now(), parent) => answer.map_err(call_error)?,
             () = context.ct.cancelled() => {
                 live.session.cancel_response(&function_call_id);
                 return Err(McpError::internal_error("cancelled by the client", None));

@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use switchboard_runtime::Invocation;
@@ -24,9 +24,11 @@ use crate::state::AppState;
 pub async fn create_call(
     State(state): State<AppState>,
     tenant: Tenant,
+    headers: HeaderMap,
     Body(new): Body<NewCall>,
 ) -> ApiResult<(StatusCode, Json<CallStarted>)> {
-    let started = start_call(&state, &tenant.id, new).await?;
+    let parent = crate::traces::parent_of(&headers);
+    let started = start_call(&state, &tenant.id, new, parent).await?;
     Ok((StatusCode::CREATED, Json(started)))
 }
 
@@ -65,9 +67,11 @@ pub async fn invoke(
     arrived: Option<axum::Extension<crate::deadlines::Arrived>>,
     tenant: Tenant,
     Path(call_id): Path<String>,
+    headers: HeaderMap,
     Body(new): Body<NewInvocation>,
 ) -> ApiResult<Json<InvocationResult>> {
     let arrived = arrived.map_or_else(std::time::Instant::now, |a| a.0.0);
+    let parent = crate::traces::parent_of(&headers);
     let call = model_call(new)?;
     let live = live(&state, &tenant.id, &call_id).await?;
     let invocation = Invocation {
@@ -78,7 +82,7 @@ pub async fn invoke(
         response_id: call.response_id,
         item_id: None,
     };
-    let mut answer = submit_and_wait(&state, &live, invocation, Via::Http, arrived).await?;
+    let mut answer = submit_and_wait(&state, &live, invocation, Via::Http, arrived, parent).await?;
     if let Some(format) = call.answer_as {
         answer.item = Some(super::items::answer_item(
             format,
