@@ -6,7 +6,14 @@
 //! its output received (`conversation.item.create` / `response.item.create`). With `--api http`
 //! it starts N calls with `POST /v1/calls` and times each `POST /v1/calls/{id}/invocations`.
 //! The tool (`--tool`) answers without I/O, writes the call's context, or calls an upstream the
-//! bench serves on loopback.
+//! bench serves on loopback (answering after `--upstream-delay-ms`).
+//!
+//! Each tool call also has its dead air timed: the silence a caller would hear from the
+//! model's function call to the first thing said (a filler's `response.create`, GPT-Live's
+//! commentary, or the answer's continuation; on the HTTP door the answer), and the longest
+//! silence after it until the answer's continuation (a filler's speech ends, the next thing is
+//! heard). The simulated model speaks each filler for `--speak-ms`, so an answer ready
+//! mid-filler shows whether it waits for the filler's end.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -69,6 +76,29 @@ pub struct CallsArgs {
     /// The tool each call calls.
     #[arg(long, value_enum, default_value_t = BenchTool::Echo)]
     tool: BenchTool,
+    /// How long the loopback upstream of `--tool api` takes to answer (milliseconds).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    upstream_delay_ms: u64,
+    /// How long the simulated model speaks each filler it is asked for (milliseconds), unless
+    /// it is cancelled first (Realtime).
+    #[arg(long, default_value_t = 2500, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    speak_ms: u64,
+    /// Gives the tool `messages.delayed` said after this many milliseconds (none: the tool
+    /// has no filler of its own).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    filler_after_ms: Option<u64>,
+}
+
+/// One timed tool call.
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    /// From the function call sent to its output received.
+    overhead: Duration,
+    /// From the function call to the first thing the caller hears.
+    dead_air: Duration,
+    /// The longest silence after that until the answer's continuation (zero when the answer
+    /// was the first thing heard).
+    later_silence: Duration,
 }
 
 /// `--api`: which OpenAI API the simulated calls use.
@@ -111,8 +141,18 @@ impl BenchTool {
         json!({ "text": format!("hello {n}") })
     }
 
-    /// The tool's definition; `upstream` is the bench's loopback server.
-    fn definition(self, upstream: &str) -> Value {
+    /// The tool's definition; `upstream` is the bench's loopback server, `filler_after_ms`
+    /// when it has a `messages.delayed`.
+    fn definition(self, upstream: &str, filler_after_ms: Option<u64>) -> Value {
+        let mut tool = self.bare_definition(upstream);
+        if let Some(after) = filler_after_ms {
+            tool["messages"] = json!({"delayed": "One moment, I'm looking that up.",
+                "delayed_after_ms": after});
+        }
+        tool
+    }
+
+    fn bare_definition(self, upstream: &str) -> Value {
         let params = json!([{"name": "text", "type": "string", "required": true}]);
         match self {
             BenchTool::Echo => json!({"name": "echo", "description": "Repeat the text.",
@@ -145,43 +185,35 @@ enum Line {
 
 impl Line {
     /// One tool call and its answer; the time from the call sent to its output received.
-    async fn tool_call(&mut self, tool: BenchTool, n: u64) -> Option<Duration> {
+    async fn tool_call(&mut self, tool: BenchTool, n: u64, speak: Duration) -> Option<Turn> {
         let args = tool.arguments(n);
         match self {
-            Line::Realtime(m) => {
-                let fc = format!("call_{n}");
-                let r = m.start_response().await;
-                let t0 = Instant::now();
-                m.function_call(&r, &fc, tool.name(), &args.to_string())
-                    .await;
-                m.finish_response(&r, "completed").await;
-                let elapsed = wait_output(m, &fc, t0).await?;
-                // The answer's response.create starts a response: the model says its piece.
-                if m.recv_type("response.create", Duration::from_secs(10))
-                    .await
-                    .is_some()
-                    && let Some(active) = m.active_response()
-                {
-                    m.finish_response(&active, "completed").await;
-                }
-                Some(elapsed)
-            }
+            Line::Realtime(m) => realtime_turn(m, tool, n, speak).await,
             Line::Live(b) => {
                 let t0 = Instant::now();
                 let ids = b.call_tools(&[(tool.name(), args)]);
                 let id = ids.first()?.clone();
-                let mut elapsed = None;
-                // The output, then the one continuation.
-                while let Some(ev) = b.recv(Duration::from_secs(10)).await {
+                let mut overhead = None;
+                let mut heard = Heard::new(t0);
+                // The output, then the one continuation; commentary is heard as it comes (the
+                // voice model speaks it without turns of its own).
+                while let Some(ev) = b.recv(Duration::from_secs(30)).await {
                     match ev["type"].as_str() {
-                        Some("response.item.create") if ev["item"]["call_id"] == id.as_str() => {
-                            elapsed = Some(t0.elapsed());
+                        Some("session.commentary.append") if overhead.is_none() => {
+                            heard.said(Instant::now());
+                            heard.quiet(Instant::now() + speak);
                         }
-                        Some("response.create") if elapsed.is_some() => break,
+                        Some("response.item.create") if ev["item"]["call_id"] == id.as_str() => {
+                            overhead = Some(t0.elapsed());
+                        }
+                        Some("response.create") if overhead.is_some() => {
+                            heard.said(Instant::now());
+                            break;
+                        }
                         _ => {}
                     }
                 }
-                elapsed
+                heard.turn(overhead?)
             }
             Line::Http { http, url, key } => {
                 let body = json!({"function_call_id": format!("fc_{n}"), "name": tool.name(),
@@ -197,8 +229,13 @@ impl Line {
                 let resp = resp.ok()?;
                 let status = resp.status();
                 let answer: Value = resp.json().await.ok()?;
-                // An error answer (a failed tool) counts as an error, not a sample.
-                (status.is_success() && answer["ok"] == true).then_some(elapsed)
+                // An error answer (a failed tool) counts as an error, not a sample. The answer
+                // is the first thing heard: this door has no fillers of its own.
+                (status.is_success() && answer["ok"] == true).then_some(Turn {
+                    overhead: elapsed,
+                    dead_air: elapsed,
+                    later_silence: Duration::ZERO,
+                })
             }
         }
     }
@@ -247,7 +284,9 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let http = reqwest::Client::new();
     let tenant = format!("bench-{}", fastrand::u32(..));
     let upstream = match args.tool {
-        BenchTool::Api => Some(Upstream::start().await?),
+        BenchTool::Api => {
+            Some(Upstream::start(Duration::from_millis(args.upstream_delay_ms)).await?)
+        }
         _ => None,
     };
     let upstream_url = upstream.as_ref().map(|u| u.url.clone()).unwrap_or_default();
@@ -342,6 +381,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let cpu_before = (pid.and_then(cpu_time), cpu_time(std::process::id()));
 
     let samples = Arc::new(Mutex::new(Vec::<u32>::new()));
+    let dead = Arc::new(Mutex::new((Vec::<u32>::new(), Vec::<u32>::new())));
     let slow = Arc::new(Mutex::new(Vec::<u32>::new()));
     let errors = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
@@ -354,6 +394,8 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let mut calls = tokio::task::JoinSet::new();
     for mut m in models {
         let samples = Arc::clone(&samples);
+        let dead = Arc::clone(&dead);
+        let speak = Duration::from_millis(args.speak_ms);
         let slow = Arc::clone(&slow);
         let errors = Arc::clone(&errors);
         let done = Arc::clone(&done);
@@ -361,6 +403,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         let tool = args.tool;
         calls.spawn(async move {
             let mut local = Vec::new();
+            let (mut dead_air, mut later) = (Vec::new(), Vec::new());
             let mut slow_at = Vec::new();
             // Spread the calls' first tool calls over one think time.
             if think > 0 {
@@ -369,9 +412,12 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
             let mut n = 0u64;
             while Instant::now() < until {
                 n += 1;
-                match m.tool_call(tool, n).await {
-                    Some(elapsed) => {
+                match m.tool_call(tool, n, speak).await {
+                    Some(turn) => {
+                        let elapsed = turn.overhead;
                         local.push(micros(elapsed));
+                        dead_air.push(micros(turn.dead_air));
+                        later.push(micros(turn.later_silence));
                         if elapsed > SLOW {
                             slow_at.push(micros(started.elapsed()) / 1000);
                         }
@@ -388,6 +434,11 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
                 }
             }
             samples.lock().await.extend(local);
+            {
+                let mut d = dead.lock().await;
+                d.0.extend(dead_air);
+                d.1.extend(later);
+            }
             slow.lock().await.extend(slow_at);
         });
     }
@@ -416,6 +467,13 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
     let mut s = std::mem::take(&mut *samples.lock().await);
     s.sort_unstable();
     let pct = |p: f64| percentile_ms(&s, p);
+    let (mut dead_air, mut later) = std::mem::take(&mut *dead.lock().await);
+    dead_air.sort_unstable();
+    later.sort_unstable();
+    let spread = |v: &[u32]| {
+        json!({"p50": percentile_ms(v, 0.50), "p95": percentile_ms(v, 0.95),
+            "p99": percentile_ms(v, 0.99), "max": percentile_ms(v, 1.0)})
+    };
     let mut acks = acks
         .lock()
         .map(|mut a| std::mem::take(&mut *a))
@@ -445,6 +503,11 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         "errors": errors.load(Ordering::Relaxed),
         "throughput_per_s": s.len() as f64 / wall.as_secs_f64(),
         "overhead_ms": {"p50": pct(0.50), "p90": pct(0.90), "p99": pct(0.99), "max": pct(1.0)},
+        "upstream_delay_ms": args.upstream_delay_ms,
+        "speak_ms": args.speak_ms,
+        "filler_after_ms": args.filler_after_ms,
+        "dead_air_ms": spread(&dead_air),
+        "later_silence_ms": spread(&later),
         "server_rss_kib": {"before_calls": rss_before, "with_calls": rss_live},
         "memory_per_call_kib": per_call_kib,
         "rang_in_s": rang_in.as_secs_f64(),
@@ -481,6 +544,18 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         pct(0.99),
         pct(1.0)
     );
+    for (label, v) in [
+        ("dead air (ms)     ", &dead_air),
+        ("later silence (ms)", &later),
+    ] {
+        crate::say!(
+            "{label} p50 {:.0}  p95 {:.0}  p99 {:.0}  max {:.0}",
+            percentile_ms(v, 0.50),
+            percentile_ms(v, 0.95),
+            percentile_ms(v, 0.99),
+            percentile_ms(v, 1.0)
+        );
+    }
     if let Some(t) = &tenths {
         crate::say!(
             "over 5 ms          {} tool calls, in {} tenths of a second; the worst tenth {} (at {:.1} s)",
@@ -579,14 +654,106 @@ async fn pause(think: Duration, until: Instant) {
     tokio::time::sleep_until(due.min(until).into()).await;
 }
 
-/// Waits for the output of `fc`; the time since `function_call_arguments.done` was sent.
-async fn wait_output(m: &mut ModelHandle, fc: &str, t0: Instant) -> Option<Duration> {
+/// What a caller hears during one tool call: when it first heard something, and the longest
+/// silence after that.
+struct Heard {
+    t0: Instant,
+    first: Option<Instant>,
+    /// Silent since (a filler's speech ended or was cut), if silent now.
+    quiet_since: Option<Instant>,
+    longest: Duration,
+}
+
+impl Heard {
+    fn new(t0: Instant) -> Heard {
+        Heard {
+            t0,
+            first: None,
+            quiet_since: None,
+            longest: Duration::ZERO,
+        }
+    }
+
+    /// Something is heard at `at`.
+    fn said(&mut self, at: Instant) {
+        if self.first.is_none() {
+            self.first = Some(at);
+        }
+        if let Some(q) = self.quiet_since.take() {
+            self.longest = self.longest.max(at.saturating_duration_since(q));
+        }
+    }
+
+    /// The speech heard ends at `at`: silence from then on.
+    fn quiet(&mut self, at: Instant) {
+        self.quiet_since = Some(at);
+    }
+
+    fn turn(&self, overhead: Duration) -> Option<Turn> {
+        Some(Turn {
+            overhead,
+            dead_air: self.first?.saturating_duration_since(self.t0),
+            later_silence: self.longest,
+        })
+    }
+}
+
+/// One Realtime tool call played as the model would: the function call, each filler spoken for
+/// `speak` (or until cancelled), then the answer's continuation.
+async fn realtime_turn(
+    m: &mut ModelHandle,
+    tool: BenchTool,
+    n: u64,
+    speak: Duration,
+) -> Option<Turn> {
+    let fc = format!("call_{n}");
+    let args = tool.arguments(n);
+    let r = m.start_response().await;
+    let t0 = Instant::now();
+    m.function_call(&r, &fc, tool.name(), &args.to_string())
+        .await;
+    m.finish_response(&r, "completed").await;
+    let deadline = t0 + Duration::from_secs(30);
+    let mut heard = Heard::new(t0);
+    let mut overhead = None;
+    // The filler being spoken and when its speech ends.
+    let mut speaking: Option<(String, Instant)> = None;
     loop {
-        let ev = m
-            .recv_type("conversation.item.create", Duration::from_secs(10))
-            .await?;
-        if ev["item"]["call_id"] == fc {
-            return Some(t0.elapsed());
+        let until = speaking
+            .as_ref()
+            .map_or(deadline, |(_, end)| *end)
+            .min(deadline);
+        let wait = until.saturating_duration_since(Instant::now());
+        let ev = match m.recv(wait).await {
+            Some(ev) => ev,
+            None => {
+                let (response, end) = speaking.take()?;
+                m.finish_response(&response, "completed").await;
+                heard.quiet(end);
+                continue;
+            }
+        };
+        match ev["type"].as_str() {
+            Some("conversation.item.create") if ev["item"]["call_id"] == fc.as_str() => {
+                overhead = Some(t0.elapsed());
+            }
+            // The simulator ended the filler as cancelled: it stops being heard now.
+            Some("response.cancel") if speaking.take().is_some() => heard.quiet(Instant::now()),
+            Some("response.create") => {
+                let now = Instant::now();
+                heard.said(now);
+                let Some(active) = m.active_response() else {
+                    continue;
+                };
+                if ev.get("response").is_some() {
+                    speaking = Some((active, now + speak));
+                } else {
+                    // The answer's continuation: the model says its piece.
+                    m.finish_response(&active, "completed").await;
+                    return heard.turn(overhead?);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -637,7 +804,7 @@ async fn setup(
         .as_str()
         .ok_or("the new tenant key is missing")?
         .to_owned();
-    let tool = args.tool.definition(upstream);
+    let tool = args.tool.definition(upstream, args.filler_after_ms);
     call(Method::POST, "/v1/tools".into(), key.clone(), tool).await?;
     call(
         Method::PUT,
@@ -698,21 +865,25 @@ async fn start_http_call(
     })
 }
 
-/// The upstream of `--tool api`: answers every POST on loopback with a small JSON body.
+/// The upstream of `--tool api`: answers every POST on loopback with a small JSON body, after
+/// `--upstream-delay-ms`.
 struct Upstream {
     url: String,
     server: tokio::task::JoinHandle<()>,
 }
 
 impl Upstream {
-    async fn start() -> Result<Upstream, String> {
+    async fn start(delay: Duration) -> Result<Upstream, String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| format!("cannot listen for the bench's upstream: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let app = axum::Router::new().route(
             "/lookup",
-            axum::routing::post(|| async { axum::Json(json!({"found": true})) }),
+            axum::routing::post(move || async move {
+                tokio::time::sleep(delay).await;
+                axum::Json(json!({"found": true}))
+            }),
         );
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app.into_make_service()).await;

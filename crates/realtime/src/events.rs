@@ -115,6 +115,12 @@ pub fn response_create() -> String {
     r#"{"type":"response.create"}"#.to_owned()
 }
 
+/// Cuts our response `id` short (a filler an answer is waiting behind); the API ends it with
+/// `response.done` `cancelled`, or answers `response_cancel_not_active` if it already ended.
+pub fn response_cancel(id: &str) -> String {
+    json!({"type": "response.cancel", "response_id": id}).to_string()
+}
+
 /// A response that only says `text` (a slow tool's filler, or the goodbye): no tools.
 pub fn say(text: &str) -> String {
     json!({"type": "response.create", "response": {

@@ -54,6 +54,10 @@ impl ToolEntry {
     }
 }
 
+/// An agent's turn budget when it sets none: past about 700 ms of silence callers ask
+/// whether anyone is there.
+pub const DEFAULT_TURN_BUDGET_MS: u64 = 700;
+
 /// Everything a call's tools may use, pinned when the call starts: later changes to tools or
 /// config reach the next call, not this one.
 #[derive(Debug, Clone, Default)]
@@ -66,6 +70,8 @@ pub struct CallConfig {
     pub signing_secret: Option<SecretString>,
     /// Each agent's runaway guards where it overrides the defaults.
     pub guards: HashMap<String, Guards>,
+    /// Each agent's turn budget (`turn_budget_ms`) where it overrides the default.
+    pub turn_budgets: HashMap<String, u64>,
     /// Outcomes of `read` tools' effects kept for identical requests (`cache_ttl_s`).
     pub read_cache: Arc<ReadCache>,
     /// Each agent's stored tools' versions as pinned (for spans; built-in and MCP tools have
@@ -91,6 +97,17 @@ impl CallConfig {
                 .copied();
             Some((version, entry.tool.side_effect().as_str()))
         })
+    }
+
+    /// The longest silence an agent's caller should hear while a tool runs: its own
+    /// `turn_budget_ms`, else [`DEFAULT_TURN_BUDGET_MS`].
+    pub fn turn_budget(&self, agent: &str) -> std::time::Duration {
+        let ms = self
+            .turn_budgets
+            .get(agent)
+            .copied()
+            .unwrap_or(DEFAULT_TURN_BUDGET_MS);
+        std::time::Duration::from_millis(ms)
     }
 
     /// The tools of one agent.

@@ -247,6 +247,9 @@ pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfi
                 a.name.clone(),
                 tools.into_iter().map(|(n, (_, e))| (n, e)).collect(),
             );
+            if let Some(ms) = a.turn_budget_ms {
+                config.turn_budgets.insert(a.name.clone(), u64::from(ms));
+            }
             if let Some(g) = a.guards {
                 config.guards.insert(a.name.clone(), g);
                 guards.insert(a.name.clone(), json!(g));

@@ -35,6 +35,10 @@ pub struct AgentDef {
     /// Its runaway guards, where it overrides the defaults (checked by `Guards::parse`).
     #[serde(default)]
     pub guards: Option<Guards>,
+    /// The longest silence its caller should hear while a tool runs, in milliseconds, where
+    /// it overrides the default (checked when saved).
+    #[serde(default)]
+    pub turn_budget_ms: Option<u32>,
     /// The tools it may call, in the order they are offered to the model.
     #[serde(default)]
     pub tools: Vec<AgentToolDef>,
@@ -192,6 +196,8 @@ pub struct Agent {
     pub live: Option<LiveSettings>,
     /// Its runaway guards, if it overrides the defaults.
     pub guards: Option<Guards>,
+    /// Its turn budget in milliseconds, if it overrides the default.
+    pub turn_budget_ms: Option<u32>,
     /// Its tools, in order.
     pub tools: Vec<AgentTool>,
     /// The agents it may hand off to.
@@ -258,6 +264,7 @@ type AgentRow = (
     String,
     String,
     Option<String>,
+    Option<i64>,
 );
 type AgentToolRow = (
     String,
@@ -329,8 +336,19 @@ fn check_def(def: &AgentDef) -> Result<(), StoreError> {
 }
 
 fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, StoreError> {
-    let (name, instructions, model, voice, live, handoffs, default, created_at, updated_at, guards) =
-        row;
+    let (
+        name,
+        instructions,
+        model,
+        voice,
+        live,
+        handoffs,
+        default,
+        created_at,
+        updated_at,
+        guards,
+        turn_budget_ms,
+    ) = row;
     let live = match live {
         Some(text) => Some(parse_json("agent live settings", &text)?),
         None => None,
@@ -359,6 +377,7 @@ fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, Sto
         voice,
         live,
         guards,
+        turn_budget_ms: turn_budget_ms.and_then(|ms| u32::try_from(ms).ok()),
         tools,
         default,
         created_at,
@@ -406,10 +425,11 @@ impl Store {
                     .await?;
                 }
                 let created_at: String = sqlx::query_scalar(
-                    "INSERT INTO agents (tenant_id, name, instructions, model, voice, handoffs, is_default, created_at, updated_at, live, guards) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10) \
+                    "INSERT INTO agents (tenant_id, name, instructions, model, voice, handoffs, is_default, created_at, updated_at, live, guards, turn_budget_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11) \
                      ON CONFLICT (tenant_id, name) DO UPDATE SET \
                      instructions = excluded.instructions, model = excluded.model, voice = excluded.voice, live = excluded.live, guards = excluded.guards, \
+                     turn_budget_ms = excluded.turn_budget_ms, \
                      handoffs = excluded.handoffs, is_default = excluded.is_default, updated_at = excluded.updated_at \
                      RETURNING created_at",
                 )
@@ -423,6 +443,7 @@ impl Store {
                 .bind(&at)
                 .bind(live.as_deref())
                 .bind(guards.as_deref())
+                .bind(def.turn_budget_ms.map(i64::from))
                 .fetch_one(&mut *tx)
                 .await?;
                 let stored: Vec<(String, Option<Vec<u8>>)> = sqlx::query_as(
@@ -485,6 +506,7 @@ impl Store {
             voice: def.voice.clone(),
             live: def.live.clone(),
             guards: def.guards,
+            turn_budget_ms: def.turn_budget_ms,
             tools: def
                 .tools
                 .iter()
@@ -517,7 +539,7 @@ impl Store {
         let (row, tools) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let row: Option<AgentRow> = sqlx::query_as(
-                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards \
+                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards, turn_budget_ms \
                  FROM agents WHERE tenant_id = $1 AND name = $2",
             )
             .bind(tenant_id)
@@ -607,7 +629,7 @@ impl Store {
         let (rows, tools) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let rows: Vec<AgentRow> = sqlx::query_as(
-                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards \
+                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards, turn_budget_ms \
                  FROM agents WHERE tenant_id = $1 AND ($2 IS NULL OR name > $2) ORDER BY name LIMIT $3",
             )
             .bind(tenant_id)

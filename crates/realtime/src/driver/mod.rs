@@ -6,9 +6,13 @@
 //! response once all of that response's calls are answered and the response itself is done
 //! (sending it earlier would collide with the active response). Filler speech for slow tools and
 //! the goodbye before a hang-up wait for the model to be idle too, so nothing is said twice and
-//! nothing is lost. A socket closed with any code but 1000 is re-attached like a dropped one;
+//! nothing is lost. A filler never holds an answer back: when a tool's answer is ready while
+//! our filler is being said, the filler response is cancelled (`response.cancel`) and the
+//! continuation follows at once. A slow tool gets a new filler each time the caller has heard
+//! nothing for the agent's turn budget, worded anew each time (see [`fillers`]). A socket closed with any code but 1000 is re-attached like a dropped one;
 //! a normal close (1000) is the end of the call.
 
+mod fillers;
 mod responses;
 
 use std::collections::{HashMap, VecDeque};
@@ -22,6 +26,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use crate::events::{self, AgentProfile, ServerEvent};
 use crate::line::{self, CallEnd, Line, LineDriver, Step, owed_continuation};
 use crate::recent::RecentIds;
+use fillers::{Filler, MAX_FILLERS};
 use responses::{Responses, Settled};
 
 /// What our last `response.create` was for, to recover when the API refuses it.
@@ -52,7 +57,13 @@ pub(crate) struct Driver {
     requested: Option<Asked>,
     /// A `response.create` is owed for answered calls, to send when the model is idle.
     owe_response: bool,
+    /// Filler speech to ask for once the model is idle: the function call it covers and its
+    /// `response.create`.
     speech: VecDeque<(String, String)>,
+    /// Our filler response, asked for or being said.
+    filler: Option<Filler>,
+    /// Fillers said so far for each running function call.
+    fillers_said: HashMap<String, u32>,
     responses: Responses,
     started: RecentIds,
     answered: RecentIds,
@@ -84,6 +95,8 @@ impl Driver {
             requested: None,
             owe_response: false,
             speech: VecDeque::new(),
+            filler: None,
+            fillers_said: HashMap::new(),
             responses: Responses::default(),
             started: RecentIds::default(),
             answered: RecentIds::default(),
@@ -136,6 +149,12 @@ impl Driver {
                     {
                         g.response = Some(r.id.clone());
                     }
+                    if self.requested == Some(Asked::Speech)
+                        && let Some(f) = &mut self.filler
+                        && f.response.is_none()
+                    {
+                        f.response = Some(r.id.clone());
+                    }
                     self.responses.created(&r.id);
                     self.active = Some(r.id);
                 }
@@ -186,6 +205,9 @@ impl Driver {
                         {
                             g.asked = false;
                         }
+                        if self.requested == Some(Asked::Speech) {
+                            self.filler = None;
+                        }
                         self.requested = None;
                         tracing::debug!(name: "realtime_response_already_active", "realtime_response_already_active");
                     }
@@ -220,7 +242,7 @@ impl Driver {
         if let Ok(entry) = config.resolve(&self.agent, &name) {
             let m = entry.tool.messages();
             if let Some(start) = &m.start {
-                self.speech.push_back((call.clone(), start.clone()));
+                self.speech.push_back((call.clone(), events::say(start)));
             }
             if let Some(text) = &m.delayed {
                 self.delayed.insert(call.clone(), text.clone());
@@ -265,8 +287,29 @@ impl Driver {
             // The goodbye has been said (or cut off by the caller): hang up now.
             self.hangup_due = true;
         }
+        if let Some(f) = self
+            .filler
+            .take_if(|f| f.response.as_deref() == Some(r.id.as_str()))
+        {
+            self.filler_done(f, cancelled);
+        }
         let settled = self.responses.done(&r.id, cancelled);
         self.settled(settled);
+    }
+
+    /// Our filler ended. Said to the end while its tool still runs, the next one is due once
+    /// the caller has heard nothing for the turn budget; cut off (by us for the answer, or by
+    /// the caller speaking), it is not followed by another.
+    fn filler_done(&mut self, f: Filler, cancelled: bool) {
+        if cancelled
+            || self.answered.contains(&f.call)
+            || self.fillers_said.get(&f.call).copied().unwrap_or(0) >= MAX_FILLERS
+            || !self.timers.contains_key(&f.call)
+        {
+            return;
+        }
+        let budget = self.session.config().turn_budget(&self.agent);
+        self.line.delayed_after(f.call, budget);
     }
 
     /// Owes a `response.create` for a response done with all its calls answered, unless the
@@ -296,6 +339,8 @@ impl Driver {
         if !self.answered.insert(&call) {
             return;
         }
+        self.fillers_said.remove(&call);
+        self.delayed.remove(&call);
         if let Some(t0) = self.timers.remove(&call) {
             metrics::histogram!("switchboard_realtime_tool_seconds")
                 .record(t0.elapsed().as_secs_f64());
@@ -322,7 +367,19 @@ impl Driver {
 
     /// Sends what waits for an idle model: the goodbye, then answers, then filler speech.
     fn pump(&mut self) {
-        if self.active.is_some() || self.requested.is_some() {
+        if let Some(active) = self.active.clone() {
+            // An answer (or the goodbye) waits behind our filler: cut the filler short.
+            if (self.owe_response || self.goodbye.is_some())
+                && let Some(f) = &mut self.filler
+                && f.response.as_deref() == Some(active.as_str())
+                && !f.cancel_sent
+            {
+                f.cancel_sent = true;
+                self.send(events::response_cancel(&active));
+            }
+            return;
+        }
+        if self.requested.is_some() {
             return;
         }
         if let Some(g) = &mut self.goodbye {
@@ -346,12 +403,13 @@ impl Driver {
             self.send(events::response_create());
             return;
         }
-        while let Some((call, text)) = self.speech.pop_front() {
+        while let Some((call, event)) = self.speech.pop_front() {
             if self.answered.contains(&call) {
                 continue;
             }
             self.requested = Some(Asked::Speech);
-            self.send(events::say(&text));
+            self.filler = Some(Filler::asked(call));
+            self.send(event);
             return;
         }
     }
@@ -391,11 +449,25 @@ impl LineDriver for Driver {
     }
 
     fn on_delayed(&mut self, function_call_id: String) {
-        if let Some(text) = self.delayed.remove(&function_call_id)
-            && !self.answered.contains(&function_call_id)
+        if self.answered.contains(&function_call_id) || !self.timers.contains_key(&function_call_id)
         {
-            self.speech.push_back((function_call_id, text));
+            return;
         }
+        let said = self
+            .fillers_said
+            .entry(function_call_id.clone())
+            .or_insert(0);
+        if *said >= MAX_FILLERS {
+            return;
+        }
+        // The tool's own delayed message first; later ones ask for new words.
+        let event = match self.delayed.remove(&function_call_id) {
+            Some(text) if *said == 0 => events::say(&text),
+            _ if *said == 0 => return,
+            _ => fillers::still_working(*said),
+        };
+        *said += 1;
+        self.speech.push_back((function_call_id, event));
     }
 
     fn on_transferred(&mut self) {

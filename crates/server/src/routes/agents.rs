@@ -40,6 +40,10 @@ pub struct AgentBody {
     /// call past one is answered `loop_detected`, nothing run.
     #[schema(value_type = Option<guards_schema::Guards>)]
     pub guards: Option<Value>,
+    /// The longest silence the caller should hear while a tool runs, in milliseconds (200 to
+    /// 5,000; default 700): a slow tool gets a new filler each time this much silence passes.
+    #[schema(value_type = Option<u32>, minimum = 200, maximum = 5000)]
+    pub turn_budget_ms: Option<Value>,
     #[serde(default)]
     pub tools: Vec<AgentToolBody>,
     /// Agents this one may hand the call to.
@@ -70,6 +74,11 @@ pub struct AgentToolBody {
     #[schema(min_items = 1)]
     pub actions: Option<Vec<String>>,
 }
+
+/// The shortest and longest `turn_budget_ms` an agent may set: under 200 ms a filler would start
+/// over the model's own first words; past 5 s the caller has long hung up.
+const MIN_TURN_BUDGET_MS: u32 = 200;
+const MAX_TURN_BUDGET_MS: u32 = 5_000;
 
 /// The OpenAPI shape of an agent's `guards` (checked by core's `Guards::parse`, which names
 /// each problem's JSON Pointer).
@@ -125,6 +134,9 @@ pub struct AgentView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<guards_schema::Guards>)]
     pub guards: Option<switchboard_core::guards::Guards>,
+    /// The agent's turn budget in milliseconds; absent when it keeps the default (700).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_budget_ms: Option<u32>,
     pub tools: Vec<AgentToolView>,
     pub handoffs: Vec<String>,
     pub default: bool,
@@ -154,6 +166,7 @@ impl From<switchboard_store::Agent> for AgentView {
             voice: a.voice,
             live: a.live,
             guards: a.guards,
+            turn_budget_ms: a.turn_budget_ms,
             tools: a
                 .tools
                 .into_iter()
@@ -223,6 +236,23 @@ pub async fn put_agent(
             Ok(g) => Some(g),
             Err(p) => {
                 problems.extend(p);
+                None
+            }
+        },
+    };
+    let turn_budget_ms = match body.turn_budget_ms.as_ref().filter(|v| !v.is_null()) {
+        None => None,
+        Some(v) => match v.as_u64().and_then(|ms| u32::try_from(ms).ok()) {
+            Some(ms) if (MIN_TURN_BUDGET_MS..=MAX_TURN_BUDGET_MS).contains(&ms) => Some(ms),
+            _ => {
+                problems.push(switchboard_core::diag::Diagnostic {
+                    pointer: "/turn_budget_ms".into(),
+                    message: format!(
+                        "`turn_budget_ms` must be a whole number of milliseconds from \
+                         {MIN_TURN_BUDGET_MS} to {MAX_TURN_BUDGET_MS}, not {v}"
+                    ),
+                    fix: Some("write e.g. 700, or leave it out for the default (700 ms)".into()),
+                });
                 None
             }
         },
@@ -324,6 +354,7 @@ pub async fn put_agent(
         voice: body.voice,
         live: body.live,
         guards,
+        turn_budget_ms,
         tools: body
             .tools
             .into_iter()

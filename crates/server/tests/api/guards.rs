@@ -125,3 +125,52 @@ fn the_openapi_document_lists_every_error_code() {
         );
     }
 }
+
+both_backends!(an_agents_turn_budget_is_checked_at_save_and_kept, |app| {
+    let key = acme(&app, "acme").await;
+    for bad in [
+        json!(0),
+        json!(199),
+        json!(5001),
+        json!(700.5),
+        json!("700"),
+        json!(-1),
+    ] {
+        let body = json!({"tools": [{"tool": "save_meal"}], "turn_budget_ms": bad});
+        let (s, answer) = app.put("/v1/agents/assistant", &key, body).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {answer}");
+        assert_eq!(answer["error"]["code"], "invalid_agent");
+        let details = answer["error"]["details"].as_array().unwrap();
+        assert_eq!(details.len(), 1, "{answer}");
+        assert_eq!(details[0]["pointer"], "/turn_budget_ms", "{answer}");
+        assert!(
+            details[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("200 to 5000"),
+            "{answer}"
+        );
+    }
+    let (s, body) = app
+        .put(
+            "/v1/agents/assistant",
+            &key,
+            json!({"tools": [{"tool": "save_meal"}], "turn_budget_ms": 500}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["turn_budget_ms"], 500);
+    let (s, body) = app.get("/v1/agents/assistant", &key).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["turn_budget_ms"], 500, "kept across a read");
+    // Left out: the default, not shown.
+    let (s, body) = app
+        .put(
+            "/v1/agents/assistant",
+            &key,
+            json!({"tools": [{"tool": "save_meal"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert!(body.get("turn_budget_ms").is_none(), "{body}");
+});

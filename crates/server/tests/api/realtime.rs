@@ -21,6 +21,13 @@ async fn phone(backend: Backend) -> Phone {
                 .set_body_json(json!({"status": "shipped"}))
                 .set_delay(Duration::from_millis(600)),
         ),
+        Mock::given(method("GET"))
+            .and(path("/slower"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"status": "clean"}))
+                    .set_delay(Duration::from_millis(2600)),
+            ),
         Mock::given(method("POST"))
             .and(path("/orders"))
             .respond_with(
@@ -46,6 +53,7 @@ async fn phone(backend: Backend) -> Phone {
         "to_billing",
         "hang_up",
         "transfer_and_note",
+        "audit",
     ]
     .iter()
     .map(|t| json!({"tool": t}))
@@ -66,6 +74,10 @@ fn tools(u: &str) -> Vec<Value> {
                "parameters": [{"name": "order", "type": "string", "required": true}],
                "messages": {"delayed": "Still checking, one moment.", "delayed_after_ms": 200},
                "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slow")}],
+               "on_success": [{"type": "respond", "message": "It is {{response.body.status}}."}]}),
+        json!({"name": "audit", "description": "Audit the account.",
+               "messages": {"delayed": "One moment, still on it.", "delayed_after_ms": 100},
+               "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slower")}],
                "on_success": [{"type": "respond", "message": "It is {{response.body.status}}."}]}),
         json!({"name": "place_order", "description": "Place an order.",
                "parameters": [{"name": "item", "type": "string", "required": true}],
@@ -673,7 +685,7 @@ async fn a_dropped_socket_is_reattached_and_the_output_delivered() {
 }
 
 #[tokio::test]
-async fn a_slow_tool_gets_its_delayed_message_said_once() {
+async fn an_answer_ready_during_a_filler_cuts_it_and_the_continuation_follows_at_once() {
     let phone = phone(Backend::Sqlite).await;
     let mut m = phone.ring_realtime("rtc_slow").await;
     ask(&mut m, "call_s", "track_order", json!({"order": "A-1"})).await;
@@ -686,18 +698,117 @@ async fn a_slow_tool_gets_its_delayed_message_said_once() {
         "{filler}"
     );
     assert_eq!(filler["response"]["tool_choice"], "none");
-    // The filler is being said when the result arrives: its response.create waits for it.
+    let said = m.active_response().expect("the filler is being said");
+    // The filler is still being said when the result arrives: it is cut, not waited for.
     let out = output(&mut m, "call_s").await;
     assert_eq!(out["ok"], true);
-    no_response_create(&mut m).await;
-    let r = m.active_response().expect("filler response");
-    m.finish_response(&r, "completed").await;
+    let answered = std::time::Instant::now();
+    let cancel = m
+        .recv_type("response.cancel", WAIT)
+        .await
+        .expect("the filler is cancelled");
+    assert_eq!(cancel["response_id"], said.as_str(), "{cancel}");
     let next = m
         .recv_type("response.create", WAIT)
         .await
         .expect("answer response");
     assert!(next.get("response").is_none(), "{next}");
+    assert!(
+        answered.elapsed() < Duration::from_millis(300),
+        "the continuation waited {:?}",
+        answered.elapsed()
+    );
+    assert_ne!(m.active_response(), Some(said), "a new response speaks");
     assert_eq!(phone.sim.response_creates("rtc_slow").len(), 2);
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_filler_said_before_the_answer_is_not_cancelled() {
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_short_filler").await;
+    ask(&mut m, "call_s", "track_order", json!({"order": "A-1"})).await;
+    m.recv_type("response.create", WAIT).await.expect("filler");
+    let r = m.active_response().expect("filler response");
+    m.finish_response(&r, "completed").await;
+    let out = output(&mut m, "call_s").await;
+    assert_eq!(out["ok"], true);
+    let next = m
+        .recv_type("response.create", WAIT)
+        .await
+        .expect("answer response");
+    assert!(next.get("response").is_none(), "{next}");
+    assert!(
+        !m.seen().iter().any(|e| e["type"] == "response.cancel"),
+        "nothing to cut: {:?}",
+        m.seen()
+    );
+    phone.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_tool_gets_fillers_spaced_under_the_budget_each_in_new_words() {
+    let phone = phone(Backend::Sqlite).await;
+    let mut m = phone.ring_realtime("rtc_slower").await;
+    ask(&mut m, "call_s", "audit", json!({})).await;
+    let mut fillers = Vec::new();
+    let mut gaps = Vec::new();
+    let first = m.recv_type("response.create", WAIT).await.expect("filler");
+    fillers.push(
+        first["response"]["instructions"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    // Each filler is said in 300 ms; the next one comes once the caller heard nothing for the
+    // agent's turn budget (700 ms by default), until the answer is ready (2.6 s in).
+    let continuation = loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if let Some(r) = m.active_response() {
+            m.finish_response(&r, "completed").await;
+        }
+        let quiet = std::time::Instant::now();
+        let next = m.recv_type("response.create", WAIT).await.expect("more");
+        if next.get("response").is_none() {
+            break next;
+        }
+        gaps.push(quiet.elapsed());
+        fillers.push(
+            next["response"]["instructions"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    };
+    assert!(continuation.get("response").is_none());
+    assert!(fillers.len() >= 2, "{fillers:?}");
+    assert!(
+        fillers[0].contains("One moment, still on it."),
+        "{fillers:?}"
+    );
+    for later in &fillers[1..] {
+        assert!(later.contains("words you have not used yet"), "{later}");
+    }
+    let mut distinct = fillers.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        fillers.len(),
+        "no filler twice: {fillers:?}"
+    );
+    for gap in &gaps {
+        assert!(
+            *gap >= Duration::from_millis(600) && *gap < Duration::from_millis(900),
+            "silence between fillers {gap:?} (gaps {gaps:?})"
+        );
+    }
+    assert!(
+        m.seen()
+            .iter()
+            .any(|e| e["type"] == "conversation.item.create" && e["item"]["call_id"] == "call_s"),
+        "the answer went out before its continuation"
+    );
     phone.stop().await;
 }
 
