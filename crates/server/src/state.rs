@@ -64,6 +64,8 @@ pub struct ServerConfig {
     /// Connections the metrics listener (`--metrics-listen`) takes at once; its deadlines are
     /// the API listener's.
     pub metrics_max_connections: usize,
+    /// Alert rules: how often they are evaluated, how many a tenant may have, delivery retries.
+    pub alerts: crate::alerts::AlertSettings,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -97,6 +99,7 @@ impl Default for ServerConfig {
             console: crate::console::ConsoleLimits::default(),
             connections: crate::listener::ConnectionLimits::default(),
             metrics_max_connections: crate::listener::ConnectionLimits::METRICS_CONNECTIONS,
+            alerts: crate::alerts::AlertSettings::default(),
         }
     }
 }

@@ -12,7 +12,8 @@
 //!   connect flows bound to the browser that started them, sealed tokens, the refresh lease),
 //!   [`console_sessions`] (the console's sign-ins, checked on every console request), [`memory`] (what agents remember about
 //!   each caller, with ranked full-text search; its [`MemoryHandler`] performs `memory.*` effects),
-//!   [`email_rate`] (the per-tenant email send rate, shared by every node on the database).
+//!   [`email_rate`] (the per-tenant email send rate, shared by every node on the database),
+//!   [`alerts`] (alert rules, their transitions and notifications, breaker signals).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -20,6 +21,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod agents;
+pub mod alerts;
 pub mod call_search;
 pub mod calls;
 pub mod connections;
@@ -54,6 +56,7 @@ use sqlx::sqlite::{
 use sqlx::{Postgres, Sqlite, Transaction};
 
 pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret, LiveSettings};
+pub use alerts::{AlertEvent, AlertRule, DeliveryEnd, DueDelivery, WindowFigures};
 pub use call_search::{
     CallPage, CallSearch, CallSummary, CallsAt, MAX_SEARCH_KEY, StatusFilter, TimeBound,
 };
