@@ -2,6 +2,7 @@
 //! HTTP; every test runs on SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod alerts;
 mod caldav_race;
 mod caldav_zones;
 mod call_cap;
