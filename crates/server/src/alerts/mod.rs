@@ -19,12 +19,12 @@ pub mod deliver;
 pub mod evaluate;
 pub mod rules;
 
-/// Alerts' settings (`serve`'s `--alert-*` flags).
+/// Alerts' settings (`ServerConfig::alerts`).
 #[derive(Debug, Clone, Copy)]
 pub struct AlertSettings {
-    /// How often each node evaluates every rule (`--alert-interval-s`, default 10 s).
+    /// How often each node evaluates every rule (default 10 s).
     pub interval: Duration,
-    /// Rules a tenant may have (`--max-alert-rules`, default 50).
+    /// Rules a tenant may have (default 50).
     pub max_rules_per_tenant: i64,
     /// The first retry's delay; each next one doubles, up to 5 minutes.
     pub retry_base: Duration,
