@@ -147,7 +147,8 @@ async fn fires_and_resolves_once(backend: Backend, two_nodes: bool) {
                 &format!("c{i}"),
                 &format!("fc{fc}"),
                 "crm",
-                json!({"n": n}),
+                // Each call its own arguments: six identical ones are the runaway guard's `loop_detected`.
+                json!({"n": n * fc}),
             )
             .await
         }
