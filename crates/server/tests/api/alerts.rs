@@ -148,7 +148,7 @@ async fn fires_and_resolves_once(backend: Backend, two_nodes: bool) {
                 &format!("fc{fc}"),
                 "crm",
                 // Each call its own arguments: six identical ones are the runaway guard's `loop_detected`.
-                json!({"n": n * fc}),
+                json!({"n": n * i64::try_from(fc).unwrap()}),
             )
             .await
         }
