@@ -61,6 +61,11 @@ enum Phase {
 
 type Key = (String, String);
 
+/// Told of every breaker that opens (tenant id, upstream): the server notes it in the store so
+/// alert rules see a breaker open on any node. Called outside the breakers' lock; it must not
+/// block (hand the event to a task).
+pub type BreakerWatch = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
+
 /// The breakers of one kind of upstream, for every tenant.
 #[derive(Debug)]
 pub(crate) struct Breakers {
@@ -68,6 +73,15 @@ pub(crate) struct Breakers {
     threshold: u32,
     cooldown: Duration,
     map: Mutex<HashMap<Key, Breaker>>,
+    watch: std::sync::OnceLock<Watch>,
+}
+
+struct Watch(BreakerWatch);
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BreakerWatch")
+    }
 }
 
 impl Breakers {
@@ -78,7 +92,13 @@ impl Breakers {
             threshold: threshold.max(1),
             cooldown,
             map: Mutex::new(HashMap::new()),
+            watch: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets who is told of breakers opening (once; a second watch is ignored).
+    pub(crate) fn watch(&self, watch: BreakerWatch) {
+        let _ = self.watch.set(Watch(watch));
     }
 
     /// The state of `tenant_id`'s breaker for `upstream`.
@@ -128,6 +148,20 @@ impl Breakers {
 
     /// Records how a request ended in its breaker.
     fn record(&self, key: &Key, trial: bool, verdict: Verdict) {
+        if self.record_locked(key, trial, verdict)
+            && let Some(watch) = self.watch.get()
+        {
+            let upstream = match self.upstream {
+                Upstream::ApiCall => key.1.clone(),
+                Upstream::Mcp => format!("mcp:{}", key.1),
+            };
+            (watch.0)(&key.0, &upstream);
+        }
+    }
+
+    /// Records a request's end under the lock; `true` when the breaker opened.
+    fn record_locked(&self, key: &Key, trial: bool, verdict: Verdict) -> bool {
+        let mut opened = false;
         let mut map = self.lock();
         match verdict {
             // An upstream that answered is healthy again: forget its failures.
@@ -144,6 +178,7 @@ impl Breakers {
                 let opens =
                     trial || (breaker.phase == Phase::Closed && breaker.failures >= self.threshold);
                 if opens {
+                    opened = true;
                     let now = Instant::now();
                     let until = now
                         .checked_add(self.cooldown)
@@ -177,6 +212,7 @@ impl Breakers {
                 }
             }
         }
+        opened
     }
 
     /// The map; a poisoned lock still holds consistent data (no code panics under it).

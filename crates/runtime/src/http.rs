@@ -156,6 +156,11 @@ impl HttpEffects {
         })
     }
 
+    /// Tells `watch` of every breaker of this handler that opens (once per handler).
+    pub fn watch_breakers(&self, watch: crate::breaker::BreakerWatch) {
+        self.breakers.watch(watch);
+    }
+
     /// Whether the guard lets requests reach loopback and private addresses (other outbound
     /// handlers, such as MCP clients, follow the same setting).
     pub fn allows_private_networks(&self) -> bool {

@@ -310,6 +310,11 @@ impl McpClients {
         listed.map_err(|e| scrubbed(e, &spec))
     }
 
+    /// Tells `watch` of every server breaker that opens (its upstream is `mcp:<label>`).
+    pub fn watch_breakers(&self, watch: crate::breaker::BreakerWatch) {
+        self.breakers.watch(watch);
+    }
+
     /// The state of a tenant's breaker for the server registered as `label`.
     pub fn breaker_state(&self, tenant_id: &str, label: &str) -> BreakerState {
         self.breakers.state(tenant_id, label)

@@ -15,6 +15,8 @@
 //!   the node's Realtime door.
 //! - [`console`]: the operators' console at `/console` (server-rendered pages, assets in the
 //!   binary, a sealed session cookie, CSRF tokens, a strict Content-Security-Policy).
+//! - [`alerts`]: tenants' alert rules, evaluated once per cluster from the database and
+//!   notified as signed webhooks.
 //! - [`demo`]: the `acme-corp` demo tenant; [`prometheus`]: the metrics recorder (latency
 //!   histograms, drained between scrapes).
 //!
@@ -38,6 +40,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
+pub mod alerts;
 pub mod auth;
 pub mod caller_profile;
 pub mod calls;
@@ -148,6 +151,7 @@ pub async fn serve(
         .and_then(|a| ownership::advertised(state.config.advertise_url.as_deref(), a));
     let liveness = ownership::start(&state, address).await;
     let expiry = expiry::start(&state);
+    let alerts = alerts::start(&state);
     let mcp_streams = state.mcp.shutdown.clone();
     let limits = state.config.connections;
     listener::serve(listener, app, limits, "api", async move {
@@ -165,6 +169,7 @@ pub async fn serve(
         let _ = tokio::time::timeout(Duration::from_secs(10), call.session.end()).await;
     }
     liveness.abort();
+    alerts.abort();
     if let Some(expiry) = expiry {
         expiry.abort();
     }

@@ -69,6 +69,8 @@ pub struct ServerConfig {
     pub warm_upstreams: bool,
     /// Where the spans of calls, invocations and effects go (`crate::traces`; off by default).
     pub traces: switchboard_runtime::Traces,
+    /// Alert rules: how often they are evaluated, how many a tenant may have, delivery retries.
+    pub alerts: crate::alerts::AlertSettings,
 }
 
 /// Where Google is and who this deployment is to it: deployment configuration, never a
@@ -104,6 +106,7 @@ impl Default for ServerConfig {
             metrics_max_connections: crate::listener::ConnectionLimits::METRICS_CONNECTIONS,
             warm_upstreams: false,
             traces: switchboard_runtime::Traces::off(),
+            alerts: crate::alerts::AlertSettings::default(),
         }
     }
 }

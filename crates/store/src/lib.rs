@@ -15,6 +15,7 @@
 //!   [`email_rate`] (the per-tenant email send rate, shared by every node on the database),
 //!   [`slot_holds`] (short-lived holds on calendar slots, so no two bookings of one time reach a
 //!   calendar).
+//!   [`alerts`] (alert rules, their transitions and notifications, breaker signals).
 //!
 //! Every query is scoped by tenant: another tenant's rows are simply not found. Every change
 //! of more than one row runs in one transaction.
@@ -22,6 +23,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod agents;
+pub mod alerts;
 pub mod call_search;
 pub mod calls;
 pub mod connections;
@@ -57,6 +59,7 @@ use sqlx::sqlite::{
 use sqlx::{Postgres, Sqlite, Transaction};
 
 pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret, LiveSettings};
+pub use alerts::{AlertEvent, AlertRule, DeliveryEnd, DueDelivery, WindowFigures};
 pub use call_search::{
     CallPage, CallSearch, CallSummary, CallsAt, MAX_SEARCH_KEY, StatusFilter, TimeBound,
 };

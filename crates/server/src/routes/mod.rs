@@ -11,6 +11,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 pub mod agents;
+pub mod alerts;
 pub mod calls;
 pub mod connections;
 pub mod health;
@@ -40,6 +41,7 @@ pub mod tools;
         (name = "toolkits", description = "Built-in toolkits (calendar, email, memory): their config schemas and actions; enable one on an agent as `toolkit:<name>`; connect an agent to an OAuth2 toolkit (Google Calendar)"),
         (name = "memory", description = "What the `memory` toolkit remembers about each caller: list it, delete it"),
         (name = "mcp", description = "MCP servers as tool sources: register them, list their tools, attach them to agents as `<label>/<tool>`"),
+        (name = "alerts", description = "Alert rules when tools break (failure rate, p95 latency, a breaker opening, a broken connection, the live-call cap) and their history; notified as signed webhooks"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
 )]
@@ -163,6 +165,9 @@ pub fn router() -> OpenApiRouter<AppState> {
             memory::get_caller_memory,
             memory::delete_caller_memory
         ))
+        .routes(routes!(alerts::create_rule, alerts::list_rules))
+        .routes(routes!(alerts::get_rule, alerts::delete_rule))
+        .routes(routes!(alerts::history))
         .routes(routes!(crate::realtime::webhook_route))
 }
 

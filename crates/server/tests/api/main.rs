@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod caldav_bookings;
+mod alerts;
 mod caldav_race;
 mod caldav_zones;
 mod call_cap;
