@@ -85,15 +85,6 @@ impl SideEffect {
             _ => return None,
         })
     }
-
-    /// The name a definition uses for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SideEffect::Read => "read",
-            SideEffect::Write => "write",
-            SideEffect::Terminal => "terminal",
-        }
-    }
 }
 
 /// What the model says while a slow tool runs.

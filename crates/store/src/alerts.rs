@@ -108,6 +108,17 @@ pub struct WindowFigures {
 }
 
 type RuleRow = (String, String, String, String, i64, String, Option<String>);
+/// A rule's row with its tenant first.
+type TenantRuleRow = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    String,
+    Option<String>,
+);
 type EventRow = (
     String,
     i64,
@@ -324,16 +335,7 @@ impl Store {
         &self,
         limit: i64,
     ) -> Result<Vec<(String, AlertRule)>, StoreError> {
-        let rows: Vec<(
-            String,
-            String,
-            String,
-            String,
-            String,
-            i64,
-            String,
-            Option<String>,
-        )> = with_pool!(self, |pool| {
+        let rows: Vec<TenantRuleRow> = with_pool!(self, |pool| {
             sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "SELECT tenant_id, {RULE_COLUMNS} FROM alert_rules ORDER BY tenant_id, id LIMIT $1"
             )))

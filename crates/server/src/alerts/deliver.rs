@@ -85,12 +85,10 @@ fn backoff(base: Duration, attempts: i64) -> Duration {
 async fn send(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -> Result<(), String> {
     let rule = Rule::stored(&d.rule.id, &d.rule.definition)
         .ok_or_else(|| "the rule's stored definition is unreadable".to_owned())?;
-    if let Err(e) = switchboard_runtime::mcp::check_url(
+    switchboard_runtime::mcp::check_url(
         &rule.webhook_url,
         state.effects.http.allows_private_networks(),
-    ) {
-        return Err(e);
-    }
+    )?;
     let kind = d.rule.definition.get("kind").cloned().unwrap_or_default();
     let body = json!({
         "type": format!("alert.{}", d.event.state),

@@ -2,8 +2,8 @@
 //! HTTP; every test runs on SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod caldav_bookings;
 mod alerts;
+mod caldav_bookings;
 mod caldav_race;
 mod caldav_zones;
 mod call_cap;
