@@ -111,6 +111,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/alerts/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alerts/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["list_rules"];
+        put?: never;
+        post: operations["create_rule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alerts/rules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get: operations["get_rule"];
+        put?: never;
+        post?: never;
+        delete: operations["delete_rule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api-keys": {
         parameters: {
             query?: never;
@@ -527,9 +577,7 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                name: string;
-            };
+            path?: never;
             cookie?: never;
         };
         get: operations["get_tool"];
@@ -553,6 +601,24 @@ export interface paths {
         get?: never;
         put?: never;
         post: operations["replay_tool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/{name}:rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["rollback_tool"];
         delete?: never;
         options?: never;
         head?: never;
@@ -632,6 +698,12 @@ export interface components {
             /** @description Optional; must match the URL when given. */
             name?: string | null;
             tools?: components["schemas"]["AgentToolBody"][];
+            /**
+             * Format: int32
+             * @description The longest silence the caller should hear while a tool runs, in milliseconds (200 to
+             *     5,000; default 700): a slow tool gets a new filler each time this much silence passes.
+             */
+            turn_budget_ms?: number | null;
             voice?: string | null;
         };
         /** @description One tool of an agent. */
@@ -671,8 +743,96 @@ export interface components {
             model?: string | null;
             name: string;
             tools: components["schemas"]["AgentToolView"][];
+            /**
+             * Format: int32
+             * @description The agent's turn budget in milliseconds; absent when it keeps the default (700).
+             */
+            turn_budget_ms?: number | null;
             updated_at: string;
             voice?: string | null;
+        };
+        /** @description One transition of a rule and its notification. */
+        AlertEventView: {
+            at: string;
+            /** Format: int64 */
+            attempts: number;
+            delivered_at?: string | null;
+            /** @description `pending`, `delivered` or `failed`. */
+            delivery: string;
+            /** @description The figures the rule compared. */
+            detail: Record<string, unknown>;
+            last_error?: string | null;
+            rule: string;
+            /** Format: int64 */
+            seq: number;
+            /** @description `firing` or `resolved`. */
+            state: string;
+        };
+        /** @description A tenant's alert history, newest first. */
+        AlertHistory: {
+            items: components["schemas"]["AlertEventView"][];
+        };
+        /**
+         * @description The OpenAPI shape of a rule (checked by `alerts::rules::parse`, which names each
+         *     problem's JSON Pointer).
+         */
+        AlertRuleBody: {
+            /**
+             * Format: int32
+             * @description Fires when the p95 latency is over this, in ms (`tool_latency_p95`; required).
+             */
+            above_ms?: number | null;
+            /**
+             * Format: int32
+             * @description Fires when more than this percentage of calls failed (`tool_failure_rate`; 0-99, default 20).
+             */
+            above_percent?: number | null;
+            /** @description One agent's connection (`connection_broken`); absent: any. */
+            agent?: string | null;
+            /**
+             * Format: int32
+             * @description Fires at this percentage of the live-call cap (`live_call_cap`; 1-100, default 100).
+             */
+            at_percent?: number | null;
+            /** @description The rule's name: 1-64 letters, digits, `_` or `-`. */
+            id: string;
+            /** @description `tool_failure_rate`, `tool_latency_p95`, `breaker_open`, `connection_broken` or `live_call_cap`. */
+            kind: string;
+            /**
+             * Format: int32
+             * @description Calls in the window needed before the rule fires (default 10).
+             */
+            min_calls?: number | null;
+            /** @description The tool (`tool_failure_rate`, `tool_latency_p95`). */
+            tool?: string | null;
+            /** @description One breaker (`host:port` of an `api_call`, `mcp:<label>` of an MCP server); absent: any. */
+            upstream?: string | null;
+            /** @description Where the signed notifications go (the `api_call` outbound rules apply). */
+            webhook_url: string;
+            /**
+             * Format: int32
+             * @description The window in seconds (tool rules: 60-86400, default 300; `breaker_open`: 10-86400, default 60).
+             */
+            window_s?: number | null;
+        };
+        /** @description A tenant's rules. */
+        AlertRuleList: {
+            items: components["schemas"]["AlertRuleView"][];
+        };
+        /** @description A rule as stored: its definition with every default, and its state. */
+        AlertRuleView: {
+            changed_at?: string | null;
+            created_at: string;
+            /** @description The checked definition (kind, fields with defaults, `webhook_url`). */
+            definition: Record<string, unknown>;
+            id: string;
+            /** @description `ok` or `firing`. */
+            state: string;
+            /**
+             * Format: int64
+             * @description Changes of state so far.
+             */
+            transitions: number;
         };
         /** @description What deleting a caller's memory removed (all zero when nothing was remembered). */
         CallerForgotten: {
@@ -787,6 +947,14 @@ export interface components {
             /** @description What to do, in words. */
             message: string;
         };
+        /** @description A rule just made, with its webhook secret (shown this once). */
+        CreatedAlertRule: components["schemas"]["AlertRuleView"] & {
+            /**
+             * @description The Standard Webhooks secret (`whsec_…`) its notifications are signed with; it is not
+             *     shown again.
+             */
+            secret: string;
+        };
         /** @description A new key: `key` is shown this once and never again. */
         CreatedKey: components["schemas"]["KeyView"] & {
             key: string;
@@ -841,7 +1009,9 @@ export interface components {
              *     `invalid_arguments`, `validation_failed`, `api_call_failed`, `upstream_unavailable`,
              *     `timeout`, `cancelled`, `call_transfer_failed`, `handoff_failed`, `rate_limited`,
              *     `tool_execution_failed`, `loop_detected` (a runaway guard: the same call too often, or
-             *     too many calls a minute) or `already_done` (a transfer or hang-up already ran).
+             *     too many calls a minute), `already_done` (a transfer or hang-up already ran), or a
+             *     calendar's: `slot_taken` (with free `alternatives` in `details`), `outside_hours`,
+             *     `calendar_unavailable`, `not_connected`, `invalid_attendee`, `not_found`.
              */
             error?: string | null;
             function_call_id: string;
@@ -1017,6 +1187,11 @@ export interface components {
                 model?: string | null;
                 name: string;
                 tools: components["schemas"]["AgentToolView"][];
+                /**
+                 * Format: int32
+                 * @description The agent's turn budget in milliseconds; absent when it keeps the default (700).
+                 */
+                turn_budget_ms?: number | null;
                 updated_at: string;
                 voice?: string | null;
             }[];
@@ -1065,6 +1240,16 @@ export interface components {
                 /** @description The definition as given. */
                 definition: Record<string, unknown>;
                 name: string;
+                /**
+                 * @description Why this version was published (`?note=` when it was put; `rollback to vN` for a
+                 *     rollback without a note); absent when none was given.
+                 */
+                note?: string | null;
+                /**
+                 * @description Who published it: `key <api key id>` for the API, `console (key <api key id>)` for the
+                 *     console; absent for versions published before this was kept.
+                 */
+                published_by?: string | null;
                 /** Format: int64 */
                 version: number;
             }[];
@@ -1088,6 +1273,8 @@ export interface components {
         };
         /** @description What a replay found. */
         ReplayReport: {
+            /** @description The calls replayed (each call's id once, in the order of `invocations`). */
+            calls: string[];
             /**
              * @description Per invocation, newest first (by call, in call order, when calls were named): the
              *     verdict, the output recorded and now, the context writes, and each effect (`recorded`:
@@ -1098,6 +1285,8 @@ export interface components {
             /** @description How many invocations are unchanged, changed, newly failing, newly passing, skipped. */
             summary: Record<string, unknown>;
             tool: string;
+            /** @description True when the selection held more invocations than `last`: the oldest were left out. */
+            truncated: boolean;
             /**
              * Format: int64
              * @description The stored version replayed; absent for a draft.
@@ -1116,10 +1305,26 @@ export interface components {
              */
             last?: number | null;
             /**
+             * Format: int32
+             * @description Replay every invocation of the tool in its newest this many calls (1 to 50), up to
+             *     `last` invocations in all (default 200 here), instead of the newest invocations.
+             */
+            last_calls?: number | null;
+            /**
              * Format: int64
              * @description A stored version to replay against, instead of a draft.
              */
             version?: number | null;
+        };
+        /** @description The version to return to. */
+        RollbackRun: {
+            /** @description The new version's change note (at most 500 characters; default `rollback to vN`). */
+            note?: string | null;
+            /**
+             * Format: int64
+             * @description An earlier version, as `GET /v1/tools/{name}/versions` lists them.
+             */
+            version: number;
         };
         /** @description A secret value to set. */
         SecretValue: {
@@ -1212,6 +1417,16 @@ export interface components {
             /** @description The definition as given. */
             definition: Record<string, unknown>;
             name: string;
+            /**
+             * @description Why this version was published (`?note=` when it was put; `rollback to vN` for a
+             *     rollback without a note); absent when none was given.
+             */
+            note?: string | null;
+            /**
+             * @description Who published it: `key <api key id>` for the API, `console (key <api key id>)` for the
+             *     console; absent for versions published before this was kept.
+             */
+            published_by?: string | null;
             /** Format: int64 */
             version: number;
         };
@@ -1795,6 +2010,400 @@ export interface operations {
                     "application/json": Record<string, unknown>;
                 };
             };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key may not use this operation (an admin-only endpoint, or a tenant key on one) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant's request rate is over its limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database did not answer in time; try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    history: {
+        parameters: {
+            query?: {
+                /** @description At most this many (1-500, default 100). */
+                limit?: number;
+                /** @description One rule's transitions only. */
+                rule?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertHistory"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key may not use this operation (an admin-only endpoint, or a tenant key on one) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant's request rate is over its limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database did not answer in time; try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_rules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRuleList"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key may not use this operation (an admin-only endpoint, or a tenant key on one) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant's request rate is over its limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database did not answer in time; try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AlertRuleBody"];
+            };
+        };
+        responses: {
+            /** @description Made; `secret` is shown this once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedAlertRule"];
+                };
+            };
+            /** @description `invalid_alert_rule`: every problem at its JSON Pointer; or the tenant has its most rules */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key may not use this operation (an admin-only endpoint, or a tenant key on one) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body did not arrive whole within `--body-read-timeout-ms` of the headers */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A rule of that id exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the server's `--max-body-bytes` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is JSON of the wrong shape (a missing or mistyped field) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant's request rate is over its limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database did not answer in time; try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRuleView"];
+                };
+            };
+            /** @description A path or query parameter is not acceptable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key may not use this operation (an admin-only endpoint, or a tenant key on one) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant's request rate is over its limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database did not answer in time; try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted, with its history and undelivered notifications */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path or query parameter is not acceptable */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4575,7 +5184,13 @@ export interface operations {
     };
     create_tool: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description A change note kept with the new version (at most 500 characters), shown in the
+                 *     versions list.
+                 */
+                note?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4796,9 +5411,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                name: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
@@ -4810,15 +5423,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ToolView"];
-                };
-            };
-            /** @description A path or query parameter is not acceptable */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description No API key, or one that is unknown or revoked */
@@ -4871,9 +5475,16 @@ export interface operations {
     };
     put_tool: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description A change note kept with the new version (at most 500 characters), shown in the
+                 *     versions list.
+                 */
+                note?: string;
+            };
             header?: never;
             path: {
+                /** @description The tool's name */
                 name: string;
             };
             cookie?: never;
@@ -4884,7 +5495,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A new version, now current; live calls keep theirs */
+            /** @description A new version, now current; live calls keep theirs (the same definition as the current version again changes nothing and keeps that version's note) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4990,9 +5601,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                name: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
@@ -5003,15 +5612,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
-            };
-            /** @description A path or query parameter is not acceptable */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
             };
             /** @description No API key, or one that is unknown or revoked */
             401: {
@@ -5122,6 +5722,133 @@ export interface operations {
             };
             /** @description The body did not arrive whole within `--body-read-timeout-ms` of the headers */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than the server's `--max-body-bytes` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `Content-Type: application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is JSON of the wrong shape (a missing or mistyped field) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant's request rate is over its limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database did not answer in time; try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rollback_tool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollbackRun"];
+            };
+        };
+        responses: {
+            /** @description A new version with the earlier version's definition, now current; live calls keep theirs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolView"];
+                };
+            };
+            /** @description A note over 500 characters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key may not use this operation (an admin-only endpoint, or a tenant key on one) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such tool, or no such version of it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body did not arrive whole within `--body-read-timeout-ms` of the headers */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The version asked for is what the current version already is */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
