@@ -87,6 +87,11 @@ pub struct CallsArgs {
     /// has no filler of its own).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     filler_after_ms: Option<u64>,
+    /// Gives the agent this `filler`: said for a tool without `messages.delayed` once the turn
+    /// budget passes in silence, and at once once the tool is known to take longer (the
+    /// adaptive policy).
+    #[arg(long)]
+    agent_filler: Option<String>,
 }
 
 /// One timed tool call.
@@ -506,6 +511,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         "upstream_delay_ms": args.upstream_delay_ms,
         "speak_ms": args.speak_ms,
         "filler_after_ms": args.filler_after_ms,
+        "agent_filler": args.agent_filler,
         "dead_air_ms": spread(&dead_air),
         "later_silence_ms": spread(&later),
         "server_rss_kib": {"before_calls": rss_before, "with_calls": rss_live},
@@ -811,8 +817,15 @@ async fn setup(
         "/v1/agents/bench".into(),
         key.clone(),
         // A load generator calls faster than a conversation: the per-minute budget at its most.
-        json!({"instructions": "Help.", "default": true, "tools": [{"tool": args.tool.name()}],
-            "guards": {"calls_per_minute": switchboard_core::guards::MAX_CALLS_PER_MINUTE}}),
+        {
+            let mut agent = json!({"instructions": "Help.", "default": true,
+                "tools": [{"tool": args.tool.name()}],
+                "guards": {"calls_per_minute": switchboard_core::guards::MAX_CALLS_PER_MINUTE}});
+            if let Some(filler) = &args.agent_filler {
+                agent["filler"] = json!(filler);
+            }
+            agent
+        },
     )
     .await?;
     call(

@@ -123,6 +123,24 @@ const TOOL_FIELDS: &[&str] = &[
 ];
 const MESSAGE_FIELDS: &[&str] = &["start", "delayed", "delayed_after_ms"];
 
+/// `async`: `true` (always in the background), `false` (never), or `"when_slow"` (when the
+/// tool is expected to outlast the agent's turn budget). Returns (always, when slow).
+fn read_async(obj: &Obj<'_>, sink: &mut Sink) -> (bool, bool) {
+    match obj.get("async") {
+        None | Some(Value::Bool(false)) => (false, false),
+        Some(Value::Bool(true)) => (true, false),
+        Some(Value::String(s)) if s == "when_slow" => (false, true),
+        Some(other) => {
+            sink.error_fix(
+                &obj.at("async"),
+                format!("`async` must be true, false or \"when_slow\", not {other}"),
+                "use `true` to always answer \"started\" at once, or `\"when_slow\"` to do so only when the tool is expected to take longer than the agent's turn budget",
+            );
+            (false, false)
+        }
+    }
+}
+
 /// A parsed, compiled tool definition, shared by every run of this version.
 #[derive(Debug)]
 pub struct Tool {
@@ -132,11 +150,17 @@ pub struct Tool {
     args: ArgValidator,
     pub(crate) blocks: Vec<Vec<Action>>,
     timeout_ms: u64,
+    /// Whether the author set `timeout` (if not, the runtime may shorten the default to what
+    /// the tool has been seen to need).
+    timeout_declared: bool,
     side_effect: SideEffect,
     /// Whether an action can ask for an effect (see [`Tool::requests_effects`]).
     requests_effects: bool,
     dedupe_window_s: u64,
     is_async: bool,
+    /// `"async": "when_slow"`: answered at once and run in the background when the tool is
+    /// expected to take longer than the agent's turn budget.
+    async_when_slow: bool,
     /// Seconds an identical effect request's outcome is reused within a call (`read` tools).
     cache_ttl_s: Option<u32>,
     messages: Messages,
@@ -212,6 +236,17 @@ impl Tool {
     /// Answered at once with "started"; runs to its end in the background.
     pub fn is_async(&self) -> bool {
         self.is_async
+    }
+
+    /// `"async": "when_slow"`: run in the background (answered "started") only when the
+    /// tool is expected to take longer than the agent's turn budget.
+    pub fn is_async_when_slow(&self) -> bool {
+        self.async_when_slow
+    }
+
+    /// Whether the definition sets `timeout`; if not, [`Tool::timeout_ms`] is the default.
+    pub fn timeout_declared(&self) -> bool {
+        self.timeout_declared
     }
 
     /// Seconds in which an identical effect request of this tool, in the same call, is
@@ -330,9 +365,8 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         );
     }
 
-    let timeout_s = obj
-        .number_in("timeout", 0.001, limits.max_timeout_s, sink)
-        .unwrap_or(DEFAULT_TIMEOUT_S);
+    let declared_timeout = obj.number_in("timeout", 0.001, limits.max_timeout_s, sink);
+    let timeout_s = declared_timeout.unwrap_or(DEFAULT_TIMEOUT_S);
     let declared = obj
         .str("side_effect", sink)
         .and_then(|s| match SideEffect::parse(s) {
@@ -350,7 +384,7 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         .number_in("dedupe_window_s", 0.0, 86_400.0, sink)
         .map(|n| n as u64)
         .unwrap_or(DEFAULT_DEDUPE_WINDOW_S);
-    let is_async = obj.bool("async", sink).unwrap_or(false);
+    let (is_async, async_when_slow) = read_async(&obj, sink);
     let cache_ttl_s = obj
         .number_in("cache_ttl_s", 1.0, MAX_CACHE_TTL_S, sink)
         .map(|n| n.round() as u32);
@@ -368,11 +402,11 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
             origins.push(o);
         }
     }
-    if is_async && side_effect == SideEffect::Terminal {
+    if (is_async || async_when_slow) && side_effect == SideEffect::Terminal {
         sink.error_fix(
             "/async",
             "a terminal tool (transfer, end_call) cannot be async",
-            "remove `\"async\": true`",
+            "remove `async`",
         );
     }
     if cache_ttl_s.is_some() && side_effect != SideEffect::Read {
@@ -432,10 +466,12 @@ fn read_tool(def: &Value, limits: &Limits, sink: &mut Sink) -> Option<Tool> {
         args: args?,
         blocks,
         timeout_ms: (timeout_s * 1000.0).round() as u64,
+        timeout_declared: declared_timeout.is_some(),
         side_effect,
         requests_effects,
         dedupe_window_s,
         is_async,
+        async_when_slow,
         cache_ttl_s,
         messages,
         source: def.clone(),

@@ -20,6 +20,7 @@ use switchboard_core::{
 };
 
 use crate::BoxFuture;
+use crate::adaptive::LatencyBook;
 use crate::effects::{CallAction, EffectScope, Effects, TransferLedger};
 use crate::invocation::Invocation;
 use crate::read_cache::{Lookup, ReadCache};
@@ -74,6 +75,11 @@ pub struct CallConfig {
     pub turn_budgets: HashMap<String, u64>,
     /// Outcomes of `read` tools' effects kept for identical requests (`cache_ttl_s`).
     pub read_cache: Arc<ReadCache>,
+    /// The node's observed latency of every tool (shared by all its calls, not pinned): the
+    /// adaptive policy's input ([`crate::adaptive`]).
+    pub latency: Arc<LatencyBook>,
+    /// Each agent's `filler`: said for a slow tool that has no `messages.delayed`.
+    pub fillers: HashMap<String, String>,
     /// Each agent's stored tools' versions as pinned (for spans; built-in and MCP tools have
     /// none).
     pub tool_versions: HashMap<String, HashMap<String, i64>>,
@@ -360,7 +366,7 @@ impl Executor {
     ) -> (Execution, Vec<EffectExchange>) {
         let tool = &entry.tool;
         let caller = ctx_caller(&step);
-        let deadline = Duration::from_millis(tool.timeout_ms());
+        let deadline = crate::adaptive::run_timeout(call, tool);
         let mut actions = Vec::new();
         let mut exchanges: Vec<EffectExchange> = Vec::new();
         let secret = call

@@ -96,4 +96,9 @@ pub struct InvocationRecord {
     /// The size of the trace that was not kept because it was over the field bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_bytes: Option<usize>,
+    /// What the adaptive policy decided for its run (expected latency, turn budget, filler,
+    /// background, deadline); absent for a run that never reached it (answered before it
+    /// started, or resumed at an effect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Box<crate::adaptive::Policy>>,
 }

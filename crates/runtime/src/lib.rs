@@ -16,6 +16,8 @@
 //!   in each call's order once it answers.
 //! - [`invocation`]: the function call, its delivery, and its record; [`records`]: how much a
 //!   call keeps of its records.
+//! - [`adaptive`]: each tool's observed latency and the policy built on it (fillers at once for
+//!   slow tools, background runs, deadlines from what a tool needs).
 //! - [`read_cache`]: a call's kept outcomes of `read` tools' effects (`cache_ttl_s`).
 //! - [`redact`]: keeps secrets and tokens out of outputs, records and logs.
 //! - [`traces`]: OpenTelemetry spans of calls, invocations and effects, and the W3C trace
@@ -26,6 +28,7 @@
 //! This crate knows no HTTP server and no database: doors and stores plug in through traits.
 #![forbid(unsafe_code)]
 
+pub mod adaptive;
 pub(crate) mod bookkeeping;
 pub mod breaker;
 pub mod commit;

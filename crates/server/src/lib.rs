@@ -50,6 +50,7 @@ pub mod demo;
 pub mod error;
 pub mod expiry;
 pub mod extract;
+pub mod latency;
 pub mod listener;
 pub mod mcp;
 pub mod ownership;
@@ -152,6 +153,7 @@ pub async fn serve(
     let liveness = ownership::start(&state, address).await;
     let expiry = expiry::start(&state);
     let alerts = alerts::start(&state);
+    let latency = latency::start(&state);
     let mcp_streams = state.mcp.shutdown.clone();
     let limits = state.config.connections;
     listener::serve(listener, app, limits, "api", async move {
@@ -170,6 +172,7 @@ pub async fn serve(
     }
     liveness.abort();
     alerts.abort();
+    latency.abort();
     if let Some(expiry) = expiry {
         expiry.abort();
     }

@@ -67,6 +67,9 @@ pub struct ServerConfig {
     /// Open connections to the origins a call's agent's tools name when the call starts
     /// (`--no-warm-upstreams` turns it off; off in this default, for embedders and tests).
     pub warm_upstreams: bool,
+    /// How often this node stores its tools' observed latencies and reads the cluster's back
+    /// (see [`crate::latency`]). Default 30 s.
+    pub latency_sync: std::time::Duration,
     /// Where the spans of calls, invocations and effects go (`crate::traces`; off by default).
     pub traces: switchboard_runtime::Traces,
     /// Alert rules: how often they are evaluated, how many a tenant may have, delivery retries.
@@ -105,6 +108,7 @@ impl Default for ServerConfig {
             connections: crate::listener::ConnectionLimits::default(),
             metrics_max_connections: crate::listener::ConnectionLimits::METRICS_CONNECTIONS,
             warm_upstreams: false,
+            latency_sync: std::time::Duration::from_secs(30),
             traces: switchboard_runtime::Traces::off(),
             alerts: crate::alerts::AlertSettings::default(),
         }
@@ -183,6 +187,9 @@ pub struct Inner {
     pub forward_budgets: moka::sync::Cache<(String, String, String), std::time::Duration>,
     /// The console's open timeline streams on this node, per session and per tenant.
     pub console_streams: crate::console::StreamSlots,
+    /// Every tool's observed latency on this node and across the cluster, shared by all calls
+    /// (see [`switchboard_runtime::adaptive`] and [`crate::latency`]).
+    pub latency: Arc<switchboard_runtime::adaptive::LatencyBook>,
 }
 
 /// Phone calls set up at once (see [`Inner::call_setups`]).
@@ -287,6 +294,7 @@ impl AppState {
                 .time_to_live(std::time::Duration::from_secs(600))
                 .build(),
             console_streams: crate::console::StreamSlots::new(config.console),
+            latency: Arc::default(),
             toolkit_tools: crate::toolset::ToolkitTools::new(&config.limits),
             google_tokens,
             config,

@@ -225,6 +225,7 @@ pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfi
     let mut config = CallConfig {
         tenant_id: tenant.to_owned(),
         refer: refer.clone(),
+        latency: Arc::clone(&state.latency),
         ..CallConfig::default()
     };
     let mut pinned = serde_json::Map::new();
@@ -249,6 +250,9 @@ pub async fn call_config(state: &AppState, tenant: &str) -> ApiResult<(CallConfi
             );
             if let Some(ms) = a.turn_budget_ms {
                 config.turn_budgets.insert(a.name.clone(), u64::from(ms));
+            }
+            if let Some(filler) = &a.filler {
+                config.fillers.insert(a.name.clone(), filler.clone());
             }
             if let Some(g) = a.guards {
                 config.guards.insert(a.name.clone(), g);

@@ -39,6 +39,10 @@ pub struct AgentDef {
     /// it overrides the default (checked when saved).
     #[serde(default)]
     pub turn_budget_ms: Option<u32>,
+    /// What its caller hears while a slow tool without `messages.delayed` runs (checked when
+    /// saved); none: silence.
+    #[serde(default)]
+    pub filler: Option<String>,
     /// The tools it may call, in the order they are offered to the model.
     #[serde(default)]
     pub tools: Vec<AgentToolDef>,
@@ -198,6 +202,8 @@ pub struct Agent {
     pub guards: Option<Guards>,
     /// Its turn budget in milliseconds, if it overrides the default.
     pub turn_budget_ms: Option<u32>,
+    /// Its filler for slow tools without `messages.delayed`, if set.
+    pub filler: Option<String>,
     /// Its tools, in order.
     pub tools: Vec<AgentTool>,
     /// The agents it may hand off to.
@@ -265,6 +271,7 @@ type AgentRow = (
     String,
     Option<String>,
     Option<i64>,
+    Option<String>,
 );
 type AgentToolRow = (
     String,
@@ -348,6 +355,7 @@ fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, Sto
         updated_at,
         guards,
         turn_budget_ms,
+        filler,
     ) = row;
     let live = match live {
         Some(text) => Some(parse_json("agent live settings", &text)?),
@@ -378,6 +386,7 @@ fn agent_from_rows(row: AgentRow, tools: Vec<AgentToolRow>) -> Result<Agent, Sto
         live,
         guards,
         turn_budget_ms: turn_budget_ms.and_then(|ms| u32::try_from(ms).ok()),
+        filler,
         tools,
         default,
         created_at,
@@ -425,11 +434,11 @@ impl Store {
                     .await?;
                 }
                 let created_at: String = sqlx::query_scalar(
-                    "INSERT INTO agents (tenant_id, name, instructions, model, voice, handoffs, is_default, created_at, updated_at, live, guards, turn_budget_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11) \
+                    "INSERT INTO agents (tenant_id, name, instructions, model, voice, handoffs, is_default, created_at, updated_at, live, guards, turn_budget_ms, filler) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12) \
                      ON CONFLICT (tenant_id, name) DO UPDATE SET \
                      instructions = excluded.instructions, model = excluded.model, voice = excluded.voice, live = excluded.live, guards = excluded.guards, \
-                     turn_budget_ms = excluded.turn_budget_ms, \
+                     turn_budget_ms = excluded.turn_budget_ms, filler = excluded.filler, \
                      handoffs = excluded.handoffs, is_default = excluded.is_default, updated_at = excluded.updated_at \
                      RETURNING created_at",
                 )
@@ -444,6 +453,7 @@ impl Store {
                 .bind(live.as_deref())
                 .bind(guards.as_deref())
                 .bind(def.turn_budget_ms.map(i64::from))
+                .bind(def.filler.as_deref())
                 .fetch_one(&mut *tx)
                 .await?;
                 let stored: Vec<(String, Option<Vec<u8>>)> = sqlx::query_as(
@@ -507,6 +517,7 @@ impl Store {
             live: def.live.clone(),
             guards: def.guards,
             turn_budget_ms: def.turn_budget_ms,
+            filler: def.filler.clone(),
             tools: def
                 .tools
                 .iter()
@@ -539,7 +550,7 @@ impl Store {
         let (row, tools) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let row: Option<AgentRow> = sqlx::query_as(
-                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards, turn_budget_ms \
+                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards, turn_budget_ms, filler \
                  FROM agents WHERE tenant_id = $1 AND name = $2",
             )
             .bind(tenant_id)
@@ -629,7 +640,7 @@ impl Store {
         let (rows, tools) = with_pool!(self, |pool| {
             let mut tx = pool.begin_read().await?;
             let rows: Vec<AgentRow> = sqlx::query_as(
-                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards, turn_budget_ms \
+                "SELECT name, instructions, model, voice, live, handoffs, is_default, created_at, updated_at, guards, turn_budget_ms, filler \
                  FROM agents WHERE tenant_id = $1 AND ($2 IS NULL OR name > $2) ORDER BY name LIMIT $3",
             )
             .bind(tenant_id)

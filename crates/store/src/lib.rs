@@ -43,6 +43,7 @@ pub mod secrets;
 pub mod slot_holds;
 pub mod tenants;
 mod tokens;
+pub mod tool_latency;
 pub mod tools;
 mod webhooks;
 mod write_tx;

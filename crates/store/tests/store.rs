@@ -337,6 +337,7 @@ fn record(fc: &str, ok: bool) -> InvocationRecord {
         logs: Vec::new(),
         trace: None,
         trace_bytes: None,
+        policy: None,
     }
 }
 
@@ -387,3 +388,5 @@ mod sealing;
 mod slot_holds;
 #[path = "store/tenants.rs"]
 mod tenants;
+#[path = "store/tool_latency.rs"]
+mod tool_latency;

@@ -17,8 +17,9 @@ mod responses;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use switchboard_runtime::adaptive;
 use switchboard_runtime::{CallSession, Delivery};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -239,21 +240,31 @@ impl Driver {
         }
         // What to say while it runs.
         let config = self.session.config();
+        let mut decided = None;
         if let Ok(entry) = config.resolve(&self.agent, &name) {
             let m = entry.tool.messages();
             if let Some(start) = &m.start {
                 self.speech.push_back((call.clone(), events::say(start)));
             }
-            if let Some(text) = &m.delayed {
-                self.delayed.insert(call.clone(), text.clone());
-                self.line
-                    .delayed_after(call.clone(), Duration::from_millis(m.delayed_after_ms));
+            // The filler: the tool's `messages.delayed` (or the agent's `filler`), at once for a
+            // tool expected to outlast the turn budget (see `switchboard_runtime::adaptive`).
+            let policy = adaptive::decide(&config, &self.agent, &entry.tool);
+            if let (Some(text), Some(after)) = (
+                policy.filler_text(&config, &self.agent, &entry.tool),
+                policy.filler_after(),
+            ) {
+                self.delayed.insert(call.clone(), text.to_owned());
+                self.line.delayed_after(call.clone(), after);
             }
+            decided = Some(policy);
         }
         let invocation = self
             .line
             .invocation(call, name, arguments, response_id, item_id);
-        self.session.submit(invocation);
+        match decided {
+            Some(policy) => self.session.submit_decided(invocation, policy),
+            None => self.session.submit(invocation),
+        }
     }
 
     fn response_done(&mut self, r: events::Response) {

@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use switchboard_runtime::adaptive;
 use switchboard_runtime::{CallSession, Delivery};
 
 use crate::events::AgentProfile;
@@ -258,22 +259,32 @@ impl LiveDriver {
         self.timers.insert(call.clone(), Instant::now());
         let response_id = self.turns.add_call(key, &call);
         let config = self.session.config();
+        let mut decided = None;
         if let Ok(entry) = config.resolve(&self.agent, &name) {
             let m = entry.tool.messages();
             if let Some(start) = &m.start {
                 let id = self.next_event_id();
                 self.line.send(live_events::commentary(&id, start));
             }
-            if let Some(text) = &m.delayed {
-                self.delayed.insert(call.clone(), text.clone());
-                self.line
-                    .delayed_after(call.clone(), Duration::from_millis(m.delayed_after_ms));
+            // The filler: the tool's `messages.delayed` (or the agent's `filler`), at once for a
+            // tool expected to outlast the turn budget (see `switchboard_runtime::adaptive`).
+            let policy = adaptive::decide(&config, &self.agent, &entry.tool);
+            if let (Some(text), Some(after)) = (
+                policy.filler_text(&config, &self.agent, &entry.tool),
+                policy.filler_after(),
+            ) {
+                self.delayed.insert(call.clone(), text.to_owned());
+                self.line.delayed_after(call.clone(), after);
             }
+            decided = Some(policy);
         }
         let invocation = self
             .line
             .invocation(call, name, arguments, response_id, item_id);
-        self.session.submit(invocation);
+        match decided {
+            Some(policy) => self.session.submit_decided(invocation, policy),
+            None => self.session.submit(invocation),
+        }
     }
 
     /// Whether the backend may be continued: not once the call is leaving.

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use switchboard_core::{ErrorCode, Outcome, SideEffect, Suspended, ToolError};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::adaptive::{self, Policy};
 use crate::bookkeeping::{DedupeKey, dedupe_digest};
 use crate::commit::{CommitError, retry_until, with_retry};
 use crate::invocation::{Invocation, InvocationRecord};
@@ -23,12 +24,12 @@ impl Actor {
     pub(super) async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
         while let Some(cmd) = rx.recv().await {
             match cmd {
-                Cmd::Submit(inv, arrived, parent) => {
-                    Box::pin(self.submit(*inv, true, arrived, parent)).await
+                Cmd::Submit(inv, arrived, parent, policy) => {
+                    Box::pin(self.submit(*inv, true, arrived, parent, policy)).await
                 }
                 Cmd::Rerun(inv) => {
                     tracing::info!(name: "tool_run_restarted_from_claim", function_call_id = %inv.function_call_id, tool_name = %shown(&inv.name), "tool_run_restarted_from_claim");
-                    Box::pin(self.submit(*inv, false, Instant::now(), None)).await
+                    Box::pin(self.submit(*inv, false, Instant::now(), None, None)).await
                 }
                 Cmd::Resume(cp) => Box::pin(self.resume(*cp)).await,
                 Cmd::CancelResponse(id) => Box::pin(self.cancel_response(&id)).await,
@@ -89,6 +90,7 @@ impl Actor {
         claim: bool,
         arrived: Instant,
         parent: Option<Box<TraceParent>>,
+        policy: Option<Box<Policy>>,
     ) {
         let fc = inv.function_call_id.clone();
         if self.pending.contains_key(&fc) {
@@ -196,10 +198,13 @@ impl Actor {
         if claim && !self.claim(&inv, tool, started, &started_at).await {
             return;
         }
+        // What the door decided (it said the filler by it), else what the policy says now.
+        let policy = policy.map_or_else(|| adaptive::decide(&config, &agent, tool), |p| *p);
         let run = Run {
             dedupe_key,
             resume_from: None,
             claimed,
+            policy: Some(policy),
         };
         self.schedule(inv, Arc::clone(tool), run, started, started_at)
             .await;
@@ -261,7 +266,7 @@ impl Actor {
         // wait for the database is part of the time the caller waits. Failures are retried for
         // `commit_retry`; an attempt under way (a slow database) may take the whole deadline
         // (one that never answers leaves the run no time, and it is not started).
-        let deadline = started + Duration::from_millis(tool.timeout_ms());
+        let deadline = started + adaptive::run_timeout(&self.deps.config, tool);
         let errors_until = deadline.min(Instant::now() + self.deps.options.commit_retry);
         let claimed = retry_until(errors_until, deadline, || {
             let claim = journal.claim(&call_id, inv);
@@ -355,6 +360,7 @@ impl Actor {
                     dedupe_key: None,
                     resume_from: Some((cp.request, suspended)),
                     claimed: true,
+                    policy: None,
                 };
                 self.schedule(inv, tool, run, started, started_at).await;
             }

@@ -163,6 +163,7 @@ impl Actor {
                 .and_then(|t| t.redacted(&self.redactor))
                 .map(Box::new),
             trace_bytes: None,
+            policy: c.policy.clone().map(Box::new),
         };
         let record = self.deps.options.records.bound(record);
         (result, record)

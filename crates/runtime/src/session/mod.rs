@@ -36,6 +36,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinError};
 use tracing::Instrument;
 
+use crate::adaptive::Policy;
 use crate::bookkeeping::{DedupeAnswers, DedupeKey, RecentRecords, Responses};
 use crate::effects::{CallAction, TransferLedger};
 use crate::executor::{CallConfig, Execution, Executor};
@@ -139,7 +140,12 @@ pub struct CallSession {
 enum Cmd {
     /// A function call, when it arrived (its tool's deadline counts from then), and the
     /// caller's span when the door received one.
-    Submit(Box<Invocation>, Instant, Option<Box<TraceParent>>),
+    Submit(
+        Box<Invocation>,
+        Instant,
+        Option<Box<TraceParent>>,
+        Option<Box<Policy>>,
+    ),
     /// A function call claimed before the call changed owner whose run never reached an
     /// effect: it runs again from the start, under the claim it has.
     Rerun(Box<Invocation>),
@@ -385,6 +391,19 @@ impl CallSession {
             Box::new(invocation),
             arrived,
             parent.map(Box::new),
+            None,
+        ));
+    }
+
+    /// [`CallSession::submit`] for a function call whose door acted on the adaptive policy
+    /// already (it scheduled the filler by `policy`): the run follows the same decision, and its
+    /// record keeps it.
+    pub fn submit_decided(&self, invocation: Invocation, policy: Policy) {
+        let _ = self.tx.send(Cmd::Submit(
+            Box::new(invocation),
+            Instant::now(),
+            None,
+            Some(Box::new(policy)),
         ));
     }
 
@@ -458,6 +477,8 @@ struct Running {
     timeout: Duration,
     /// Identical write calls waiting for this one's result.
     followers: Vec<(Invocation, Instant, String)>,
+    /// What the adaptive policy decided for it.
+    policy: Option<Policy>,
 }
 
 struct Actor {
@@ -560,6 +581,8 @@ struct Conclusion {
     /// The tool's deadline (its `timeout` from the function call's arrival): an entry that may
     /// not be stored late waits for the database until then, and `commit_retry` more.
     deadline: Option<Instant>,
+    /// What the adaptive policy decided for its run.
+    policy: Option<Policy>,
 }
 
 impl Conclusion {
@@ -601,6 +624,7 @@ impl Conclusion {
             trace: None,
             deferrable: true,
             deadline: None,
+            policy: None,
         }
     }
 }

@@ -14,6 +14,7 @@ use switchboard_core::{
 use tokio::task::JoinError;
 use tracing::Instrument;
 
+use crate::adaptive::Policy;
 use crate::bookkeeping::{Answered, DedupeKey};
 use crate::executor::{Execution, FAILED_UNEXPECTEDLY, ToolEntry};
 use crate::invocation::{Delivery, Invocation};
@@ -28,6 +29,8 @@ pub(super) struct Run {
     pub(super) resume_from: Option<(EffectRequest, Suspended)>,
     /// Whether the journal holds a claim or checkpoint of it; if not, its record is its claim.
     pub(super) claimed: bool,
+    /// What the adaptive policy decided for it (none for a run resumed at an effect).
+    pub(super) policy: Option<Policy>,
 }
 
 /// A run that stopped without ending: its tool panicked, or its task was stopped.
@@ -79,6 +82,7 @@ impl Actor {
             dedupe_key,
             resume_from,
             claimed,
+            policy,
         } = run;
         let fc = inv.function_call_id.clone();
         let gate = SessionGate {
@@ -133,8 +137,14 @@ impl Actor {
                 result: Box::new(result),
             });
         });
-        let is_async = tool.is_async();
-        let running = Running::of(inv.clone(), &tool, dedupe_key, claimed, started, started_at);
+        let background = policy.as_ref().is_some_and(|p| p.background);
+        let is_async = tool.is_async() || background;
+        let mut running = Running::of(inv.clone(), &tool, dedupe_key, claimed, started, started_at);
+        running.is_async = is_async;
+        if let Some(p) = &policy {
+            running.timeout = Duration::from_millis(p.timeout_ms);
+        }
+        running.policy = policy;
         self.pending.insert(
             fc.clone(),
             Pending {
@@ -225,6 +235,15 @@ impl Actor {
         c.max_context_bytes = p.max_context_bytes;
         c.deferrable = p.claimed;
         c.deadline = Some(p.started + p.timeout);
+        c.policy = p.policy;
+        if !c.interrupted && c.duplicate_of.is_none() {
+            // What the caller waited for this tool: the adaptive policy's input.
+            self.deps.config.latency.observe(
+                &self.deps.config.tenant_id,
+                &c.tool,
+                p.started.elapsed(),
+            );
+        }
         let first_id = fc.to_owned();
         let answered = self.conclude(c).await;
         if p.side_effect == SideEffect::Terminal && answered.ok && !self.released {
@@ -297,6 +316,7 @@ impl Running {
             max_context_bytes: tool.limits().max_context_bytes,
             timeout: Duration::from_millis(tool.timeout_ms()),
             followers: Vec::new(),
+            policy: None,
         }
     }
 }

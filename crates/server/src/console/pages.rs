@@ -742,6 +742,7 @@ pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
         "started_at": r.started_at,
         "interrupted": r.interrupted,
         "duplicate_of": r.duplicate_of,
+        "policy": r.policy.as_ref().map(|p| p.describe()),
         "effects": effects,
         "writes": writes,
     });

@@ -44,6 +44,11 @@ pub struct AgentBody {
     /// 5,000; default 700): a slow tool gets a new filler each time this much silence passes.
     #[schema(value_type = Option<u32>, minimum = 200, maximum = 5000)]
     pub turn_budget_ms: Option<Value>,
+    /// What the caller hears while a slow tool without `messages.delayed` runs (at most 200
+    /// characters), e.g. "One moment, please." Said once the turn budget passes in silence, at
+    /// once for a tool expected to take longer; absent: silence.
+    #[schema(value_type = Option<String>, max_length = 200)]
+    pub filler: Option<Value>,
     #[serde(default)]
     pub tools: Vec<AgentToolBody>,
     /// Agents this one may hand the call to.
@@ -79,6 +84,8 @@ pub struct AgentToolBody {
 /// over the model's own first words; past 5 s the caller has long hung up.
 const MIN_TURN_BUDGET_MS: u32 = 200;
 const MAX_TURN_BUDGET_MS: u32 = 5_000;
+/// The longest `filler` an agent may set: a few words, said over and over while a tool runs.
+const MAX_FILLER_CHARS: usize = 200;
 
 /// The OpenAPI shape of an agent's `guards` (checked by core's `Guards::parse`, which names
 /// each problem's JSON Pointer).
@@ -137,6 +144,9 @@ pub struct AgentView {
     /// The agent's turn budget in milliseconds; absent when it keeps the default (700).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_budget_ms: Option<u32>,
+    /// What the caller hears while a slow tool without `messages.delayed` runs; absent: silence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filler: Option<String>,
     pub tools: Vec<AgentToolView>,
     pub handoffs: Vec<String>,
     pub default: bool,
@@ -167,6 +177,7 @@ impl From<switchboard_store::Agent> for AgentView {
             live: a.live,
             guards: a.guards,
             turn_budget_ms: a.turn_budget_ms,
+            filler: a.filler,
             tools: a
                 .tools
                 .into_iter()
@@ -252,6 +263,30 @@ pub async fn put_agent(
                          {MIN_TURN_BUDGET_MS} to {MAX_TURN_BUDGET_MS}, not {v}"
                     ),
                     fix: Some("write e.g. 700, or leave it out for the default (700 ms)".into()),
+                });
+                None
+            }
+        },
+    };
+    let filler = match body.filler.as_ref().filter(|v| !v.is_null()) {
+        None => None,
+        Some(v) => match v.as_str().map(str::trim) {
+            Some(text)
+                if !text.is_empty()
+                    && text.chars().count() <= MAX_FILLER_CHARS
+                    && !text.chars().any(char::is_control) =>
+            {
+                Some(text.to_owned())
+            }
+            _ => {
+                problems.push(switchboard_core::diag::Diagnostic {
+                    pointer: "/filler".into(),
+                    message: format!(
+                        "`filler` must be a line of 1 to {MAX_FILLER_CHARS} characters without control characters"
+                    ),
+                    fix: Some(
+                        "write a short phrase the caller hears while a tool runs, e.g. \"One moment, please.\", or leave it out".into(),
+                    ),
                 });
                 None
             }
@@ -355,6 +390,7 @@ pub async fn put_agent(
         live: body.live,
         guards,
         turn_budget_ms,
+        filler,
         tools: body
             .tools
             .into_iter()

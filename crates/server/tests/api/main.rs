@@ -2,6 +2,7 @@
 //! HTTP; every test runs on SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod adaptive;
 mod alerts;
 mod caldav_bookings;
 mod caldav_race;

@@ -238,6 +238,7 @@ mod tests {
             logs: Vec::new(),
             trace: None,
             trace_bytes: None,
+            policy: None,
         };
         serde_json::to_string(&record).unwrap()
     }
