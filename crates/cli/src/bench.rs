@@ -92,6 +92,10 @@ pub struct CallsArgs {
     /// adaptive policy).
     #[arg(long)]
     agent_filler: Option<String>,
+    /// Starts the server with `--no-adaptive` (fillers and deadlines as the tool sets them),
+    /// to compare with the adaptive policy in one session.
+    #[arg(long)]
+    no_adaptive: bool,
 }
 
 /// One timed tool call.
@@ -281,7 +285,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         (Some(s), Some(k)) => (s.trim_end_matches('/').to_owned(), k.clone(), None),
         _ => {
             let (base, admin, spawned) =
-                spawn_server(&sim.base_url(), args.database.as_deref()).await?;
+                spawn_server(&sim.base_url(), args.database.as_deref(), args.no_adaptive).await?;
             (base, admin, Some(spawned))
         }
     };
@@ -512,6 +516,7 @@ async fn run(args: &CallsArgs) -> Result<ExitCode, String> {
         "speak_ms": args.speak_ms,
         "filler_after_ms": args.filler_after_ms,
         "agent_filler": args.agent_filler,
+        "adaptive": !args.no_adaptive,
         "dead_air_ms": spread(&dead_air),
         "later_silence_ms": spread(&later),
         "server_rss_kib": {"before_calls": rss_before, "with_calls": rss_live},
@@ -918,6 +923,7 @@ impl Drop for Upstream {
 async fn spawn_server(
     openai: &str,
     database: Option<&str>,
+    no_adaptive: bool,
 ) -> Result<(String, String, Spawned), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let dir = std::env::temp_dir().join(format!("switchboard-bench-{}", fastrand::u32(..)));
@@ -954,6 +960,7 @@ async fn spawn_server(
         .arg("--allow-private-network")
         .args(["--tenant-requests-per-second", "1000000"])
         .args(["--max-calls-per-tenant", "1000000"])
+        .args(no_adaptive.then_some("--no-adaptive"))
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

@@ -113,6 +113,11 @@ pub struct ServeArgs {
     /// (by default a `HEAD /` to each, at most 8, so the first tool call pays no handshake).
     #[arg(long, env = "SWITCHBOARD_NO_WARM_UPSTREAMS")]
     no_warm_upstreams: bool,
+    /// Turn the adaptive policy off: no filler at once for a tool known to be slow, no
+    /// `"async": "when_slow"` background runs, no deadline from a tool's observed latency
+    /// (each tool follows its own settings).
+    #[arg(long, env = "SWITCHBOARD_NO_ADAPTIVE")]
+    no_adaptive: bool,
     /// A `Host` the MCP endpoint (`/v1/agents/{name}/mcp`) accepts, as `name` or `name:port`
     /// (repeat, or separate with commas); default: localhost, 127.0.0.1 and ::1.
     #[arg(
@@ -431,6 +436,7 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig, String> {
         max_calls_per_tenant: usize::try_from(args.max_calls_per_tenant).unwrap_or(usize::MAX),
         emails_per_tenant_per_minute: args.emails_per_tenant_per_minute,
         warm_upstreams: !args.no_warm_upstreams,
+        adaptive: !args.no_adaptive,
         call_idle_timeout: (args.call_idle_timeout_s > 0)
             .then(|| std::time::Duration::from_secs(args.call_idle_timeout_s)),
         advertise_url: args.advertise_url.clone(),

@@ -87,6 +87,9 @@ type Key = (String, String);
 pub struct LatencyBook {
     local: Mutex<HashMap<Key, Samples>>,
     cluster: RwLock<HashMap<Key, Observed>>,
+    /// Turned off ([`LatencyBook::off`]): it notes nothing and expects nothing, so every call
+    /// follows its tools' static settings.
+    off: bool,
 }
 
 impl std::fmt::Debug for LatencyBook {
@@ -96,8 +99,19 @@ impl std::fmt::Debug for LatencyBook {
 }
 
 impl LatencyBook {
+    /// A book that never learns: the adaptive policy turned off (`serve --no-adaptive`).
+    pub fn off() -> LatencyBook {
+        LatencyBook {
+            off: true,
+            ..LatencyBook::default()
+        }
+    }
+
     /// Notes one run of `tool` that took `elapsed`.
     pub fn observe(&self, tenant: &str, tool: &str, elapsed: Duration) {
+        if self.off {
+            return;
+        }
         let ms = u32::try_from(elapsed.as_millis()).unwrap_or(u32::MAX);
         let Ok(mut local) = self.local.lock() else {
             return;
@@ -127,6 +141,9 @@ impl LatencyBook {
     /// What `tool` is expected to take: this node's p95 once it has seen [`MIN_SAMPLES`] runs,
     /// else the cluster's, else nothing.
     pub fn expected(&self, tenant: &str, tool: &str) -> Option<Observed> {
+        if self.off {
+            return None;
+        }
         let key = (tenant.to_owned(), tool.to_owned());
         let here = self
             .local
@@ -418,6 +435,24 @@ mod tests {
         assert_eq!(book.expected("t", "x"), Some(from_cluster));
         book.observe("t", "x", Duration::from_millis(900));
         assert_eq!(book.expected("t", "x").unwrap().p95_ms, 900);
+    }
+
+    #[test]
+    fn a_book_turned_off_learns_nothing() {
+        let book = LatencyBook::off();
+        for _ in 0..10 {
+            book.observe("t", "x", Duration::from_millis(900));
+        }
+        book.set_cluster([(
+            "t".to_owned(),
+            "x".to_owned(),
+            Observed {
+                p95_ms: 900,
+                samples: 40,
+            },
+        )]);
+        assert_eq!(book.expected("t", "x"), None);
+        assert!(book.changed().is_empty());
     }
 
     #[test]

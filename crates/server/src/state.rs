@@ -70,6 +70,10 @@ pub struct ServerConfig {
     /// How often this node stores its tools' observed latencies and reads the cluster's back
     /// (see [`crate::latency`]). Default 30 s.
     pub latency_sync: std::time::Duration,
+    /// The adaptive policy: fillers at once, background runs and deadlines from each tool's
+    /// observed latency (`serve --no-adaptive` turns it off: tools follow their static
+    /// settings). On by default.
+    pub adaptive: bool,
     /// Where the spans of calls, invocations and effects go (`crate::traces`; off by default).
     pub traces: switchboard_runtime::Traces,
     /// Alert rules: how often they are evaluated, how many a tenant may have, delivery retries.
@@ -109,6 +113,7 @@ impl Default for ServerConfig {
             metrics_max_connections: crate::listener::ConnectionLimits::METRICS_CONNECTIONS,
             warm_upstreams: false,
             latency_sync: std::time::Duration::from_secs(30),
+            adaptive: true,
             traces: switchboard_runtime::Traces::off(),
             alerts: crate::alerts::AlertSettings::default(),
         }
@@ -294,7 +299,11 @@ impl AppState {
                 .time_to_live(std::time::Duration::from_secs(600))
                 .build(),
             console_streams: crate::console::StreamSlots::new(config.console),
-            latency: Arc::default(),
+            latency: Arc::new(if config.adaptive {
+                switchboard_runtime::adaptive::LatencyBook::default()
+            } else {
+                switchboard_runtime::adaptive::LatencyBook::off()
+            }),
             toolkit_tools: crate::toolset::ToolkitTools::new(&config.limits),
             google_tokens,
             config,
