@@ -364,14 +364,17 @@ impl CalDav {
         let mut cal = Calendar::new();
         cal.push(event.done());
         let ics = cal.done().to_string();
-        let created = self.put_new(s, &resource_name(new.uid), &ics).await?;
-        Ok(json!({
+        let name = resource_name(new.uid);
+        let created = self.put_new(s, &name, &ics).await?;
+        let mut answer = json!({
             "id": new.uid,
             "title": new.title,
             "start": rfc3339(new.start),
             "end": rfc3339(end),
             "created": created,
-        }))
+        });
+        with_link(&mut answer, self.resource_url(s, &name).ok());
+        Ok(answer)
     }
 
     /// `PUT`s a new resource with `If-None-Match: *`: `false` when one of that name exists.
@@ -557,7 +560,11 @@ impl CalDav {
             }
             let resp = req.send().await.map_err(|e| unreachable(&s.url, &e))?;
             match resp.status() {
-                st if st.is_success() => Ok(moved(true)),
+                st if st.is_success() => {
+                    let mut answer = moved(true);
+                    with_link(&mut answer, self.resource_url(s, &own.name).ok());
+                    Ok(answer)
+                }
                 StatusCode::PRECONDITION_FAILED => Err(changed_meanwhile()),
                 st => Err(refused(&s.url, st, "move the booking")),
             }
@@ -680,6 +687,20 @@ struct OwnEvent {
     etag: Option<String>,
     ics: String,
     event: Event,
+}
+
+/// Adds the event's resource URL (without any user name or password in it) to a booking's
+/// answer: the record of the call keeps it, and the console links the booking from the call's
+/// timeline.
+fn with_link(answer: &mut Value, url: Option<Url>) {
+    if let (Some(mut url), Value::Object(m)) = (url, answer) {
+        // A URL that cannot lose its credentials is not shown.
+        if url.set_username("").is_ok() && url.set_password(None).is_ok() {
+            url.set_query(None);
+            url.set_fragment(None);
+            m.insert("link".into(), json!(url.as_str()));
+        }
+    }
 }
 
 /// A saved config whose booking rules do not read (they are checked at save; this is a config

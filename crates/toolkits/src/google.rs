@@ -586,17 +586,19 @@ impl GoogleCalendar {
             }
         }
         let url = self.calendar_url(t, "events")?;
-        let (status, _) = self
+        let (status, stored) = self
             .send_calendar(t, Method::POST, url, Some(&body))
             .await?;
         // 409: an event with this id exists, made by an earlier try of this booking.
-        Ok(json!({
+        let mut answer = json!({
             "id": new.id,
             "title": new.title,
             "start": rfc3339(new.start),
             "end": rfc3339(end),
             "created": status != StatusCode::CONFLICT,
-        }))
+        });
+        with_link(&mut answer, &stored);
+        Ok(answer)
     }
 
     /// The store's key of this calendar's slot holds.
@@ -776,11 +778,13 @@ impl GoogleCalendar {
                 body["end"]["timeZone"] = json!(z);
             }
             let url = self.calendar_url(t, &format!("events/{id}"))?;
-            let (status, _) = self.send(t, Method::PATCH, url, Some(&body)).await?;
+            let (status, stored) = self.send(t, Method::PATCH, url, Some(&body)).await?;
             if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
                 return Err(bookings::not_yours(id));
             }
-            Ok(moved(true))
+            let mut answer = moved(true);
+            with_link(&mut answer, &stored);
+            Ok(answer)
         }
         .await;
         match &result {
@@ -808,6 +812,20 @@ impl GoogleCalendar {
             zone,
             now,
         ))
+    }
+}
+
+/// Adds the event's page in Google Calendar (`htmlLink`, https only) to a booking's answer:
+/// the record of the call keeps it, and the console links the booking from the call's timeline.
+fn with_link(answer: &mut Value, stored: &Value) {
+    if let (Some(link), Value::Object(m)) = (
+        stored
+            .get("htmlLink")
+            .and_then(Value::as_str)
+            .filter(|l| l.starts_with("https://") && l.len() <= 2048),
+        answer,
+    ) {
+        m.insert("link".into(), json!(link));
     }
 }
 

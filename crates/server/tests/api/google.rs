@@ -1504,3 +1504,114 @@ async fn booking_rules_are_checked_at_save_and_kept_by_every_action() {
     assert_eq!(sim.inserts(), 1);
     app.stop().await;
 }
+
+/// The console shows each agent's calendar connection — never connected, ok with its last
+/// refresh, broken with the reason — with a Connect / Reconnect button leading to the connect
+/// flow; a booking made by a call links from the call's timeline to its event. Another
+/// tenant's operator sees none of it, and no token is on any page.
+#[tokio::test]
+async fn the_console_shows_calendar_connections_and_links_bookings() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    let other = receptionist(&app, "bakery").await;
+    let (mut browser, _) = Browser::signed_in(&app, &key).await;
+    let (mut stranger, _) = Browser::signed_in(&app, &other).await;
+    let mut seen = String::new();
+    let mut page = async |b: &mut Browser, path: &str, seen: &mut String| {
+        let r = b.get(&format!("{}{path}", app.base)).await;
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        seen.push_str(&text);
+        (status, text)
+    };
+    // (minijinja escapes `/` in attributes as `&#x2f;`.)
+    let href = "/console/agents/receptionist/connections/google_calendar".replace('/', "&#x2f;");
+
+    let (s, agents) = page(&mut browser, "/console/agents", &mut seen).await;
+    assert_eq!(s, StatusCode::OK, "{agents}");
+    assert!(
+        agents.contains("google_calendar: <span class=\"connection-state\">never connected</span>"),
+        "{agents}"
+    );
+    let (_, agent) = page(&mut browser, "/console/agents/receptionist", &mut seen).await;
+    assert!(
+        agent.contains(&format!("role=\"button\" href=\"{href}\">Connect</a>")),
+        "{agent}"
+    );
+
+    connect(&app, &key, &sim).await;
+    sim.set_time_zone("primary", "America/New_York");
+    let (_, agents) = page(&mut browser, "/console/agents", &mut seen).await;
+    assert!(
+        agents.contains("<span class=\"connection-state\">ok</span> · connected ")
+            && agents.contains(" · last refresh "),
+        "{agents}"
+    );
+    // The other tenant's agent of the same name is not connected, and this tenant's
+    // connection is not on its pages.
+    let (_, theirs) = page(&mut stranger, "/console/agents", &mut seen).await;
+    assert!(
+        theirs.contains("never connected") && !theirs.contains("last refresh"),
+        "{theirs}"
+    );
+
+    // A booking links from the call's timeline to its event in Google Calendar.
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "c1", "from": "+14155550101"}),
+    )
+    .await;
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "b1",
+        "create_event",
+        json!({"title": "Checkup", "start_time": "2030-01-07T10:00:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["ok"], true, "{r}");
+    let id = answer(&r)["data"]["id"].as_str().unwrap().to_owned();
+    let link = format!("https://www.google.com/calendar/event?eid={id}");
+    assert_eq!(answer(&r)["data"]["link"], json!(link), "{r}");
+    let (s, call) = page(&mut browser, "/console/calls/c1", &mut seen).await;
+    assert_eq!(s, StatusCode::OK, "{call}");
+    let escaped = link.replace('/', "&#x2f;").replace('=', "&#x3d;");
+    assert!(
+        call.contains("class=\"booking-link\"") && call.contains(&id),
+        "{call}"
+    );
+    assert!(
+        call.contains(&escaped) || call.contains(&link.replace('/', "&#x2f;")),
+        "{call}"
+    );
+    let (s, _) = page(&mut stranger, "/console/calls/c1", &mut seen).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+
+    // Revoked at Google: the next refresh breaks the connection, and the console says why.
+    sim.revoke_all();
+    sim.expire_access_tokens();
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "l1",
+        "list_events",
+        json!({"time_min": "2030-01-07T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "not_connected", "{r}");
+    let (_, agent) = page(&mut browser, "/console/agents/receptionist", &mut seen).await;
+    assert!(
+        agent.contains(
+            "<span class=\"connection-state\">broken</span>: <span class=\"connection-error\">"
+        ) && agent.contains(&format!("role=\"button\" href=\"{href}\">Reconnect</a>")),
+        "{agent}"
+    );
+    if let Some(t) = sim.leaks_into(&seen) {
+        panic!("a token leaked into a console page: {t}");
+    }
+    app.stop().await;
+}
