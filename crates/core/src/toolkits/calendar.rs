@@ -30,6 +30,8 @@ pub const MAX_NOTICE_MINUTES: u32 = 30 * 24 * 60;
 pub const MAX_HORIZON_DAYS: u32 = 730;
 /// The weekdays as `rules.hours` names them, Monday first.
 pub const WEEKDAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+/// Most problems with the rules one save reports (the rest are counted).
+pub const MAX_PROBLEMS: usize = 50;
 /// Minutes in a day: the end of a range that closes at midnight (`24:00`).
 pub const DAY_MINUTES: u16 = 24 * 60;
 
@@ -126,6 +128,15 @@ impl BookingRules {
                 "`rules` is not an object",
                 "write the booking rules as an object, e.g. {\"hours\": {\"mon\": [[\"09:00\", \"17:00\"]]}, \"slot_minutes\": 30}",
             )),
+        }
+        if out.len() > MAX_PROBLEMS {
+            let more = out.len() - MAX_PROBLEMS;
+            out.truncate(MAX_PROBLEMS);
+            out.push(problem(
+                &format!("{ptr}/rules"),
+                &format!("{more} more problems with the booking rules are not listed"),
+                "fix the problems above and save again",
+            ));
         }
         if out.is_empty() { Ok(rules) } else { Err(out) }
     }
@@ -562,6 +573,11 @@ mod tests {
             ]
         );
         assert_eq!(pointers(json!({"rules": []})), ["/tools/0/config/rules"]);
+        let junk: serde_json::Map<String, Value> =
+            (0..500).map(|i| (format!("k{i}"), json!(1))).collect();
+        let found = BookingRules::from_config(&json!({ "rules": junk }), "").unwrap_err();
+        assert_eq!(found.len(), MAX_PROBLEMS + 1);
+        assert!(found[MAX_PROBLEMS].message.starts_with("450 more problems"));
     }
 
     #[test]

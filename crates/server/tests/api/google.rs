@@ -1518,7 +1518,7 @@ async fn the_console_shows_calendar_connections_and_links_bookings() {
     let (mut browser, _) = Browser::signed_in(&app, &key).await;
     let (mut stranger, _) = Browser::signed_in(&app, &other).await;
     let mut seen = String::new();
-    let mut page = async |b: &mut Browser, path: &str, seen: &mut String| {
+    let page = async |b: &mut Browser, path: &str, seen: &mut String| {
         let r = b.get(&format!("{}{path}", app.base)).await;
         let status = r.status();
         let text = r.text().await.unwrap();
