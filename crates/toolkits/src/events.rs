@@ -67,10 +67,18 @@ fn search(start: DateTime<Utc>, rules: &BookingRules, now: DateTime<Utc>) -> Int
 }
 
 /// The span of the calendar to read to judge `slot` at `now` and offer alternatives: the
-/// slot, the search, and the buffers around both.
+/// slot, the search, and the buffers around both. A slot long past (a wrong year) is refused
+/// by the rules whatever the calendar holds, so only the search is read then: a span of years
+/// would be slow to read and could crowd the times to offer out of a bounded answer.
 pub(crate) fn reading(slot: Interval, rules: &BookingRules, now: DateTime<Utc>) -> Interval {
     let (padded, search) = (rules::padded(rules, slot), search(slot.0, rules, now));
-    let after = Duration::minutes(i64::from(rules.buffer_after_minutes));
+    let (before, after) = (
+        Duration::minutes(i64::from(rules.buffer_before_minutes)),
+        Duration::minutes(i64::from(rules.buffer_after_minutes)),
+    );
+    if padded.1 + Duration::days(1) < search.0 {
+        return (search.0 - before, search.1 + after);
+    }
     (padded.0.min(search.0), padded.1.max(search.1 + after))
 }
 
@@ -237,4 +245,40 @@ fn listed(offer: &[Value]) -> String {
         .filter_map(|o| o.get("start").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().to_utc()
+    }
+
+    #[test]
+    fn the_calendar_is_read_around_the_slot_and_the_times_to_offer() {
+        let rules = BookingRules::from_config(
+            &json!({"rules": {"buffer_before_minutes": 15, "buffer_after_minutes": 10, "min_notice_minutes": 60}}),
+            "",
+        )
+        .unwrap();
+        let now = utc("2030-01-07T08:00:00Z");
+        let slot = (utc("2030-01-07T10:00:00Z"), utc("2030-01-07T10:30:00Z"));
+        assert_eq!(
+            reading(slot, &rules, now),
+            (utc("2030-01-07T09:45:00Z"), utc("2030-01-14T10:10:00Z"))
+        );
+        // Too soon: the search starts when the notice allows, the slot's buffers still count.
+        let soon = (utc("2030-01-07T08:30:00Z"), utc("2030-01-07T09:00:00Z"));
+        assert_eq!(
+            reading(soon, &rules, now),
+            (utc("2030-01-07T08:15:00Z"), utc("2030-01-14T09:10:00Z"))
+        );
+        // A year in the past: only the times to offer are read.
+        let past = (utc("2029-01-07T10:00:00Z"), utc("2029-01-07T10:30:00Z"));
+        assert_eq!(
+            reading(past, &rules, now),
+            (utc("2030-01-07T08:45:00Z"), utc("2030-01-14T09:10:00Z"))
+        );
+    }
 }
