@@ -60,23 +60,32 @@ impl Event {
 }
 
 /// Where alternatives to a slot starting at `start` are looked for: from it (or the first time
-/// the notice allows) for [`SEARCH_DAYS`].
+/// the notice allows) for [`SEARCH_DAYS`]; for a slot beyond the booking horizon, the last
+/// [`SEARCH_DAYS`] before the horizon ends.
 fn search(start: DateTime<Utc>, rules: &BookingRules, now: DateTime<Utc>) -> Interval {
-    let from = start.max(rules::earliest(rules, now)).max(now);
+    let first = rules::earliest(rules, now).max(now);
+    let mut from = start.max(first);
+    if let Some(last) = rules::latest(rules, now)
+        && from > last
+    {
+        from = (last - Duration::days(SEARCH_DAYS)).max(first);
+    }
     (from, from + Duration::days(SEARCH_DAYS))
 }
 
 /// The span of the calendar to read to judge `slot` at `now` and offer alternatives: the
-/// slot, the search, and the buffers around both. A slot long past (a wrong year) is refused
-/// by the rules whatever the calendar holds, so only the search is read then: a span of years
-/// would be slow to read and could crowd the times to offer out of a bounded answer.
+/// slot, the search, and the buffers around both. A slot long past (a wrong year) or far
+/// beyond the horizon is refused by the rules whatever the calendar holds, so only the search
+/// is read then: a span of years would be slow to read and could crowd the times to offer out
+/// of a bounded answer.
 pub(crate) fn reading(slot: Interval, rules: &BookingRules, now: DateTime<Utc>) -> Interval {
     let (padded, search) = (rules::padded(rules, slot), search(slot.0, rules, now));
     let (before, after) = (
         Duration::minutes(i64::from(rules.buffer_before_minutes)),
         Duration::minutes(i64::from(rules.buffer_after_minutes)),
     );
-    if padded.1 + Duration::days(1) < search.0 {
+    let day = Duration::days(1);
+    if padded.1 + day < search.0 || padded.0 > search.1 + day {
         return (search.0 - before, search.1 + after);
     }
     (padded.0.min(search.0), padded.1.max(search.1 + after))
@@ -273,6 +282,16 @@ mod tests {
         assert_eq!(
             reading(soon, &rules, now),
             (utc("2030-01-07T08:15:00Z"), utc("2030-01-14T09:10:00Z"))
+        );
+        // Beyond a horizon of 30 days: the last week before it is searched and read.
+        let near = BookingRules {
+            horizon_days: Some(30),
+            ..rules.clone()
+        };
+        let far = (utc("2030-06-03T10:00:00Z"), utc("2030-06-03T10:30:00Z"));
+        assert_eq!(
+            reading(far, &near, now),
+            (utc("2030-01-30T07:45:00Z"), utc("2030-02-06T08:10:00Z"))
         );
         // A year in the past: only the times to offer are read.
         let past = (utc("2029-01-07T10:00:00Z"), utc("2029-01-07T10:30:00Z"));

@@ -1501,6 +1501,15 @@ async fn booking_rules_are_checked_at_save_and_kept_by_every_action() {
             .contains("at most 30 days ahead"),
         "{r}"
     );
+    // Offered instead: free times in the last week before the horizon ends.
+    let offered = answer(&r)["details"]["alternatives"].as_array().unwrap();
+    assert!(!offered.is_empty(), "{r}");
+    assert!(
+        offered
+            .iter()
+            .all(|o| o["start"].as_str().unwrap() < "2030"),
+        "{r}"
+    );
     assert_eq!(sim.inserts(), 1);
     app.stop().await;
 }
