@@ -14,7 +14,8 @@
 //! - [`result`]: the outcome of a run and the JSON string the model receives.
 //! - [`transfer`], [`builder`]: the transfer toolkit and the ToolBuilder (provider formats).
 //! - [`guards`]: an agent's runaway guards (identical calls, calls a minute) and their defaults.
-//! - [`toolkits`]: the built-in toolkits' catalogue (calendar, email) and each action as a tool.
+//! - [`toolkits`]: the built-in toolkits' catalogue (calendar, email) and each action as a tool;
+//!   `toolkits::calendar`: the calendars' booking rules, parsed with every problem at its pointer.
 //!
 //! Nothing here performs I/O, reads a clock or draws randomness: time and ids are passed in,
 //! and every input error is a value.

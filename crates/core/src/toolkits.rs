@@ -7,6 +7,7 @@
 //! `config` and `sensitive_config`, which are checked here against the toolkit's schemas when
 //! the agent is saved.
 
+pub mod calendar;
 pub mod email;
 pub mod memory;
 
@@ -102,7 +103,7 @@ fn calendar_actions() -> Vec<ToolkitAction> {
                 {"name": "start_time", "type": "datetime", "required": true,
                  "description": "Event start, RFC 3339 with an offset (e.g. 2025-12-30T14:00:00Z)"},
                 {"name": "duration_minutes", "type": "integer", "min_value": 5, "max_value": 480,
-                 "description": "Event duration in minutes (default: the calendar's default_event_duration)"},
+                 "description": "Event duration in minutes (default: the calendar's slot length, else its default_event_duration)"},
                 {"name": "attendees", "type": "array", "items": {"type": "string"},
                  "description": "Attendee email addresses"},
                 {"name": "description", "type": "string", "description": "Event description"}
@@ -116,8 +117,8 @@ fn calendar_actions() -> Vec<ToolkitAction> {
             parameters: json!([
                 {"name": "date", "type": "datetime", "required": true,
                  "description": "Start of the slot to check, RFC 3339 with an offset"},
-                {"name": "duration_minutes", "type": "integer", "default": 30, "min_value": 15, "max_value": 240,
-                 "description": "Length of the slot in minutes"}
+                {"name": "duration_minutes", "type": "integer", "min_value": 15, "max_value": 240,
+                 "description": "Length of the slot in minutes (default: the calendar's slot length, 30 unless configured)"}
             ]),
             returns: "{available, conflicts: [..], next_free_slots: [{start, end}]}",
             effect: "calendar.check_availability",
@@ -163,8 +164,8 @@ fn calendar_actions() -> Vec<ToolkitAction> {
                  "description": "Part of the day: morning (before 12:00), afternoon (12:00-17:00), evening (from 17:00)"},
                 {"name": "time_min", "type": "datetime", "description": "Start of a range, RFC 3339"},
                 {"name": "time_max", "type": "datetime", "description": "End of the range, RFC 3339 (at most 14 days after its start)"},
-                {"name": "duration_minutes", "type": "integer", "default": 30, "min_value": 15, "max_value": 240,
-                 "description": "Length of the slots in minutes"}
+                {"name": "duration_minutes", "type": "integer", "min_value": 15, "max_value": 240,
+                 "description": "Length of the slots in minutes (default: the calendar's slot length, 30 unless configured)"}
             ]),
             returns: "{slots: [{start, end}], time_zone}",
             effect: "calendar.find_free_slots",
@@ -187,6 +188,7 @@ fn calendar_common_properties() -> Map<String, Value> {
                },
                "additionalProperties": false}),
     );
+    m.insert("rules".into(), calendar::rules_schema());
     m.insert(
         "time_zone".into(),
         json!({"type": "string", "title": "Time zone (IANA name)", "minLength": 1, "maxLength": 64,
@@ -215,6 +217,28 @@ fn check_time_zone(ptr: &str, config: &Value, out: &mut Vec<Diagnostic>) {
             "write an IANA zone name such as `{nearest}` (Area/City, case as written)"
         )),
     });
+}
+
+/// Problems with a calendar config's booking rules (`rules`, `working_hours`), in the rules'
+/// own words: they replace the schema's findings under `rules`, and add the ones a schema
+/// cannot see (a range that ends before it starts, ranges that overlap, a date that does not
+/// exist, a date listed twice).
+fn check_rules(ptr: &str, config: &Value, out: &mut Vec<Diagnostic>) {
+    let base = format!("{ptr}/config");
+    let Err(found) = calendar::BookingRules::from_config(config, &base) else {
+        return;
+    };
+    let rules = format!("{base}/rules");
+    let under = |p: &str, root: &str| p == root || p.starts_with(&format!("{root}/"));
+    out.retain(|d| !under(&d.pointer, &rules));
+    for d in found {
+        if !out
+            .iter()
+            .any(|o| o.pointer != base && under(&d.pointer, &o.pointer))
+        {
+            out.push(d);
+        }
+    }
 }
 
 fn caldav() -> Toolkit {
@@ -332,7 +356,10 @@ impl Toolkit {
         );
         match self.name {
             "email" => email::check_templates(&format!("{ptr}/config"), config, &mut out),
-            "caldav" | "google_calendar" => check_time_zone(ptr, config, &mut out),
+            "caldav" | "google_calendar" => {
+                check_time_zone(ptr, config, &mut out);
+                check_rules(ptr, config, &mut out);
+            }
             _ => {}
         }
         if let Some(s) = sensitive_config.filter(|s| !s.is_null()) {

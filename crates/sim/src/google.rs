@@ -560,6 +560,11 @@ async fn insert_event(
         m.insert("kind".into(), json!("calendar#event"));
         m.insert("status".into(), json!("confirmed"));
         m.insert("created".into(), json!(created));
+        // Google answers each event with its page in Calendar's web app.
+        m.insert(
+            "htmlLink".into(),
+            json!(format!("https://www.google.com/calendar/event?eid={id}")),
+        );
     }
     events.push(event.clone());
     s.inserts += 1;

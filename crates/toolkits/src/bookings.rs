@@ -14,7 +14,9 @@ use switchboard_runtime::effects::ToolkitScope;
 use crate::caldav::{clip, parse_time, rfc3339};
 use crate::events::Event;
 use crate::failure;
-use crate::slots::{self, Interval, WorkingHours, Zone};
+use switchboard_core::toolkits::calendar::BookingRules;
+
+use crate::slots::{Interval, Zone};
 
 /// How far ahead `find_bookings` looks (five years; the answer is bounded by count).
 pub(crate) const BOOKINGS_AHEAD_DAYS: i64 = 5 * 366;
@@ -89,8 +91,10 @@ pub(crate) struct FreeSlotsAsk<'a> {
 }
 
 impl FreeSlotsAsk<'_> {
-    pub(crate) fn len(&self) -> Duration {
-        Duration::minutes(i64::from(self.duration_minutes.unwrap_or(30)).clamp(5, 480))
+    /// The slots' length: the one asked, else the rules' `slot_minutes`, else 30 minutes.
+    pub(crate) fn len(&self, rules: &BookingRules) -> Duration {
+        let m = self.duration_minutes.or(rules.slot_minutes).unwrap_or(30);
+        Duration::minutes(i64::from(m).clamp(5, 480))
     }
 
     /// The window to search, on `zone`'s clock, never before `now`.
@@ -164,18 +168,38 @@ impl FreeSlotsAsk<'_> {
     }
 }
 
-/// `find_free_slots`' answer: free slots of `len` in `window`, inside working hours.
+/// The span of the calendar `find_free_slots` reads for `window`: the window and the
+/// buffers around it.
+pub(crate) fn reading(window: Interval, rules: &BookingRules) -> Interval {
+    let (before, after) = (
+        Duration::minutes(i64::from(rules.buffer_before_minutes)),
+        Duration::minutes(i64::from(rules.buffer_after_minutes)),
+    );
+    (window.0 - before, window.1 + after)
+}
+
+/// `find_free_slots`' answer: free slots of `len` in `window` that the rules allow at `now`.
 pub(crate) fn free_slots_answer(
     window: Interval,
     len: Duration,
     busy: &[Interval],
-    hours: WorkingHours,
+    rules: &BookingRules,
     zone: Zone,
+    now: DateTime<Utc>,
 ) -> Value {
     let free = if window.0 >= window.1 {
         Vec::new()
     } else {
-        slots::next_free(window.0, len, busy, hours, zone, window.1, MAX_FREE_SLOTS)
+        crate::rules::free_slots(
+            rules,
+            window.0,
+            window.1,
+            len,
+            busy,
+            now,
+            zone,
+            MAX_FREE_SLOTS,
+        )
     };
     json!({
         "slots": free.iter().map(|(a, b)| json!({"start": rfc3339(zone.show(*a)), "end": rfc3339(zone.show(*b))})).collect::<Vec<_>>(),

@@ -23,14 +23,15 @@ use quick_xml::events::Event as XmlEvent;
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use switchboard_core::toolkits::calendar::BookingRules;
 use switchboard_core::{ErrorCode, ToolError};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
 use crate::bookings::{self, BOOKINGS_AHEAD_DAYS, FreeSlotsAsk};
-use crate::events::{Asked, Event, SEARCH_DAYS};
+use crate::events::{Asked, Event};
 use crate::failure;
 use crate::holds::{Holds, calendar_key};
-use crate::slots::{self, Interval, WorkingHours, Zone};
+use crate::slots::{self, Interval, Zone};
 
 /// Largest response body read from a calendar server.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -58,7 +59,8 @@ struct Settings {
     username: Option<String>,
     password: Option<String>,
     default_duration: i64,
-    hours: WorkingHours,
+    /// The booking rules (`rules`, or the legacy `working_hours`), checked at save.
+    rules: BookingRules,
     /// The configured `time_zone`: working hours are read in it, and times the server sends
     /// without a zone are in it.
     zone: Option<Tz>,
@@ -70,13 +72,14 @@ impl Settings {
         self.zone.map_or(Zone::Fixed(asked), Zone::Iana)
     }
 
-    /// A slot asked about, with this calendar's working hours and zone.
-    fn asked(&self, start: DateTime<FixedOffset>, len: Duration) -> Asked {
+    /// A slot asked about now, with this calendar's rules and zone.
+    fn asked(&self, start: DateTime<FixedOffset>, len: Duration) -> Asked<'_> {
         Asked {
             start,
             len,
-            hours: self.hours,
+            rules: &self.rules,
             zone: self.zone(*start.offset()),
+            now: Utc::now(),
         }
     }
 }
@@ -140,8 +143,8 @@ impl CalDav {
                 duration_minutes,
             } => {
                 let start = parse_time("date", date)?;
-                let len =
-                    Duration::minutes(i64::from(duration_minutes.unwrap_or(30)).clamp(1, 1440));
+                let minutes = duration_minutes.or(s.rules.slot_minutes).unwrap_or(30);
+                let len = Duration::minutes(i64::from(minutes).clamp(1, 1440));
                 self.availability(&s, start, len).await
             }
             CalendarOp::CreateEvent {
@@ -152,7 +155,9 @@ impl CalDav {
                 description,
             } => {
                 let start = parse_time("start_time", start_time)?;
-                let minutes = duration_minutes.map_or(s.default_duration, i64::from);
+                let minutes = duration_minutes
+                    .or(s.rules.slot_minutes)
+                    .map_or(s.default_duration, i64::from);
                 let len = Duration::minutes(minutes.clamp(1, 1440));
                 let uid = event_uid(scope.tenant_id, scope.idempotency_key);
                 self.create(
@@ -233,13 +238,6 @@ impl CalDav {
             url.set_path(&path);
         }
         let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        let hour = |k: &str, default: NaiveTime| {
-            cfg.pointer(&format!("/working_hours/{k}"))
-                .and_then(Value::as_str)
-                .and_then(|t| NaiveTime::parse_from_str(t, "%H:%M").ok())
-                .unwrap_or(default)
-        };
-        let d = WorkingHours::default();
         Ok(Settings {
             url,
             username: text(scope.secrets, "username"),
@@ -248,10 +246,7 @@ impl CalDav {
                 .get("default_event_duration")
                 .and_then(Value::as_i64)
                 .unwrap_or(30),
-            hours: WorkingHours {
-                start: hour("start", d.start),
-                end: hour("end", d.end),
-            },
+            rules: BookingRules::from_config(cfg, "/config").map_err(rules_broken)?,
             zone: match cfg.get("time_zone").and_then(Value::as_str) {
                 None => None,
                 Some(name) => Some(name.parse::<Tz>().map_err(|_| {
@@ -270,17 +265,17 @@ impl CalDav {
         start: DateTime<FixedOffset>,
         len: Duration,
     ) -> Result<Value, ToolError> {
-        let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
-        let events = self.events(s, start.to_utc(), horizon).await?;
-        let slot = (start.to_utc(), (start + len).to_utc());
+        let asked = s.asked(start, len);
+        let (from, to) = asked.reading();
+        let events = self.events(s, from, to).await?;
         let tz = *start.offset();
         let conflicts: Vec<Value> = events
             .iter()
-            .filter(|e| slots::overlaps(slot, e.interval()))
+            .filter(|e| asked.blocked_by(e.interval()))
             .map(|e| e.json(&tz))
             .collect();
         let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-        Ok(s.asked(start, len).availability(conflicts, &busy))
+        Ok(asked.availability(conflicts, &busy))
     }
 
     /// Books a slot: checks the attendees, holds the slot in the store, looks at the calendar
@@ -313,15 +308,14 @@ impl CalDav {
             .take(scope.tenant_id, &key, scope.idempotency_key, slot)
             .await?
         else {
-            let horizon = slot.0 + Duration::days(SEARCH_DAYS);
-            let events = self.events(s, slot.0, horizon).await?;
+            let asked = s.asked(new.start, new.len);
+            let (from, to) = asked.reading();
+            let events = self.events(s, from, to).await?;
             let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
             busy.push(slot);
-            return Err(s
-                .asked(new.start, new.len)
-                .taken("is being booked by another caller", &busy));
+            return Err(asked.taken("is being booked by another caller", &busy));
         };
-        let result = self.create_held(scope, s, &new, slot).await;
+        let result = self.create_held(scope, s, &new).await;
         match &result {
             Err(e) if e.code == ErrorCode::Timeout => hold.keep(),
             _ => hold.release().await,
@@ -334,12 +328,12 @@ impl CalDav {
         scope: &ToolkitScope<'_>,
         s: &Settings,
         new: &NewEvent<'_>,
-        slot: Interval,
     ) -> Result<Value, ToolError> {
         let end = new.start + new.len;
         let tz = *new.start.offset();
-        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
-        let events = self.events(s, slot.0, horizon).await?;
+        let asked = s.asked(new.start, new.len);
+        let (from, to) = asked.reading();
+        let events = self.events(s, from, to).await?;
         if let Some(own) = events.iter().find(|e| e.id == new.uid) {
             let mut v = own.json(&tz);
             if let Value::Object(m) = &mut v {
@@ -347,14 +341,8 @@ impl CalDav {
             }
             return Ok(v);
         }
-        let asked = s.asked(new.start, new.len);
         let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-        if !asked.in_hours() {
-            return Err(asked.outside(&busy));
-        }
-        if events.iter().any(|e| slots::overlaps(slot, e.interval())) {
-            return Err(asked.taken("is already taken", &busy));
-        }
+        asked.judge(&busy, false)?;
         let mut event = icalendar::Event::new();
         event
             .uid(new.uid)
@@ -376,14 +364,17 @@ impl CalDav {
         let mut cal = Calendar::new();
         cal.push(event.done());
         let ics = cal.done().to_string();
-        let created = self.put_new(s, &resource_name(new.uid), &ics).await?;
-        Ok(json!({
+        let name = resource_name(new.uid);
+        let created = self.put_new(s, &name, &ics).await?;
+        let mut answer = json!({
             "id": new.uid,
             "title": new.title,
             "start": rfc3339(new.start),
             "end": rfc3339(end),
             "created": created,
-        }))
+        });
+        with_link(&mut answer, self.resource_url(s, &name).ok());
+        Ok(answer)
     }
 
     /// `PUT`s a new resource with `If-None-Match: *`: `false` when one of that name exists.
@@ -536,13 +527,13 @@ impl CalDav {
             failure::unavailable("bookings cannot be secured on this server (no booking database); nothing was changed")
         })?;
         let key = calendar_key(&["caldav", scope.tenant_id, s.url.as_str()]);
-        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
         let asked = s.asked(start, len);
+        let (from, to) = asked.reading();
         let Some(hold) = holds
             .take(scope.tenant_id, &key, scope.idempotency_key, slot)
             .await?
         else {
-            let events = self.events(s, slot.0, horizon).await?;
+            let events = self.events(s, from, to).await?;
             let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
             busy.push(slot);
             return Err(asked.taken(
@@ -551,15 +542,13 @@ impl CalDav {
             ));
         };
         let result = async {
-            let events = self.events(s, slot.0, horizon).await?;
-            let others: Vec<&Event> = events.iter().filter(|e| e.id != uid).collect();
-            let busy: Vec<Interval> = others.iter().map(|e| e.interval()).collect();
-            if !asked.in_hours() {
-                return Err(asked.outside(&busy));
-            }
-            if others.iter().any(|e| slots::overlaps(slot, e.interval())) {
-                return Err(asked.taken("is already taken; the booking was not moved", &busy));
-            }
+            let events = self.events(s, from, to).await?;
+            let busy: Vec<Interval> = events
+                .iter()
+                .filter(|e| e.id != uid)
+                .map(Event::interval)
+                .collect();
+            asked.judge(&busy, true)?;
             let ics = moved_ics(&own.ics, uid, slot)
                 .ok_or_else(|| failure::unavailable("the booking could not be read to move it"))?;
             let mut req = self
@@ -571,7 +560,11 @@ impl CalDav {
             }
             let resp = req.send().await.map_err(|e| unreachable(&s.url, &e))?;
             match resp.status() {
-                st if st.is_success() => Ok(moved(true)),
+                st if st.is_success() => {
+                    let mut answer = moved(true);
+                    with_link(&mut answer, self.resource_url(s, &own.name).ok());
+                    Ok(answer)
+                }
                 StatusCode::PRECONDITION_FAILED => Err(changed_meanwhile()),
                 st => Err(refused(&s.url, st, "move the booking")),
             }
@@ -589,7 +582,8 @@ impl CalDav {
         let zone = Self::day_zone(s);
         let window = ask.window(zone, now)?;
         let busy: Vec<Interval> = if window.0 < window.1 {
-            self.events(s, window.0, window.1)
+            let (from, to) = bookings::reading(window, &s.rules);
+            self.events(s, from, to)
                 .await?
                 .iter()
                 .map(Event::interval)
@@ -599,10 +593,11 @@ impl CalDav {
         };
         Ok(bookings::free_slots_answer(
             window,
-            ask.len(),
+            ask.len(&s.rules),
             &busy,
-            s.hours,
+            &s.rules,
             zone,
+            now,
         ))
     }
 
@@ -692,6 +687,31 @@ struct OwnEvent {
     etag: Option<String>,
     ics: String,
     event: Event,
+}
+
+/// Adds the event's resource URL (without any user name or password in it) to a booking's
+/// answer: the record of the call keeps it, and the console links the booking from the call's
+/// timeline.
+fn with_link(answer: &mut Value, url: Option<Url>) {
+    if let (Some(mut url), Value::Object(m)) = (url, answer) {
+        // A URL that cannot lose its credentials is not shown.
+        if url.set_username("").is_ok() && url.set_password(None).is_ok() {
+            url.set_query(None);
+            url.set_fragment(None);
+            m.insert("link".into(), json!(url.as_str()));
+        }
+    }
+}
+
+/// A saved config whose booking rules do not read (they are checked at save; this is a config
+/// written around that check): the operator must fix it.
+pub(crate) fn rules_broken(problems: Vec<switchboard_core::Diagnostic>) -> ToolError {
+    let first = problems.first().map_or_else(String::new, |d| {
+        format!(" (at {}: {})", d.pointer, d.message)
+    });
+    failure::misconfigured(format!(
+        "the calendar's booking rules cannot be read{first}; the operator must fix the agent's calendar config. Tell the caller you cannot book by phone right now"
+    ))
 }
 
 fn changed_meanwhile() -> ToolError {

@@ -9,7 +9,10 @@ use switchboard_core::ToolError;
 
 use crate::caldav::rfc3339;
 use crate::failure;
-use crate::slots::{self, Interval, WorkingHours, Zone};
+use switchboard_core::toolkits::calendar::BookingRules;
+
+use crate::rules::{self, Refusal};
+use crate::slots::{self, Interval, Zone};
 
 /// How far ahead free times are looked for.
 pub(crate) const SEARCH_DAYS: i64 = 7;
@@ -56,33 +59,108 @@ impl Event {
     }
 }
 
-/// The slot a caller asked about, and where its working hours are read.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Asked {
-    pub(crate) start: DateTime<FixedOffset>,
-    pub(crate) len: Duration,
-    pub(crate) hours: WorkingHours,
-    pub(crate) zone: Zone,
+/// Where alternatives to a slot starting at `start` are looked for: from it (or the first time
+/// the notice allows) for [`SEARCH_DAYS`]; for a slot beyond the booking horizon, the last
+/// [`SEARCH_DAYS`] before the horizon ends.
+fn search(start: DateTime<Utc>, rules: &BookingRules, now: DateTime<Utc>) -> Interval {
+    let first = rules::earliest(rules, now).max(now);
+    let mut from = start.max(first);
+    if let Some(last) = rules::latest(rules, now)
+        && from > last
+    {
+        from = (last - Duration::days(SEARCH_DAYS)).max(first);
+    }
+    (from, from + Duration::days(SEARCH_DAYS))
 }
 
-impl Asked {
-    fn next_free(&self, busy: &[Interval], want: usize) -> Vec<Interval> {
-        let from = self.start.to_utc();
-        let horizon = from + Duration::days(SEARCH_DAYS);
-        slots::next_free(from, self.len, busy, self.hours, self.zone, horizon, want)
+/// The span of the calendar to read to judge `slot` at `now` and offer alternatives: the
+/// slot, the search, and the buffers around both. A slot long past (a wrong year) or far
+/// beyond the horizon is refused by the rules whatever the calendar holds, so only the search
+/// is read then: a span of years would be slow to read and could crowd the times to offer out
+/// of a bounded answer.
+pub(crate) fn reading(slot: Interval, rules: &BookingRules, now: DateTime<Utc>) -> Interval {
+    let (padded, search) = (rules::padded(rules, slot), search(slot.0, rules, now));
+    let (before, after) = (
+        Duration::minutes(i64::from(rules.buffer_before_minutes)),
+        Duration::minutes(i64::from(rules.buffer_after_minutes)),
+    );
+    let day = Duration::days(1);
+    if padded.1 + day < search.0 || padded.0 > search.1 + day {
+        return (search.0 - before, search.1 + after);
+    }
+    (padded.0.min(search.0), padded.1.max(search.1 + after))
+}
+
+/// The slot a caller asked about, the rules it is judged by, and the clock they are read on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asked<'a> {
+    pub(crate) start: DateTime<FixedOffset>,
+    pub(crate) len: Duration,
+    pub(crate) rules: &'a BookingRules,
+    pub(crate) zone: Zone,
+    /// When the action runs: notice and horizon count from it.
+    pub(crate) now: DateTime<Utc>,
+}
+
+impl Asked<'_> {
+    /// The slot as instants.
+    pub(crate) fn slot(&self) -> Interval {
+        (self.start.to_utc(), (self.start + self.len).to_utc())
     }
 
-    /// `check_availability`'s answer: `conflicts` (in the asked offset), and when the slot is
-    /// taken or outside working hours the next free slots (in the zone's offset of their day).
+    /// The slot with the free time the rules keep around a booking: events overlapping it
+    /// are in the way.
+    pub(crate) fn padded(&self) -> Interval {
+        rules::padded(self.rules, self.slot())
+    }
+
+    /// Where alternatives are looked for: from the slot (or the first time the notice allows)
+    /// for [`SEARCH_DAYS`].
+    fn search(&self) -> Interval {
+        search(self.start.to_utc(), self.rules, self.now)
+    }
+
+    /// The span of the calendar to read to judge this slot and offer alternatives.
+    pub(crate) fn reading(&self) -> Interval {
+        reading(self.slot(), self.rules, self.now)
+    }
+
+    fn next_free(&self, busy: &[Interval], want: usize) -> Vec<Interval> {
+        let (from, until) = self.search();
+        rules::free_slots(
+            self.rules, from, until, self.len, busy, self.now, self.zone, want,
+        )
+    }
+
+    /// Why the rules refuse this slot (hours, closed days and dates, notice, horizon), if
+    /// they do.
+    pub(crate) fn refusal(&self) -> Option<Refusal> {
+        rules::refusal(
+            self.rules,
+            self.start.to_utc(),
+            self.len,
+            self.now,
+            self.zone,
+        )
+    }
+
+    /// Whether a busy interval is in the way of this slot, its buffers included.
+    pub(crate) fn blocked_by(&self, busy: Interval) -> bool {
+        slots::overlaps(self.padded(), busy)
+    }
+
+    /// `check_availability`'s answer: `conflicts` (in the asked offset: the events in the
+    /// slot or its buffers), and when the slot cannot be had the next free slots (in the
+    /// zone's offset of their day); a slot the rules refuse says why in `reason`, with
+    /// `reason_code` `outside_hours`.
     pub(crate) fn availability(&self, conflicts: Vec<Value>, busy: &[Interval]) -> Value {
-        let in_hours = self.in_hours();
-        let available = conflicts.is_empty() && in_hours;
+        let refusal = self.refusal();
+        let available = conflicts.is_empty() && refusal.is_none();
         let next = if available {
             Vec::new()
         } else {
             self.alternatives(busy)
         };
-        let zone = self.zone;
         let mut out = json!({
             "available": available,
             "start": rfc3339(self.start),
@@ -90,16 +168,9 @@ impl Asked {
             "conflicts": conflicts,
             "next_free_slots": next,
         });
-        if !in_hours && let Value::Object(m) = &mut out {
-            m.insert(
-                "reason".into(),
-                json!(format!(
-                    "outside working hours ({}-{} {})",
-                    self.hours.start.format("%H:%M"),
-                    self.hours.end.format("%H:%M"),
-                    zone.name()
-                )),
-            );
+        if let (Some(r), Value::Object(m)) = (refusal, &mut out) {
+            m.insert("reason".into(), json!(r.say(self.rules, self.zone)));
+            m.insert("reason_code".into(), json!("outside_hours"));
         }
         out
     }
@@ -111,11 +182,6 @@ impl Asked {
             .iter()
             .map(|(a, b)| json!({"start": rfc3339(zone.show(*a)), "end": rfc3339(zone.show(*b))}))
             .collect()
-    }
-
-    /// Whether the slot lies within the calendar's hours.
-    pub(crate) fn in_hours(&self) -> bool {
-        slots::within_hours(self.start.to_utc(), self.len, self.hours, self.zone)
     }
 
     /// The refusal of the slot (`how`: "is already taken", "is being booked by another
@@ -133,21 +199,48 @@ impl Asked {
         )
     }
 
-    /// The refusal of a slot outside the calendar's hours, with free times inside them.
-    pub(crate) fn outside(&self, busy: &[Interval]) -> ToolError {
+    /// The refusal of a slot the rules do not allow (`why`), with free times inside them.
+    pub(crate) fn outside(&self, why: Refusal, busy: &[Interval]) -> ToolError {
         let offer = self.alternatives(busy);
         failure::outside_hours(
             format!(
-                "the slot {} to {} is outside the calendar's hours ({}-{} {}); nothing was booked. Offer the caller one of these free times instead: {}",
+                "the slot {} to {} cannot be booked: {}; nothing was booked. Offer the caller one of these free times instead: {}",
                 rfc3339(self.start),
                 rfc3339(self.start + self.len),
-                self.hours.start.format("%H:%M"),
-                self.hours.end.format("%H:%M"),
-                self.zone.name(),
+                why.say(self.rules, self.zone),
                 listed(&offer)
             ),
             offer,
         )
+    }
+
+    /// The first refusal of this slot: the rules', else an event in the slot or its
+    /// buffers (`busy`: every other event; `moving`: the slot is a booking's new time).
+    pub(crate) fn judge(&self, busy: &[Interval], moving: bool) -> Result<(), ToolError> {
+        let tail = if moving {
+            "; the booking was not moved"
+        } else {
+            ""
+        };
+        if let Some(why) = self.refusal() {
+            return Err(self.outside(why, busy));
+        }
+        if busy.iter().any(|b| slots::overlaps(self.slot(), *b)) {
+            return Err(self.taken(&format!("is already taken{tail}"), busy));
+        }
+        if busy.iter().any(|b| self.blocked_by(*b)) {
+            let (before, after) = (
+                self.rules.buffer_before_minutes,
+                self.rules.buffer_after_minutes,
+            );
+            return Err(self.taken(
+                &format!(
+                    "is too close to another booking (the calendar keeps {before} minutes free before and {after} minutes after each booking){tail}"
+                ),
+                busy,
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -161,4 +254,50 @@ fn listed(offer: &[Value]) -> String {
         .filter_map(|o| o.get("start").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().to_utc()
+    }
+
+    #[test]
+    fn the_calendar_is_read_around_the_slot_and_the_times_to_offer() {
+        let rules = BookingRules::from_config(
+            &json!({"rules": {"buffer_before_minutes": 15, "buffer_after_minutes": 10, "min_notice_minutes": 60}}),
+            "",
+        )
+        .unwrap();
+        let now = utc("2030-01-07T08:00:00Z");
+        let slot = (utc("2030-01-07T10:00:00Z"), utc("2030-01-07T10:30:00Z"));
+        assert_eq!(
+            reading(slot, &rules, now),
+            (utc("2030-01-07T09:45:00Z"), utc("2030-01-14T10:10:00Z"))
+        );
+        // Too soon: the search starts when the notice allows, the slot's buffers still count.
+        let soon = (utc("2030-01-07T08:30:00Z"), utc("2030-01-07T09:00:00Z"));
+        assert_eq!(
+            reading(soon, &rules, now),
+            (utc("2030-01-07T08:15:00Z"), utc("2030-01-14T09:10:00Z"))
+        );
+        // Beyond a horizon of 30 days: the last week before it is searched and read.
+        let near = BookingRules {
+            horizon_days: Some(30),
+            ..rules.clone()
+        };
+        let far = (utc("2030-06-03T10:00:00Z"), utc("2030-06-03T10:30:00Z"));
+        assert_eq!(
+            reading(far, &near, now),
+            (utc("2030-01-30T07:45:00Z"), utc("2030-02-06T08:10:00Z"))
+        );
+        // A year in the past: only the times to offer are read.
+        let past = (utc("2029-01-07T10:00:00Z"), utc("2029-01-07T10:30:00Z"));
+        assert_eq!(
+            reading(past, &rules, now),
+            (utc("2030-01-07T08:45:00Z"), utc("2030-01-14T09:10:00Z"))
+        );
+    }
 }

@@ -21,14 +21,15 @@ use sha2::{Digest, Sha256};
 use switchboard_runtime::effects::{CalendarOp, ToolkitScope};
 
 use switchboard_core::ToolError;
+use switchboard_core::toolkits::calendar::BookingRules;
 
 use crate::bookings::{self, BOOKINGS_AHEAD_DAYS, FreeSlotsAsk};
 use crate::caldav::{clip, host_label, parse_time, plausible_email, read_capped, rfc3339};
-use crate::events::{Asked, Event, SEARCH_DAYS};
+use crate::events::{self, Asked, Event};
 use crate::failure;
 use crate::holds::{Holds, calendar_key};
 use crate::oauth::{TokenError, Tokens};
-use crate::slots::{self, Interval, WorkingHours, Zone};
+use crate::slots::{Interval, Zone};
 
 /// The toolkit whose connection this handler uses.
 pub const TOOLKIT: &str = "google_calendar";
@@ -68,7 +69,8 @@ struct Target<'a> {
     agent: String,
     calendar_id: String,
     default_duration: i64,
-    hours: WorkingHours,
+    /// The booking rules (`rules`, or the legacy `working_hours`), checked at save.
+    rules: BookingRules,
     /// The configured `time_zone` (an IANA name, checked at save), over the calendar's own.
     time_zone: Option<String>,
 }
@@ -170,8 +172,8 @@ impl GoogleCalendar {
                 duration_minutes,
             } => {
                 let start = parse_time("date", date)?;
-                let len =
-                    Duration::minutes(i64::from(duration_minutes.unwrap_or(30)).clamp(1, 1440));
+                let minutes = duration_minutes.or(t.rules.slot_minutes).unwrap_or(30);
+                let len = Duration::minutes(i64::from(minutes).clamp(1, 1440));
                 self.availability(&t, start, len).await
             }
             CalendarOp::CreateEvent {
@@ -182,7 +184,9 @@ impl GoogleCalendar {
                 description,
             } => {
                 let start = parse_time("start_time", start_time)?;
-                let minutes = duration_minutes.map_or(t.default_duration, i64::from);
+                let minutes = duration_minutes
+                    .or(t.rules.slot_minutes)
+                    .map_or(t.default_duration, i64::from);
                 let len = Duration::minutes(minutes.clamp(1, 1440));
                 let new = NewBooking {
                     id: event_id(scope.tenant_id, scope.idempotency_key),
@@ -441,9 +445,6 @@ impl GoogleCalendar {
         start: DateTime<FixedOffset>,
         len: Duration,
     ) -> Result<Value, ToolError> {
-        let horizon = start.to_utc() + Duration::days(SEARCH_DAYS);
-        let busy = self.busy(t, start.to_utc(), horizon).await?;
-        let slot = (start.to_utc(), (start + len).to_utc());
         let tz = *start.offset();
         let zone = match &t.time_zone {
             Some(z) => Zone::pick(Some(z.as_str()), None, tz),
@@ -456,17 +457,20 @@ impl GoogleCalendar {
                 Zone::pick(None, calendar.as_deref(), tz)
             }
         };
-        let conflicts: Vec<Value> = busy
-            .iter()
-            .filter(|b| slots::overlaps(slot, **b))
-            .map(|(a, b)| json!({"start": rfc3339(a.with_timezone(&tz)), "end": rfc3339(b.with_timezone(&tz))}))
-            .collect();
         let asked = Asked {
             start,
             len,
-            hours: t.hours,
+            rules: &t.rules,
             zone,
+            now: Utc::now(),
         };
+        let (from, to) = asked.reading();
+        let busy = self.busy(t, from, to).await?;
+        let conflicts: Vec<Value> = busy
+            .iter()
+            .filter(|b| asked.blocked_by(**b))
+            .map(|(a, b)| json!({"start": rfc3339(a.with_timezone(&tz)), "end": rfc3339(b.with_timezone(&tz))}))
+            .collect();
         Ok(asked.availability(conflicts, &busy))
     }
 
@@ -494,18 +498,19 @@ impl GoogleCalendar {
             .ok_or_else(|| failure::unavailable("bookings cannot be secured on this server (no booking database); nothing was booked"))?;
         let tz = *new.start.offset();
         let slot = (new.start.to_utc(), (new.start + new.len).to_utc());
-        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
+        let now = Utc::now();
+        let span = events::reading(slot, &t.rules, now);
         let Some(hold) = holds
             .take(t.tenant, &Self::hold_key(t), scope.idempotency_key, slot)
             .await?
         else {
-            let (events, zone) = self.events_in(t, slot.0, horizon, 250).await?;
-            let asked = self.asked(t, new, zone.as_deref());
+            let (events, zone) = self.events_in(t, span.0, span.1, 250).await?;
+            let asked = self.asked(t, new, zone.as_deref(), now);
             let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
             busy.push(slot);
             return Err(asked.taken("is being booked by another caller", &busy));
         };
-        let result = self.create_held(scope, t, new, slot, horizon, tz).await;
+        let result = self.create_held(scope, t, new, span, now, tz).await;
         match &result {
             Err(e) if e.code == switchboard_core::ErrorCode::Timeout => hold.keep(),
             _ => hold.release().await,
@@ -513,13 +518,20 @@ impl GoogleCalendar {
         result
     }
 
-    /// The slot a booking asked for, with the calendar's hours and zone.
-    fn asked(&self, t: &Target<'_>, new: &NewBooking<'_>, calendar_zone: Option<&str>) -> Asked {
+    /// The slot a booking asked for at `now`, with the calendar's rules and zone.
+    fn asked<'a>(
+        &self,
+        t: &'a Target<'_>,
+        new: &NewBooking<'_>,
+        calendar_zone: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Asked<'a> {
         Asked {
             start: new.start,
             len: new.len,
-            hours: t.hours,
+            rules: &t.rules,
             zone: Zone::pick(t.time_zone.as_deref(), calendar_zone, *new.start.offset()),
+            now,
         }
     }
 
@@ -528,11 +540,11 @@ impl GoogleCalendar {
         scope: &ToolkitScope<'_>,
         t: &Target<'_>,
         new: &NewBooking<'_>,
-        slot: Interval,
-        horizon: DateTime<Utc>,
+        span: Interval,
+        now: DateTime<Utc>,
         tz: FixedOffset,
     ) -> Result<Value, ToolError> {
-        let (events, calendar_zone) = self.events_in(t, slot.0, horizon, 250).await?;
+        let (events, calendar_zone) = self.events_in(t, span.0, span.1, 250).await?;
         if let Some(own) = events.iter().find(|e| e.id == new.id) {
             let mut v = own.json(&tz);
             if let Value::Object(m) = &mut v {
@@ -540,14 +552,9 @@ impl GoogleCalendar {
             }
             return Ok(v);
         }
-        let asked = self.asked(t, new, calendar_zone.as_deref());
+        let asked = self.asked(t, new, calendar_zone.as_deref(), now);
         let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-        if !asked.in_hours() {
-            return Err(asked.outside(&busy));
-        }
-        if events.iter().any(|e| slots::overlaps(slot, e.interval())) {
-            return Err(asked.taken("is already taken", &busy));
-        }
+        asked.judge(&busy, false)?;
         let end = new.start + new.len;
         let mut private = serde_json::Map::new();
         private.insert("switchboard_call".into(), json!(scope.call_id));
@@ -579,17 +586,19 @@ impl GoogleCalendar {
             }
         }
         let url = self.calendar_url(t, "events")?;
-        let (status, _) = self
+        let (status, stored) = self
             .send_calendar(t, Method::POST, url, Some(&body))
             .await?;
         // 409: an event with this id exists, made by an earlier try of this booking.
-        Ok(json!({
+        let mut answer = json!({
             "id": new.id,
             "title": new.title,
             "start": rfc3339(new.start),
             "end": rfc3339(end),
             "created": status != StatusCode::CONFLICT,
-        }))
+        });
+        with_link(&mut answer, &stored);
+        Ok(answer)
     }
 
     /// The store's key of this calendar's slot holds.
@@ -737,30 +746,29 @@ impl GoogleCalendar {
             attendees: &[],
             description: None,
         };
-        let horizon = slot.0 + Duration::days(SEARCH_DAYS);
+        let now = Utc::now();
+        let span = events::reading(slot, &t.rules, now);
         let Some(hold) = holds
             .take(t.tenant, &Self::hold_key(t), scope.idempotency_key, slot)
             .await?
         else {
-            let (events, zone) = self.events_in(t, slot.0, horizon, 250).await?;
+            let (events, zone) = self.events_in(t, span.0, span.1, 250).await?;
             let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
             busy.push(slot);
-            return Err(self.asked(t, &new, zone.as_deref()).taken(
+            return Err(self.asked(t, &new, zone.as_deref(), now).taken(
                 "is being booked by another caller; the booking was not moved",
                 &busy,
             ));
         };
         let result = async {
-            let (events, zone) = self.events_in(t, slot.0, horizon, 250).await?;
-            let asked = self.asked(t, &new, zone.as_deref());
-            let others: Vec<&Event> = events.iter().filter(|e| e.id != id).collect();
-            let busy: Vec<Interval> = others.iter().map(|e| e.interval()).collect();
-            if !asked.in_hours() {
-                return Err(asked.outside(&busy));
-            }
-            if others.iter().any(|e| slots::overlaps(slot, e.interval())) {
-                return Err(asked.taken("is already taken; the booking was not moved", &busy));
-            }
+            let (events, zone) = self.events_in(t, span.0, span.1, 250).await?;
+            let asked = self.asked(t, &new, zone.as_deref(), now);
+            let busy: Vec<Interval> = events
+                .iter()
+                .filter(|e| e.id != id)
+                .map(Event::interval)
+                .collect();
+            asked.judge(&busy, true)?;
             let mut body = json!({
                 "start": {"dateTime": rfc3339(start)},
                 "end": {"dateTime": rfc3339(start + len)},
@@ -770,11 +778,13 @@ impl GoogleCalendar {
                 body["end"]["timeZone"] = json!(z);
             }
             let url = self.calendar_url(t, &format!("events/{id}"))?;
-            let (status, _) = self.send(t, Method::PATCH, url, Some(&body)).await?;
+            let (status, stored) = self.send(t, Method::PATCH, url, Some(&body)).await?;
             if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
                 return Err(bookings::not_yours(id));
             }
-            Ok(moved(true))
+            let mut answer = moved(true);
+            with_link(&mut answer, &stored);
+            Ok(answer)
         }
         .await;
         match &result {
@@ -789,17 +799,33 @@ impl GoogleCalendar {
         let zone = self.zone(t, now).await?;
         let window = ask.window(zone, now)?;
         let busy = if window.0 < window.1 {
-            self.busy(t, window.0, window.1).await?
+            let (from, to) = bookings::reading(window, &t.rules);
+            self.busy(t, from, to).await?
         } else {
             Vec::new()
         };
         Ok(bookings::free_slots_answer(
             window,
-            ask.len(),
+            ask.len(&t.rules),
             &busy,
-            t.hours,
+            &t.rules,
             zone,
+            now,
         ))
+    }
+}
+
+/// Adds the event's page in Google Calendar (`htmlLink`, https only) to a booking's answer:
+/// the record of the call keeps it, and the console links the booking from the call's timeline.
+fn with_link(answer: &mut Value, stored: &Value) {
+    if let (Some(link), Value::Object(m)) = (
+        stored
+            .get("htmlLink")
+            .and_then(Value::as_str)
+            .filter(|l| l.starts_with("https://") && l.len() <= 2048),
+        answer,
+    ) {
+        m.insert("link".into(), json!(link));
     }
 }
 
@@ -828,13 +854,6 @@ fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, ToolError> {
         .ok_or_else(not_connected)?
         .to_owned();
     let cfg = scope.config;
-    let hour = |k: &str, default: NaiveTime| {
-        cfg.pointer(&format!("/working_hours/{k}"))
-            .and_then(Value::as_str)
-            .and_then(|t| NaiveTime::parse_from_str(t, "%H:%M").ok())
-            .unwrap_or(default)
-    };
-    let d = WorkingHours::default();
     Ok(Target {
         tenant: scope.tenant_id,
         agent,
@@ -847,10 +866,7 @@ fn target<'a>(scope: &'a ToolkitScope<'a>) -> Result<Target<'a>, ToolError> {
             .get("default_event_duration")
             .and_then(Value::as_i64)
             .unwrap_or(30),
-        hours: WorkingHours {
-            start: hour("start", d.start),
-            end: hour("end", d.end),
-        },
+        rules: BookingRules::from_config(cfg, "/config").map_err(crate::caldav::rules_broken)?,
         time_zone: match cfg.get("time_zone").and_then(Value::as_str) {
             None => None,
             Some(name) if name.parse::<chrono_tz::Tz>().is_ok() => Some(name.to_owned()),

@@ -13,7 +13,9 @@
 //!   bookings of one time reach a calendar.
 //! - [`oauth`]: OAuth2 with PKCE for toolkits: authorize URLs, code exchange, access tokens
 //!   refreshed once across nodes.
-//! - [`slots`]: free-slot arithmetic for `check_availability` (pure).
+//! - [`rules`]: the booking rules applied to times (hours per weekday, closed dates, step,
+//!   buffers, notice, horizon; pure): whether a slot may be booked, and the free slots.
+//! - [`slots`]: the calendar's clock ([`slots::Zone`]) and interval overlap (pure).
 //! - [`smtp`]: email over SMTP (lettre), with a deterministic `Message-ID` and a per-tenant rate.
 //!
 //! [`Calendars`] is the runtime's `Calendar` handler: it picks the provider from the agent
@@ -28,6 +30,7 @@ mod failure;
 pub mod google;
 pub mod holds;
 pub mod oauth;
+pub mod rules;
 pub mod slots;
 pub mod smtp;
 

@@ -1,29 +1,12 @@
-//! Free-slot arithmetic for `check_availability`: which busy intervals a slot overlaps, and the
-//! next free slots of the same length inside working hours. Pure: times in, times out.
+//! Time arithmetic the calendars share: the [`Zone`] a calendar's clock is read on, and which
+//! busy intervals a slot overlaps. Pure: times in, times out. The booking rules themselves
+//! (hours, free slots) are applied in `rules`.
 //!
-//! Working hours are wall-clock times in a [`Zone`]: the calendar's IANA zone when it is known
+//! Opening hours are wall-clock times in a [`Zone`]: the calendar's IANA zone when it is known
 //! (so 09:00 stays 09:00 across a daylight-saving change), else the offset of the time asked.
 
-use chrono::{
-    DateTime, Duration, FixedOffset, LocalResult, NaiveDateTime, NaiveTime, TimeZone, Utc,
-};
+use chrono::{DateTime, Duration, FixedOffset, LocalResult, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
-
-/// The hours in which slots are offered, as wall-clock times of the calendar's [`Zone`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WorkingHours {
-    pub start: NaiveTime,
-    pub end: NaiveTime,
-}
-
-impl Default for WorkingHours {
-    fn default() -> Self {
-        WorkingHours {
-            start: NaiveTime::from_hms_opt(9, 0, 0).unwrap_or(NaiveTime::MIN),
-            end: NaiveTime::from_hms_opt(17, 0, 0).unwrap_or(NaiveTime::MIN),
-        }
-    }
-}
 
 /// Where working hours are read: an IANA zone (its offset changes with daylight saving), or,
 /// when the calendar's zone is unknown, the fixed offset of the time the model asked about.
@@ -111,90 +94,38 @@ pub fn overlaps(a: Interval, b: Interval) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
 
-/// Whether `[start, start + len)` lies within working hours of its own day, on `zone`'s clock.
-pub fn within_hours(start: DateTime<Utc>, len: Duration, hours: WorkingHours, zone: Zone) -> bool {
-    let (from, to) = (zone.local(start), zone.local(start + len));
-    hours.start < hours.end
-        && from.date() == to.date()
-        && from.time() >= hours.start
-        && to.time() <= hours.end
-}
-
-/// Up to `want` free slots of length `len`, from `from` on and before `horizon`, each inside
-/// working hours on `zone`'s clock and overlapping no busy interval. Candidates start on a
-/// 15-minute grid after a conflict; the search is bounded whatever the input.
-pub fn next_free(
-    from: DateTime<Utc>,
-    len: Duration,
-    busy: &[Interval],
-    hours: WorkingHours,
-    zone: Zone,
-    horizon: DateTime<Utc>,
-    want: usize,
-) -> Vec<Interval> {
-    let mut out = Vec::new();
-    if len <= Duration::zero() || hours.start >= hours.end {
-        return out;
-    }
-    let mut t = from;
-    // Each turn either emits a slot or moves `t` forward by at least a minute.
-    for _ in 0..20_000 {
-        if out.len() >= want || t + len > horizon {
-            break;
-        }
-        let day = zone.local(t).date();
-        let (Some(day_start), Some(day_end)) = (
-            zone.instant(day.and_time(hours.start)),
-            zone.instant(day.and_time(hours.end)),
-        ) else {
-            break;
-        };
-        if t < day_start {
-            t = day_start;
-            continue;
-        }
-        if t + len > day_end {
-            match day
-                .succ_opt()
-                .and_then(|d| zone.instant(d.and_time(hours.start)))
-            {
-                Some(next) if next > t => t = next,
-                _ => break,
-            }
-            continue;
-        }
-        let slot = (t, t + len);
-        match busy
-            .iter()
-            .filter(|b| overlaps(slot, **b))
-            .map(|b| b.1)
-            .max()
-        {
-            Some(busy_until) => t = round_up_15(busy_until).max(t + Duration::minutes(1)),
-            None => {
-                out.push(slot);
-                t += len;
-            }
-        }
-    }
-    out
-}
-
-/// The first quarter hour at or after `t`.
-fn round_up_15(t: DateTime<Utc>) -> DateTime<Utc> {
-    let secs = t.timestamp();
-    let q = 15 * 60;
-    let rem = secs.rem_euclid(q);
-    let nanos = i64::from(t.timestamp_subsec_nanos());
-    if rem == 0 && nanos == 0 {
-        return t;
-    }
-    t + Duration::seconds(q - rem) - Duration::nanoseconds(nanos)
-}
-
 #[cfg(test)]
 mod tests {
+    use switchboard_core::toolkits::calendar::BookingRules;
+
     use super::*;
+    use crate::rules::{free_slots, refusal};
+
+    /// The rules of a calendar without `rules`: 09:00-17:00 every day.
+    fn hours() -> BookingRules {
+        BookingRules::default()
+    }
+
+    fn long_ago() -> DateTime<Utc> {
+        utc("2020-01-01T00:00:00Z")
+    }
+
+    /// The free slots of the default hours, as calendars searched before rules existed.
+    fn next_free(
+        from: DateTime<Utc>,
+        len: Duration,
+        busy: &[Interval],
+        rules: &BookingRules,
+        zone: Zone,
+        horizon: DateTime<Utc>,
+        want: usize,
+    ) -> Vec<Interval> {
+        free_slots(rules, from, horizon, len, busy, long_ago(), zone, want)
+    }
+
+    fn within_hours(start: DateTime<Utc>, len: Duration, rules: &BookingRules, zone: Zone) -> bool {
+        refusal(rules, start, len, long_ago(), zone).is_none()
+    }
 
     fn utc(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().to_utc()
@@ -224,7 +155,7 @@ mod tests {
             utc("2030-01-07T10:00:00Z"),
             Duration::minutes(30),
             &busy,
-            WorkingHours::default(),
+            &hours(),
             zone,
             horizon,
             3,
@@ -241,7 +172,7 @@ mod tests {
             utc("2030-01-07T15:45:00Z"),
             Duration::minutes(30),
             &busy,
-            WorkingHours::default(),
+            &hours(),
             zone,
             horizon,
             1,
@@ -256,24 +187,24 @@ mod tests {
             utc("2030-01-07T06:00:00-05:00"),
             Duration::minutes(60),
             &[],
-            WorkingHours::default(),
+            &hours(),
             zone,
             utc("2030-01-14T00:00:00Z"),
             1,
         );
         assert_eq!(shown(zone, &slots), ["2030-01-07T09:00:00-05:00"]);
-        let hours = WorkingHours::default();
+        let hours = hours();
         let hour = Duration::minutes(60);
         assert!(within_hours(
             utc("2030-01-07T16:00:00-05:00"),
             hour,
-            hours,
+            &hours,
             zone
         ));
         assert!(!within_hours(
             utc("2030-01-07T16:30:00-05:00"),
             hour,
-            hours,
+            &hours,
             zone
         ));
     }
@@ -284,7 +215,7 @@ mod tests {
     #[test]
     fn working_hours_follow_daylight_saving_in_the_calendars_zone() {
         let zone = new_york();
-        let hours = WorkingHours::default();
+        let hours = hours();
         let hour = Duration::minutes(60);
         let horizon = utc("2030-12-01T00:00:00Z");
         // (asked on the day before the change, first free slot in UTC, as the zone shows it)
@@ -301,23 +232,23 @@ mod tests {
             ),
         ];
         for (asked, first, local) in cases {
-            let slots = next_free(utc(asked), hour, &[], hours, zone, horizon, 1);
+            let slots = next_free(utc(asked), hour, &[], &hours, zone, horizon, 1);
             assert_eq!(slots[0].0, utc(first), "{asked}");
             assert_eq!(shown(zone, &slots), [local], "{asked}");
-            let old = next_free(utc(asked), hour, &[], hours, fixed(asked), horizon, 1);
+            let old = next_free(utc(asked), hour, &[], &hours, fixed(asked), horizon, 1);
             assert_ne!(old[0].0, utc(first), "{asked}");
         }
         // 08:30 asked as -05:00 after the change is 09:30 EDT: inside the hours.
         assert!(within_hours(
             utc("2030-03-11T08:30:00-05:00"),
             hour,
-            hours,
+            &hours,
             zone
         ));
         assert!(!within_hours(
             utc("2030-03-11T08:30:00-04:00"),
             hour,
-            hours,
+            &hours,
             zone
         ));
     }

@@ -34,31 +34,52 @@ pub(super) async fn agent_connections(
     tenant: &str,
     agent: &switchboard_store::Agent,
 ) -> Result<Vec<Value>, ApiError> {
-    let kits: Vec<&str> = agent
+    if oauth_kits(agent).next().is_none() {
+        return Ok(Vec::new());
+    }
+    let connections = state.store.list_connections(tenant).await?;
+    Ok(connections_of(agent, &connections))
+}
+
+/// The OAuth2 toolkits an agent uses.
+fn oauth_kits(agent: &switchboard_store::Agent) -> impl Iterator<Item = &str> {
+    agent
         .tools
         .iter()
         .filter_map(|t| t.tool.strip_prefix("toolkit:"))
         .filter(|name| find(name).is_some_and(|k| k.auth_type == Some("oauth2")))
-        .collect();
-    if kits.is_empty() {
-        return Ok(Vec::new());
-    }
-    let connections = state.store.list_connections(tenant).await?;
-    Ok(kits
-        .into_iter()
+}
+
+/// How each of the agent's OAuth2 toolkits is connected, from the tenant's `connections`:
+/// `state` is what the operator reads (`ok`, `broken` with its `error`, `never connected`);
+/// `refreshed_at` is the last change of its tokens (the connection, or a refresh). Never a
+/// token.
+pub(super) fn connections_of(
+    agent: &switchboard_store::Agent,
+    connections: &[switchboard_store::ConnectionInfo],
+) -> Vec<Value> {
+    oauth_kits(agent)
         .map(|kit| {
             let found = connections
                 .iter()
                 .find(|c| c.agent == agent.name && c.toolkit == kit);
+            let state = match found.map(|c| c.status.as_str()) {
+                None => "never connected",
+                Some("connected") => "ok",
+                Some(_) => "broken",
+            };
             json!({
                 "toolkit": kit,
                 "status": found.map_or("not connected", |c| c.status.as_str()),
+                "state": state,
                 "error": found.and_then(|c| c.error.clone()),
+                "connected_at": found.map(|c| c.created_at.clone()),
                 "updated_at": found.map(|c| c.updated_at.clone()),
+                "refreshed_at": found.map(|c| c.updated_at.clone()),
                 "href": page_path(&agent.name, kit),
             })
         })
-        .collect())
+        .collect()
 }
 
 /// The agent and toolkit of a connect page, checked: the toolkit connects with OAuth2 and this

@@ -61,7 +61,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
 });
 
 /// The templates, compiled into the binary.
-const SOURCES: [(&str, &str); 24] = [
+const SOURCES: [(&str, &str); 25] = [
     ("layout.html", include_str!("templates/layout.html")),
     ("signin.html", include_str!("templates/signin.html")),
     ("tools.html", include_str!("templates/tools.html")),
@@ -81,6 +81,7 @@ const SOURCES: [(&str, &str); 24] = [
     ("agents.html", include_str!("templates/agents.html")),
     ("agent.html", include_str!("templates/agent.html")),
     ("connect.html", include_str!("templates/connect.html")),
+    ("connection.html", include_str!("templates/connection.html")),
     ("calls.html", include_str!("templates/calls.html")),
     ("calls_rows.html", include_str!("templates/calls_rows.html")),
     ("call.html", include_str!("templates/call.html")),

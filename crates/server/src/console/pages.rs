@@ -523,19 +523,22 @@ pub async fn agents(State(state): State<AppState>, op: Operator) -> Response {
         limit: Page::MAX_LIMIT,
         after: None,
     };
-    match state.store.list_agents(&op.tenant, page).await {
-        Ok(list) => {
-            let items: Vec<Value> = list
-                .items
-                .iter()
-                .map(|a| json!({"name": a.name, "default": a.default, "tools": a.tools.len()}))
-                .collect();
-            render(
-                "agents.html",
-                json!({"nav": nav(&op, "agents"), "agents": items}),
-            )
-        }
-        Err(e) => error_page(&e.into()),
+    let run = async {
+        let list = state.store.list_agents(&op.tenant, page).await?;
+        let connections = state.store.list_connections(&op.tenant).await?;
+        let items: Vec<Value> = list
+            .items
+            .iter()
+            .map(|a| {
+                json!({"name": a.name, "default": a.default, "tools": a.tools.len(),
+                       "connections": super::connect::connections_of(a, &connections)})
+            })
+            .collect();
+        Ok::<_, ApiError>(json!({"nav": nav(&op, "agents"), "agents": items}))
+    };
+    match run.await {
+        Ok(v) => render("agents.html", v),
+        Err(e) => error_page(&e),
     }
 }
 
@@ -704,6 +707,12 @@ pub(super) fn list_rows(state: &AppState, tenant: &str, list: &CallList) -> Vec<
 /// A record as a timeline row: redacted, with its effects and context changes from its trace.
 pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
     let r = redactor.redact_record(r);
+    let bookings: Vec<Value> = r
+        .trace
+        .iter()
+        .flat_map(|t| &t.effects)
+        .filter_map(|e| booking(&e.request, &e.outcome))
+        .collect();
     let (effects, writes) = match &r.trace {
         Some(t) => (
             t.effects
@@ -745,9 +754,42 @@ pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
         "policy": r.policy.as_ref().map(|p| p.describe()),
         "effects": effects,
         "writes": writes,
+        "bookings": bookings,
     });
     redactor.redact_value(&mut v);
     v
+}
+
+/// The calendar event a booking effect made or moved (`calendar.create_event`,
+/// `calendar.reschedule_event`), as the timeline links it: its id, and its page when the
+/// calendar gave one (Google's `htmlLink`, a CalDAV resource URL) and it is a web address.
+fn booking(
+    request: &switchboard_core::EffectRequest,
+    outcome: &switchboard_core::EffectOutcome,
+) -> Option<Value> {
+    let switchboard_core::EffectRequest::Toolkit(t) = request else {
+        return None;
+    };
+    if !matches!(
+        t.action.as_str(),
+        "calendar.create_event" | "calendar.reschedule_event"
+    ) {
+        return None;
+    }
+    let switchboard_core::EffectOutcome::Done { value } = outcome else {
+        return None;
+    };
+    let id = value.get("id").and_then(Value::as_str)?;
+    let link = value
+        .get("link")
+        .and_then(Value::as_str)
+        .filter(|l| l.starts_with("https://") || l.starts_with("http://"));
+    Some(json!({
+        "id": id,
+        "link": link,
+        "start": value.get("start"),
+        "moved": t.action == "calendar.reschedule_event",
+    }))
 }
 
 pub async fn call(State(state): State<AppState>, op: Operator, Path(id): Path<String>) -> Response {

@@ -123,3 +123,123 @@ both_backends!(
         assert_eq!(r["result"]["data"]["bookings"], json!([]), "{r}");
     }
 );
+
+both_backends!(a_caldav_calendar_keeps_its_booking_rules, |app| {
+    let radicale = crate::peers::Radicale::start().await;
+    let cal = radicale.calendar("rules").await;
+    let key = app.tenant("acme").await;
+    let rules = json!({"hours": {"mon": [["09:00", "12:00"], ["13:00", "17:00"]], "tue": [["09:00", "17:00"]]},
+        "closed_dates": ["2030-01-08"], "buffer_before_minutes": 30, "slot_minutes": 60});
+    let (s, body) = app
+        .put(
+            "/v1/agents/desk",
+            &key,
+            json!({"default": true, "tools": [{"tool": "toolkit:caldav",
+                "config": {"url": cal, "time_zone": "UTC", "rules": rules},
+                "sensitive_config": {"username": "alice", "password": radicale.password}}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "pat", "from": "+14155550101"}),
+    )
+    .await;
+    // Sunday: closed; the first time inside the rules is offered instead.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "a1",
+        "check_availability",
+        json!({"date": "2030-01-06T10:00:00Z"}),
+    )
+    .await;
+    assert_eq!(r["result"]["data"]["available"], false, "{r}");
+    assert_eq!(r["result"]["data"]["reason_code"], "outside_hours", "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "b1",
+        "create_event",
+        json!({"title": "Checkup", "start_time": "2030-01-06T10:00:00Z"}),
+    )
+    .await;
+    assert_eq!(r["result"]["error"], "outside_hours", "{r}");
+    assert_eq!(
+        r["result"]["details"]["alternatives"][0],
+        json!({"start": "2030-01-07T09:00:00Z", "end": "2030-01-07T10:00:00Z"}),
+        "{r}"
+    );
+    // Inside the rules: booked for the rules' slot length, with a link to the event that
+    // names no credentials.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "b2",
+        "create_event",
+        json!({"title": "Checkup", "start_time": "2030-01-07T09:00:00Z"}),
+    )
+    .await;
+    assert_eq!(r["result"]["data"]["end"], "2030-01-07T10:00:00Z", "{r}");
+    let link = r["result"]["data"]["link"].as_str().unwrap();
+    assert!(
+        link.starts_with(cal.as_str()) && link.ends_with(".ics"),
+        "{r}"
+    );
+    assert!(!link.contains(radicale.password), "{r}");
+    let id = r["result"]["data"]["id"].as_str().unwrap().to_owned();
+    // Free slots keep 30 minutes free before each booking and skip the lunch break.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "s1",
+        "find_free_slots",
+        json!({"day": "2030-01-07"}),
+    )
+    .await;
+    let starts: Vec<&str> = r["result"]["data"]["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["start"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        starts,
+        [
+            "2030-01-07T10:30:00Z",
+            "2030-01-07T13:00:00Z",
+            "2030-01-07T14:00:00Z",
+            "2030-01-07T15:00:00Z",
+            "2030-01-07T16:00:00Z"
+        ],
+        "{r}"
+    );
+    // A move onto the closed date is refused; the booking stays.
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "m1",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-08T10:00:00Z"}),
+    )
+    .await;
+    assert_eq!(r["result"]["error"], "outside_hours", "{r}");
+    assert!(
+        r["result"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("closed on 2030-01-08"),
+        "{r}"
+    );
+    let r = invoke(&app, &key, "pat", "f1", "find_bookings", json!({})).await;
+    assert_eq!(
+        r["result"]["data"]["bookings"][0]["start"], "2030-01-07T09:00:00Z",
+        "{r}"
+    );
+});

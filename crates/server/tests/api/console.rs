@@ -1337,3 +1337,61 @@ impl Browser {
             .unwrap()
     }
 }
+
+/// A booking a call made links from the call's timeline — the page and its live stream — to
+/// the event in the calendar (here a CalDAV resource on a real Radicale), without the
+/// calendar's password; an agent without an OAuth2 calendar shows no connection. Another
+/// tenant's operator reaches neither.
+#[tokio::test]
+async fn a_calls_timeline_links_the_events_its_bookings_made() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let radicale = crate::peers::Radicale::start().await;
+    let cal = radicale.calendar("console").await;
+    let key = app.tenant("acme").await;
+    let other = app.tenant("other").await;
+    let (s, body) = app
+        .put(
+            "/v1/agents/desk",
+            &key,
+            json!({"default": true, "tools": [{"tool": "toolkit:caldav", "config": {"url": cal, "time_zone": "UTC"},
+                "sensitive_config": {"username": "alice", "password": radicale.password}}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "c1", "from": "+14155550101"}),
+    )
+    .await;
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "b1",
+        "create_event",
+        json!({"title": "Checkup", "start_time": "2030-01-07T10:00:00Z"}),
+    )
+    .await;
+    let id = r["result"]["data"]["id"].as_str().unwrap().to_owned();
+    let link = r["result"]["data"]["link"].as_str().unwrap().to_owned();
+    let b = sign_in(&app, &key).await;
+    // (minijinja escapes `/` in attributes as `&#x2f;`.)
+    let href = format!("href=\"{}\"", link.replace('/', "&#x2f;"));
+    let (s, page) = b.get("/console/calls/c1").await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    assert!(
+        page.contains("class=\"booking-link\"") && page.contains(&href) && page.contains(&id),
+        "{page}"
+    );
+    assert!(!page.contains(radicale.password), "{page}");
+    let mut events = b.events("c1").await;
+    let (stream, _) = read_stream(&mut events, "booking-link").await;
+    assert!(stream.contains(&href), "{stream}");
+    let (_, agents) = b.get("/console/agents").await;
+    assert!(agents.contains("<td>—</td>"), "{agents}");
+    let stranger = sign_in(&app, &other).await;
+    let (s, _) = stranger.get("/console/calls/c1").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    app.stop().await;
+}

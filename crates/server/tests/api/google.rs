@@ -1306,3 +1306,321 @@ async fn a_caller_finds_moves_and_cancels_only_their_own_bookings() {
     assert_eq!(answer(&r)["data"]["bookings"], json!([]), "{r}");
     app.stop().await;
 }
+
+/// Booking rules through the real API: a config with several bad rules is refused with every
+/// problem at its pointer; then every action keeps the rules — a Sunday, a lunch break and a
+/// closed date are `outside_hours` with free times inside the rules, a time whose buffer holds
+/// another event is `slot_taken`, free slots skip both, and a date beyond the horizon is refused.
+#[tokio::test]
+async fn booking_rules_are_checked_at_save_and_kept_by_every_action() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    connect(&app, &key, &sim).await;
+    let agent = |rules: Value| {
+        json!({"instructions": "Book appointments.", "default": true, "tools": [{"tool": "toolkit:google_calendar",
+            "config": {"calendar_id": "primary", "time_zone": "America/New_York", "rules": rules}}]})
+    };
+    let bad = json!({
+        "hours": {"mon": [["09:00", "12:00"], ["11:00", "13:00"]], "tue": [["25:00", "12:00"]]},
+        "closed_dates": ["2030-02-30"], "slot_minutes": 0, "step_minutes": 1000, "colour": "red"});
+    let (s, body) = app.put("/v1/agents/receptionist", &key, agent(bad)).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    let mut pointers: Vec<&str> = body["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pointer"].as_str().unwrap())
+        .collect();
+    pointers.sort_unstable();
+    let rules = "/tools/0/config/rules";
+    assert_eq!(
+        pointers,
+        [
+            "closed_dates/0",
+            "colour",
+            "hours/mon/1",
+            "hours/tue/0/0",
+            "slot_minutes",
+            "step_minutes"
+        ]
+        .map(|p| format!("{rules}/{p}")),
+        "{body}"
+    );
+    let good = json!({
+        "hours": {"mon": [["09:00", "12:00"], ["13:00", "17:00"]], "tue": [["09:00", "17:00"]],
+                  "wed": [["09:00", "17:00"]], "sat": []},
+        "closed_dates": ["2030-01-08"], "buffer_before_minutes": 15, "buffer_after_minutes": 10});
+    let (s, body) = app
+        .put("/v1/agents/receptionist", &key, agent(good.clone()))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    sim.add_event(
+        "primary",
+        "busy0slot",
+        "Other",
+        "2030-01-07T10:00:00-05:00",
+        "2030-01-07T11:00:00-05:00",
+    );
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "c1", "from": "+14155550101"}),
+    )
+    .await;
+
+    // Sunday: closed, though nothing is in the calendar.
+    let sunday = json!({"date": "2030-01-06T10:00:00-05:00"});
+    let r = invoke(&app, &key, "c1", "a1", "check_availability", sunday).await;
+    let data = &answer(&r)["data"];
+    assert_eq!(data["available"], false, "{r}");
+    assert_eq!(data["reason_code"], "outside_hours", "{r}");
+    assert!(
+        data["reason"]
+            .as_str()
+            .unwrap()
+            .contains("closed on Sundays"),
+        "{r}"
+    );
+    assert_eq!(
+        data["next_free_slots"][0]["start"], "2030-01-07T09:00:00-05:00",
+        "{r}"
+    );
+    let book = |at: &str| json!({"title": "Checkup", "start_time": at, "duration_minutes": 30});
+    for (i, (at, why)) in [
+        ("2030-01-06T10:00:00-05:00", "closed on Sundays"),
+        (
+            "2030-01-07T12:15:00-05:00",
+            "09:00-12:00, 13:00-17:00 America/New_York",
+        ),
+        ("2030-01-08T10:00:00-05:00", "closed on 2030-01-08"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = invoke(&app, &key, "c1", &format!("b{i}"), "create_event", book(at)).await;
+        assert_eq!(answer(&r)["error"], "outside_hours", "{r}");
+        let message = answer(&r)["message"].as_str().unwrap();
+        assert!(message.contains(why), "{r}");
+        let offered = answer(&r)["details"]["alternatives"].as_array().unwrap();
+        assert!(!offered.is_empty(), "{r}");
+        for o in offered {
+            let start = o["start"].as_str().unwrap();
+            assert!(!start.starts_with("2030-01-08"), "{r}");
+        }
+    }
+    // 11:00 is free, but the event before it ends at 11:00 and a booking needs 15 minutes
+    // free before it.
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "b5",
+        "create_event",
+        book("2030-01-07T11:00:00-05:00"),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "slot_taken", "{r}");
+    assert!(
+        answer(&r)["message"]
+            .as_str()
+            .unwrap()
+            .contains("too close to another booking"),
+        "{r}"
+    );
+    assert_eq!(sim.inserts(), 0);
+    // Free hours on Monday skip the lunch break and keep the buffers around the 10:00 event
+    // (09:00-10:00 would leave no 10 minutes after it).
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "s1",
+        "find_free_slots",
+        json!({"day": "2030-01-07", "duration_minutes": 60}),
+    )
+    .await;
+    let starts: Vec<&str> = answer(&r)["data"]["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["start"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        starts,
+        [
+            "2030-01-07T13:00:00-05:00",
+            "2030-01-07T14:00:00-05:00",
+            "2030-01-07T15:00:00-05:00",
+            "2030-01-07T16:00:00-05:00"
+        ],
+        "{r}"
+    );
+    // A booking inside the rules is made; moving it to the closed date is refused.
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "b6",
+        "create_event",
+        book("2030-01-09T10:00:00-05:00"),
+    )
+    .await;
+    assert_eq!(answer(&r)["ok"], true, "{r}");
+    let id = answer(&r)["data"]["id"].as_str().unwrap().to_owned();
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "m1",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-08T10:00:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "outside_hours", "{r}");
+    // A horizon of 30 days puts 2030 out of reach.
+    let mut near = good;
+    near["horizon_days"] = json!(30);
+    let (s, body) = app.put("/v1/agents/receptionist", &key, agent(near)).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    app.post("/v1/calls", &key, json!({"call_id": "c2"})).await;
+    let r = invoke(
+        &app,
+        &key,
+        "c2",
+        "b1",
+        "create_event",
+        book("2030-01-09T11:00:00-05:00"),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "outside_hours", "{r}");
+    assert!(
+        answer(&r)["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 30 days ahead"),
+        "{r}"
+    );
+    // Offered instead: free times in the last week before the horizon ends.
+    let offered = answer(&r)["details"]["alternatives"].as_array().unwrap();
+    assert!(!offered.is_empty(), "{r}");
+    assert!(
+        offered
+            .iter()
+            .all(|o| o["start"].as_str().unwrap() < "2030"),
+        "{r}"
+    );
+    assert_eq!(sim.inserts(), 1);
+    app.stop().await;
+}
+
+/// The console shows each agent's calendar connection — never connected, ok with its last
+/// refresh, broken with the reason — with a Connect / Reconnect button leading to the connect
+/// flow; a booking made by a call links from the call's timeline to its event. Another
+/// tenant's operator sees none of it, and no token is on any page.
+#[tokio::test]
+async fn the_console_shows_calendar_connections_and_links_bookings() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    let other = receptionist(&app, "bakery").await;
+    let (mut browser, _) = Browser::signed_in(&app, &key).await;
+    let (mut stranger, _) = Browser::signed_in(&app, &other).await;
+    let mut seen = String::new();
+    let page = async |b: &mut Browser, path: &str, seen: &mut String| {
+        let r = b.get(&format!("{}{path}", app.base)).await;
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        seen.push_str(&text);
+        (status, text)
+    };
+    // (minijinja escapes `/` in attributes as `&#x2f;`.)
+    let href = "/console/agents/receptionist/connections/google_calendar".replace('/', "&#x2f;");
+
+    let (s, agents) = page(&mut browser, "/console/agents", &mut seen).await;
+    assert_eq!(s, StatusCode::OK, "{agents}");
+    assert!(
+        agents.contains("google_calendar: <span class=\"connection-state\">never connected</span>"),
+        "{agents}"
+    );
+    let (_, agent) = page(&mut browser, "/console/agents/receptionist", &mut seen).await;
+    assert!(
+        agent.contains(&format!("role=\"button\" href=\"{href}\">Connect</a>")),
+        "{agent}"
+    );
+
+    connect(&app, &key, &sim).await;
+    sim.set_time_zone("primary", "America/New_York");
+    let (_, agents) = page(&mut browser, "/console/agents", &mut seen).await;
+    assert!(
+        agents.contains("<span class=\"connection-state\">ok</span> · connected ")
+            && agents.contains(" · last refresh "),
+        "{agents}"
+    );
+    // The other tenant's agent of the same name is not connected, and this tenant's
+    // connection is not on its pages.
+    let (_, theirs) = page(&mut stranger, "/console/agents", &mut seen).await;
+    assert!(
+        theirs.contains("never connected") && !theirs.contains("last refresh"),
+        "{theirs}"
+    );
+
+    // A booking links from the call's timeline to its event in Google Calendar.
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "c1", "from": "+14155550101"}),
+    )
+    .await;
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "b1",
+        "create_event",
+        json!({"title": "Checkup", "start_time": "2030-01-07T10:00:00-05:00"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["ok"], true, "{r}");
+    let id = answer(&r)["data"]["id"].as_str().unwrap().to_owned();
+    let link = format!("https://www.google.com/calendar/event?eid={id}");
+    assert_eq!(answer(&r)["data"]["link"], json!(link), "{r}");
+    let (s, call) = page(&mut browser, "/console/calls/c1", &mut seen).await;
+    assert_eq!(s, StatusCode::OK, "{call}");
+    let escaped = link.replace('/', "&#x2f;").replace('=', "&#x3d;");
+    assert!(
+        call.contains("class=\"booking-link\"") && call.contains(&id),
+        "{call}"
+    );
+    assert!(
+        call.contains(&escaped) || call.contains(&link.replace('/', "&#x2f;")),
+        "{call}"
+    );
+    let (s, _) = page(&mut stranger, "/console/calls/c1", &mut seen).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+
+    // Revoked at Google: the next refresh breaks the connection, and the console says why.
+    sim.revoke_all();
+    sim.expire_access_tokens();
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "l1",
+        "list_events",
+        json!({"time_min": "2030-01-07T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "not_connected", "{r}");
+    let (_, agent) = page(&mut browser, "/console/agents/receptionist", &mut seen).await;
+    assert!(
+        agent.contains(
+            "<span class=\"connection-state\">broken</span>: <span class=\"connection-error\">"
+        ) && agent.contains(&format!("role=\"button\" href=\"{href}\">Reconnect</a>")),
+        "{agent}"
+    );
+    if let Some(t) = sim.leaks_into(&seen) {
+        panic!("a token leaked into a console page: {t}");
+    }
+    app.stop().await;
+}

@@ -327,7 +327,7 @@ async function main(page, browser) {
 
   step = "connect an agent's Google Calendar: the consent site sends the browser back, and the page says whose connection it is";
   await page.goto(`${base}/console/agents/${googleAgent}`);
-  check((await page.textContent("#connections")).includes("not connected"), "the agent page shows the calendar not connected");
+  check((await page.textContent("#connections")).includes("never connected"), "the agent page shows the calendar never connected");
   await page.click('#connections a:has-text("Connect")');
   await page.waitForURL(`**/console/agents/${googleAgent}/connections/google_calendar`);
   const connectFor = await page.textContent("#connect-for");
@@ -351,7 +351,11 @@ async function main(page, browser) {
     `the callback, reached from the consent site, completes in this browser: ${connected}`,
   );
   await page.goto(`${base}/console/agents/${googleAgent}`);
-  check((await page.textContent("#connections")).includes("Reconnect"), "the agent page shows the calendar connected");
+  const connectionsShown = await page.textContent("#connections");
+  check(
+    connectionsShown.includes("Reconnect") && connectionsShown.includes("ok") && connectionsShown.includes("last refresh"),
+    `the agent page shows the calendar connected, with its last refresh: ${connectionsShown}`,
+  );
   await shot(page, "agent-connected");
 
   step = "sign out; the old session cookie, kept and sent again, opens nothing";
