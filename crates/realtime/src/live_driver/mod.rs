@@ -15,9 +15,11 @@
 //! the call.
 //!
 //! [`turns`] keeps the backend's turns and says when a continuation is due; [`budget`] keeps
-//! outputs within the backend's input budget.
+//! outputs within the backend's input budget; [`fillers`] spaces a slow tool's fillers so the
+//! caller hears nothing for at most the agent's turn budget.
 
 mod budget;
+mod fillers;
 mod turns;
 
 use std::collections::HashMap;
@@ -34,6 +36,7 @@ use crate::recent::RecentIds;
 
 pub use budget::CUT_MARKER;
 use budget::Refusals;
+use fillers::{Due, Fillers, STILL_WORKING};
 use turns::Turns;
 
 /// How long the voice model must be quiet after the goodbye is placed before hanging up.
@@ -62,6 +65,7 @@ pub(crate) struct LiveDriver {
     refusals: Refusals,
     timers: HashMap<String, Instant>,
     delayed: HashMap<String, String>,
+    fillers: Fillers,
     goodbye: Option<Goodbye>,
     seq: u64,
     /// Taken over from a node that died: calls this driver never saw are restored runs of
@@ -88,6 +92,7 @@ impl LiveDriver {
             refusals: Refusals::default(),
             timers: HashMap::new(),
             delayed: HashMap::new(),
+            fillers: Fillers::default(),
             goodbye: None,
             seq: 0,
             resumed,
@@ -153,6 +158,8 @@ impl LiveDriver {
                 crate::line::dtmf_received(self.line.api, keys);
             }
             "session.output_transcript.delta" => {
+                // The caller hears speech: a later filler waits for it to end.
+                self.fillers.transcript();
                 // The voice model is still talking: the goodbye is not over yet.
                 if let Some(g) = &mut self.goodbye
                     && g.at.is_some()
@@ -265,6 +272,7 @@ impl LiveDriver {
             if let Some(start) = &m.start {
                 let id = self.next_event_id();
                 self.line.send(live_events::commentary(&id, start));
+                self.fillers.spoke(start);
             }
             // The filler: the tool's `messages.delayed` (or the agent's `filler`), at once for a
             // tool expected to outlast the turn budget (see `switchboard_runtime::adaptive`).
@@ -318,6 +326,7 @@ impl LiveDriver {
         if !self.answered.insert(&call) {
             return;
         }
+        self.fillers.done(&call);
         if let Some(t0) = self.timers.remove(&call) {
             metrics::histogram!("switchboard_live_tool_seconds").record(t0.elapsed().as_secs_f64());
         }
@@ -394,18 +403,37 @@ impl LineDriver for LiveDriver {
         self.say_goodbye();
     }
 
-    fn on_delayed(&mut self, function_call_id: String) {
-        if let Some(text) = self.delayed.remove(&function_call_id)
-            && !self.answered.contains(&function_call_id)
-            && self.may_continue()
+    /// A running tool's filler is due: its own (or the agent's) first, then, while it still
+    /// runs, one in new words each time the caller has heard nothing for the turn budget.
+    fn on_delayed(&mut self, call: String) {
+        if self.answered.contains(&call) || !self.timers.contains_key(&call) || !self.may_continue()
         {
+            self.delayed.remove(&call);
+            self.fillers.done(&call);
+            return;
+        }
+        let budget = self.session.config().turn_budget(&self.agent);
+        if let Some(text) = self.delayed.remove(&call) {
             let id = self.next_event_id();
             self.line.send(live_events::commentary(&id, &text));
+            let wait = self.fillers.first(&call, &text, budget);
+            self.line.delayed_after(call, wait);
+            return;
+        }
+        match self.fillers.due(&call, budget) {
+            Due::Say(wait) => {
+                let id = self.next_event_id();
+                self.line.send(live_events::commentary(&id, STILL_WORKING));
+                self.line.delayed_after(call, wait);
+            }
+            Due::Later(wait) => self.line.delayed_after(call, wait),
+            Due::Done => {}
         }
     }
 
     fn on_transferred(&mut self) {
         self.delayed.clear();
+        self.fillers = Fillers::default();
     }
 
     // A function call answered over the call's MCP endpoint made another agent active (Live
