@@ -1,6 +1,7 @@
 // The console's own script (no inline script: the Content-Security-Policy forbids it).
-// - A call's timeline follows the call live over server-sent events, and says why when it
-//   stops (the session ended, or too many timelines are open).
+// - A call's timeline follows the call live over server-sent events (new rows at the end, the
+//   Context box replaced when the context changes), and says why when it stops (the session
+//   ended, or too many timelines are open). Earlier rows load with htmx at the table's top.
 // - The calls list shows new and ended calls over server-sent events (the page's rows, rendered
 //   by the server), and says why when it stops updating itself.
 // - Clicking a problem in the editor selects its line in the definition.
@@ -26,6 +27,11 @@
       if (old) { old.replaceWith(row); return; }
       body.appendChild(row);
       if (total && e.lastEventId) total.textContent = e.lastEventId;
+    });
+    // The call's context, whole and redacted, each time it changes.
+    source.addEventListener("context", function (e) {
+      var box = document.getElementById("call-context");
+      if (box) box.textContent = e.data;
     });
     // The server ends a stream whose session ended, and refuses one past its bounds; either way
     // the page says why and stops following (otherwise the browser would reconnect).
