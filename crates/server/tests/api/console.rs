@@ -1656,3 +1656,113 @@ both_backends!(a_live_calls_context_box_follows_its_changes, |app| {
     let (_, page) = b.get("/console/calls/live").await;
     assert!(page.contains("ramen") && page.contains("sushi"), "{page}");
 });
+
+// A long call's timeline, timed (ignored by default): 1,000 invocations recorded through the
+// HTTP door, then every page of the console's timeline (the call's page, then each "load
+// earlier") and of `GET /v1/calls/{id}/invocations` (200 a page) asked 20 times each:
+//
+//     cargo test -p switchboard-server --test api long_timeline_pages -- --ignored --nocapture --test-threads=1
+
+/// (median, p95, max) of `times`, in milliseconds.
+fn spread(times: &mut [f64]) -> [f64; 3] {
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        let i = (times.len() as f64 * q).ceil() as usize;
+        times[i.clamp(1, times.len()) - 1]
+    };
+    [at(0.5), at(0.95), times[times.len() - 1]]
+}
+
+/// Times 20 GETs of `path` with the browser's cookie; returns the spread and the last answer.
+async fn timed_page(app: &TestApp, b: &Browser, path: &str) -> ([f64; 3], String) {
+    let mut times = Vec::new();
+    let mut last = String::new();
+    for _ in 0..20 {
+        let at = std::time::Instant::now();
+        let r = client()
+            .get(format!("{}{path}", app.base))
+            .header(COOKIE, &b.cookie)
+            .header("HX-Request", "true")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        last = r.text().await.unwrap();
+        times.push(at.elapsed().as_secs_f64() * 1000.0);
+    }
+    (spread(&mut times), last)
+}
+
+async fn long_timeline_pages(backend: Backend) {
+    const N: usize = 1000;
+    let app = spawn_app(backend).await;
+    let key = acme(&app, "acme").await;
+    app.post("/v1/calls", &key, json!({"call_id": "long"}))
+        .await;
+    let at = std::time::Instant::now();
+    record_many(&app, &key, "long", N).await;
+    println!(
+        "{backend:?}: {N} invocations recorded in {:?}",
+        at.elapsed()
+    );
+    let b = sign_in(&app, &key).await;
+
+    let mut seen = Vec::new();
+    let mut path = Some("/console/calls/long".to_owned());
+    let mut page = 0;
+    while let Some(p) = path {
+        page += 1;
+        let ([median, p95, max], text) = timed_page(&app, &b, &p).await;
+        let mut ids = row_ids(&text);
+        println!(
+            "{backend:?} console page {page} ({} rows): median {median:.1} ms, p95 {p95:.1} ms, max {max:.1} ms",
+            ids.len()
+        );
+        ids.append(&mut seen);
+        seen = ids;
+        path = load_earlier(&text);
+    }
+    let want: Vec<String> = (0..N).map(|i| format!("f{i}")).collect();
+    assert_eq!(seen, want, "the timeline reads to its first invocation");
+
+    let mut listed = 0;
+    let mut after = String::new();
+    page = 0;
+    loop {
+        page += 1;
+        let path = format!("/v1/calls/long/invocations?limit=200&after={after}");
+        let mut times = Vec::new();
+        let mut body = serde_json::Value::Null;
+        for _ in 0..20 {
+            let at = std::time::Instant::now();
+            let (s, b) = app.get(&path, &key).await;
+            times.push(at.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(s, StatusCode::OK, "{b}");
+            body = b;
+        }
+        let [median, p95, max] = spread(&mut times);
+        let items = body["items"].as_array().unwrap().len();
+        listed += items;
+        println!(
+            "{backend:?} API page {page} ({items} records): median {median:.1} ms, p95 {p95:.1} ms, max {max:.1} ms"
+        );
+        match body["next"].as_str() {
+            Some(c) => after = c.to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(listed, N);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "records 1,000 invocations: run by hand for docs/benchmarks.md"]
+async fn long_timeline_pages_sqlite() {
+    long_timeline_pages(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "records 1,000 invocations: run by hand for docs/benchmarks.md"]
+async fn long_timeline_pages_postgres() {
+    long_timeline_pages(Backend::Postgres).await;
+}
