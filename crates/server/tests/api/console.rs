@@ -1715,8 +1715,9 @@ async fn long_timeline_pages(backend: Backend) {
         let ([median, p95, max], text) = timed_page(&app, &b, &p).await;
         let mut ids = row_ids(&text);
         println!(
-            "{backend:?} console page {page} ({} rows): median {median:.1} ms, p95 {p95:.1} ms, max {max:.1} ms",
-            ids.len()
+            "{backend:?} console page {page} ({} rows, {} bytes): median {median:.1} ms, p95 {p95:.1} ms, max {max:.1} ms",
+            ids.len(),
+            text.len()
         );
         ids.append(&mut seen);
         seen = ids;
