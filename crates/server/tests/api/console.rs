@@ -1364,10 +1364,19 @@ fn load_earlier(page: &str) -> Option<String> {
     Some(url.to_owned())
 }
 
+/// Lets acme's agent make as many calls a minute as a long call's seed needs (the runaway
+/// guard's default of 60 would refuse the rest).
+pub(crate) async fn unguarded(app: &TestApp, key: &str) {
+    let agent = json!({"instructions": "Help.", "tools": [{"tool": "save_meal", "config": {"unit": "g"}, "sensitive_config": {"api_key": "sk-very-secret-1"}}], "default": true,
+        "guards": {"calls_per_minute": 10000}});
+    let (s, body) = app.put("/v1/agents/assistant", key, agent).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+}
+
 /// Records `n` save_meal invocations `f0`..`f{n-1}` in the call, in order.
 async fn record_many(app: &TestApp, key: &str, call: &str, n: usize) {
     for i in 0..n {
-        invoke(
+        let answer = invoke(
             app,
             key,
             call,
@@ -1376,11 +1385,13 @@ async fn record_many(app: &TestApp, key: &str, call: &str, n: usize) {
             json!({"meal_type": "lunch", "dishes": [format!("dish {i}")]}),
         )
         .await;
+        assert_eq!(answer["ok"], true, "f{i}: {answer}");
     }
 }
 
 both_backends!(a_long_timeline_pages_back_to_its_first_invocation, |app| {
     let key = acme(&app, "acme").await;
+    unguarded(&app, &key).await;
     app.post("/v1/calls", &key, json!({"call_id": "long"}))
         .await;
     record_many(&app, &key, "long", 450).await;
@@ -1697,6 +1708,7 @@ async fn long_timeline_pages(backend: Backend) {
     const N: usize = 1000;
     let app = spawn_app(backend).await;
     let key = acme(&app, "acme").await;
+    unguarded(&app, &key).await;
     app.post("/v1/calls", &key, json!({"call_id": "long"}))
         .await;
     let at = std::time::Instant::now();
