@@ -365,7 +365,7 @@ async fn records_after(f: &Follow, seen: u64, total: u64) -> Option<(Vec<Event>,
     // `records` is oldest first and ends with the call's newest, whose ordinal is `now_total`.
     let newest = u64::try_from(records.len()).unwrap_or(u64::MAX);
     let events = records
-        .iter()
+        .into_iter()
         .enumerate()
         .filter_map(|(i, r)| {
             let ordinal = now_total.saturating_sub(newest - 1 - u64::try_from(i).ok()?);

@@ -705,11 +705,22 @@ pub(super) fn list_rows(state: &AppState, tenant: &str, list: &CallList) -> Vec<
 }
 
 /// A record as a timeline row: redacted, with its effects and context changes from its trace.
-pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
-    let r = redactor.redact_record(r);
-    let (effects, writes) = match &r.trace {
-        Some(t) => (
-            t.effects
+pub(super) fn row(redactor: &Redactor, mut r: InvocationRecord) -> Value {
+    // The row shows the trace's effects and writes, not the context and input the trace also
+    // keeps for replays: only those two parts are redacted (as values, as `redact_record`
+    // redacts the whole trace), so a long call's context is not redacted again on every row.
+    let trace = r.trace.take();
+    let r = redactor.redact_record(&r);
+    let shown = trace.map(|t| {
+        let t = *t;
+        (
+            redacted_part(redactor, &t.effects).unwrap_or_default(),
+            redacted_part(redactor, &t.writes).unwrap_or_default(),
+        )
+    });
+    let (effects, writes) = match &shown {
+        Some((effects, writes)) => (
+            effects
                 .iter()
                 .map(|e| {
                     let req = serde_json::to_value(&e.request).unwrap_or(Value::Null);
@@ -728,7 +739,7 @@ pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
                     json!({"request": describe(&req), "outcome": out})
                 })
                 .collect::<Vec<_>>(),
-            t.writes
+            writes
                 .iter()
                 .map(|w| serde_json::to_string(w).unwrap_or_default())
                 .collect::<Vec<_>>(),
@@ -756,6 +767,17 @@ pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
 /// The call's timeline page: its newest [`TIMELINE_RECORDS`] records (a live call's new ones
 /// follow over [`super::events::call_events`]), a notice when earlier ones are not shown, and
 /// a button loading them a page at a time ([`call_rows`]).
+/// A part of a record's trace redacted as values; `None` (shown as nothing) when it cannot be
+/// read back, so a part is never shown unredacted.
+fn redacted_part<T: serde::Serialize + serde::de::DeserializeOwned>(
+    redactor: &Redactor,
+    part: &T,
+) -> Option<T> {
+    let mut v = serde_json::to_value(part).ok()?;
+    redactor.redact_value(&mut v);
+    serde_json::from_value(v).ok()
+}
+
 pub async fn call(State(state): State<AppState>, op: Operator, Path(id): Path<String>) -> Response {
     let run = async {
         let row_ = state
@@ -770,8 +792,9 @@ pub async fn call(State(state): State<AppState>, op: Operator, Path(id): Path<St
         let live = state.calls.get(&op.tenant, &id);
         let redactor =
             crate::calls::view_redactor(&state, &op.tenant, live.as_deref(), &row_.context).await?;
-        let rows: Vec<Value> = page.items.iter().map(|r| row(&redactor, r)).collect();
         let total = page.total;
+        let earlier = earlier(&id, &page);
+        let rows: Vec<Value> = page.items.into_iter().map(|r| row(&redactor, r)).collect();
         Ok::<_, ApiError>(json!({
             "nav": nav(&op, "calls"),
             "id": redactor.redact(&id),
@@ -784,7 +807,7 @@ pub async fn call(State(state): State<AppState>, op: Operator, Path(id): Path<St
             "created_at": row_.created_at,
             "shown": rows.len(),
             "rows": rows,
-            "earlier": earlier(&id, &page),
+            "earlier": earlier,
             "total": total,
             "context": context_text(&redactor, &row_.context),
         }))
@@ -845,8 +868,9 @@ pub async fn call_rows(
         let live = state.calls.get(&op.tenant, &id);
         let redactor =
             crate::calls::view_redactor(&state, &op.tenant, live.as_deref(), &call.context).await?;
-        let rows: Vec<Value> = page.items.iter().map(|r| row(&redactor, r)).collect();
-        Ok::<_, ApiError>(json!({"rows": rows, "earlier": earlier(&id, &page)}))
+        let earlier = earlier(&id, &page);
+        let rows: Vec<Value> = page.items.into_iter().map(|r| row(&redactor, r)).collect();
+        Ok::<_, ApiError>(json!({"rows": rows, "earlier": earlier}))
     };
     match run.await {
         Ok(v) => render("rows.html", v),
