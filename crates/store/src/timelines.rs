@@ -152,3 +152,22 @@ impl Store {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_names_its_record_and_a_foreign_one_names_the_parameter() {
+        for seq in [0, 1, 4_096, i64::MAX] {
+            assert_eq!(seq_of(&cursor_of(seq), "after").unwrap(), seq);
+        }
+        let other_list = encode_cursor(&["2026-11-29T10:00:00.000Z", "c1"]);
+        for bad in ["", "nonsense", "W10", other_list.as_str()] {
+            match seq_of(bad, "before") {
+                Err(StoreError::Invalid(m)) => assert!(m.contains("`before`"), "{m}"),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+}
