@@ -1401,7 +1401,9 @@ both_backends!(a_long_timeline_pages_back_to_its_first_invocation, |app| {
     let (s, page) = b.get("/console/calls/long").await;
     assert_eq!(s, StatusCode::OK, "{page}");
     assert!(
-        page.contains("This call has 450 invocations: the newest 200 are shown"),
+        page.contains(
+            "Showing <span id=\"timeline-shown\">200</span> of <span class=\"call-total\">450</span> invocations"
+        ),
         "{page}"
     );
     assert!(

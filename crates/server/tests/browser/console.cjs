@@ -309,8 +309,8 @@ async function main(page, browser) {
     check(shown.length === 200, `the page shows the newest 200 invocations (${shown.length})`);
     check(shown[0] === "fc-l250" && shown[199] === "fc-l449", "the newest, oldest first");
     check(
-      (await page.textContent("#timeline-more")).includes(`This call has ${n} invocations`),
-      "the page says how many invocations the call has",
+      (await page.textContent("#timeline-more")).includes(`Showing 200 of ${n} invocations`),
+      "the page says how many invocations it shows of the call's",
     );
     check((await page.textContent("#load-earlier")).includes("250 earlier"), "the table says how many are not shown");
     check(
@@ -323,12 +323,14 @@ async function main(page, browser) {
     shown = await ids();
     check(shown.length === 400 && shown[0] === "fc-l50", `200 earlier invocations are added at the top (${shown.length})`);
     check((await page.textContent("#load-earlier")).includes("50 earlier"), "the table says how many remain");
+    check((await page.textContent("#timeline-more")).includes(`Showing 400 of ${n}`), "the notice counts the rows added");
     await page.click("#load-earlier button");
     await page.locator("tr#fc-l0").waitFor();
     shown = await ids();
     const every = Array.from({ length: n }, (_, i) => `fc-l${i}`);
     check(JSON.stringify(shown) === JSON.stringify(every), "every invocation once, in order, to the first");
     check((await page.locator("#load-earlier").count()) === 0, "nothing earlier is offered at the first");
+    check((await page.textContent("#timeline-more")).includes(`Showing ${n} of ${n}`), "the notice says every invocation is shown");
     await api("DELETE", `/v1/calls/${long}`);
   }
 

@@ -26,7 +26,11 @@
       var old = row.id ? document.getElementById(row.id) : null;
       if (old) { old.replaceWith(row); return; }
       body.appendChild(row);
-      if (total && e.lastEventId) total.textContent = e.lastEventId;
+      if (e.lastEventId) {
+        if (total) total.textContent = e.lastEventId;
+        document.querySelectorAll(".call-total").forEach(function (t) { t.textContent = e.lastEventId; });
+      }
+      recount(table);
     });
     // The call's context, whole and redacted, each time it changes.
     source.addEventListener("context", function (e) {
@@ -56,6 +60,12 @@
       table.setAttribute("data-ended", "true");
       source.close();
     });
+  }
+
+  // The notice of a long timeline says how many rows the page holds now.
+  function recount(table) {
+    var shown = document.getElementById("timeline-shown");
+    if (shown) shown.textContent = String(table.querySelectorAll("tbody tr[id^='fc-']").length);
   }
 
   function followList(body) {
@@ -150,7 +160,11 @@
     var definition = document.getElementById("definition");
     if (definition && definition.hasAttribute("data-draft-key")) keepDraft(definition);
     var table = document.getElementById("timeline");
-    if (table) follow(table);
+    if (table) {
+      follow(table);
+      // htmx:load fires on each element a swap added (the button that asked is gone by then).
+      document.body.addEventListener("htmx:load", function () { recount(table); });
+    }
     var rows = document.getElementById("calls-rows");
     if (rows) followList(rows);
   });
