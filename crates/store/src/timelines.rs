@@ -26,9 +26,12 @@ pub enum RecordsAt {
 pub struct RecordPage {
     /// The records, in the order they were committed.
     pub items: Vec<InvocationRecord>,
-    /// Pass as [`RecordsAt::After`] for the records after this page; `None` when it holds the
-    /// call's newest (as the page was read: a live call may record more).
+    /// Pass as [`RecordsAt::After`] for the records after this page: given whenever the page
+    /// holds a record (or was asked after a cursor), so a live call's later records can be
+    /// asked for too; `None` only for an empty first page.
     pub next: Option<String>,
+    /// Whether the call had records after this page when it was read.
+    pub more: bool,
     /// Pass as [`RecordsAt::Before`] for the records before this page; `None` when it holds
     /// the call's first.
     pub previous: Option<String>,
@@ -128,17 +131,19 @@ impl Store {
         let before = u64::try_from(before).unwrap_or(0);
         let shown = u64::try_from(rows.len()).unwrap_or(u64::MAX);
         let (first, last) = (rows.first().map(|r| r.0), rows.last().map(|r| r.0));
-        let (next, previous) = if forward {
-            (
-                last.filter(|_| more).map(cursor_of),
-                first.filter(|_| before > 0).map(cursor_of),
-            )
+        let (later, previous) = if forward {
+            (more, first.filter(|_| before > 0).map(cursor_of))
         } else {
             (
-                last.filter(|_| before + shown < total).map(cursor_of),
+                before + shown < total,
                 first.filter(|_| more).map(cursor_of),
             )
         };
+        // An empty page after a cursor keeps it: nothing was after it yet.
+        let next = last.map(cursor_of).or_else(|| match at {
+            RecordsAt::After(c) => Some(c.clone()),
+            _ => None,
+        });
         let items = rows
             .iter()
             .map(|(_, r)| parse_json("invocation record", r))
@@ -146,6 +151,7 @@ impl Store {
         Ok(RecordPage {
             items,
             next,
+            more: later,
             previous,
             before,
             total,

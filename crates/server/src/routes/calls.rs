@@ -225,9 +225,13 @@ pub struct InvocationList {
     /// The records as the call's view shows them (redacted, without replay traces).
     #[schema(value_type = Vec<Object>)]
     pub items: Vec<Value>,
-    /// Pass as `after` for the later records; absent when the page ends at the call's newest
-    /// (a live call may record more: ask again with the last `next` you had).
+    /// Pass as `after` for the records after this page. Given on every page that holds a
+    /// record, also the one ending at the call's newest, so a live call's later records can be
+    /// asked for with it.
     pub next: Option<String>,
+    /// Whether the call had records after this page when it was read (read on while it is
+    /// true).
+    pub more: bool,
     /// Pass as `before` for the earlier records; absent when the page starts at the call's first.
     pub previous: Option<String>,
     /// How many records come before this page.
@@ -303,6 +307,7 @@ pub async fn list_invocations(
             .filter_map(|r| view_record(&redactor, r))
             .collect(),
         next: page.next,
+        more: page.more,
         previous: page.previous,
         before: page.before,
         total: page.total,

@@ -1491,12 +1491,35 @@ both_backends!(a_long_timeline_pages_back_to_its_first_invocation, |app| {
             assert!(item.get("trace").is_none(), "{item}");
             listed.push(item["function_call_id"].as_str().unwrap().to_owned());
         }
-        match body["next"].as_str() {
-            Some(c) => after = Some(c.to_owned()),
-            None => break,
+        after = Some(body["next"].as_str().unwrap().to_owned());
+        if body["more"] == false {
+            break;
         }
     }
     assert_eq!(listed, want);
+    // The last page's `next` asks for what the call records later.
+    let end = after.unwrap();
+    let (_, none_yet) = app
+        .get(&format!("/v1/calls/long/invocations?after={end}"), &key)
+        .await;
+    assert_eq!(none_yet["items"], json!([]), "{none_yet}");
+    assert_eq!(none_yet["next"], end.as_str(), "{none_yet}");
+    assert_eq!(none_yet["more"], false, "{none_yet}");
+    invoke(
+        &app,
+        &key,
+        "long",
+        "f450",
+        "save_meal",
+        json!({"meal_type": "dinner", "dishes": ["late"]}),
+    )
+    .await;
+    let (_, later) = app
+        .get(&format!("/v1/calls/long/invocations?after={end}"), &key)
+        .await;
+    assert_eq!(later["items"][0]["function_call_id"], "f450", "{later}");
+    assert_eq!(later["items"].as_array().unwrap().len(), 1, "{later}");
+    assert_eq!(later["total"], 451, "{later}");
     // Back from the end: `before` gives the newest of the earlier records.
     let (_, last) = app
         .get("/v1/calls/long/invocations?before=&after=", &key)
@@ -1761,9 +1784,9 @@ async fn long_timeline_pages(backend: Backend) {
         println!(
             "{backend:?} API page {page} ({items} records): median {median:.1} ms, p95 {p95:.1} ms, max {max:.1} ms"
         );
-        match body["next"].as_str() {
-            Some(c) => after = c.to_owned(),
-            None => break,
+        after = body["next"].as_str().unwrap().to_owned();
+        if body["more"] == false {
+            break;
         }
     }
     assert_eq!(listed, N);
