@@ -1010,8 +1010,14 @@ export interface components {
             /** @description The records as the call's view shows them (redacted, without replay traces). */
             items: Record<string, unknown>[];
             /**
-             * @description Pass as `after` for the later records; absent when the page ends at the call's newest
-             *     (a live call may record more: ask again with the last `next` you had).
+             * @description Whether the call had records after this page when it was read (read on while it is
+             *     true).
+             */
+            more: boolean;
+            /**
+             * @description Pass as `after` for the records after this page. Given on every page that holds a
+             *     record, also the one ending at the call's newest, so a live call's later records can be
+             *     asked for with it.
              */
             next?: string | null;
             /** @description Pass as `before` for the earlier records; absent when the page starts at the call's first. */
