@@ -29,6 +29,17 @@ use crate::{
     with_pool,
 };
 
+/// Where a call's timeline stands ([`Store::call_cursor`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallCursor {
+    /// Whether the call goes on.
+    pub status: CallStatus,
+    /// How many invocation records it has.
+    pub records: u64,
+    /// Its context's version: [`CallRow::version`], which each change of the context moves.
+    pub context_version: i64,
+}
+
 /// Whether a call is going on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -420,17 +431,18 @@ impl Store {
     }
 
     /// Where a call's timeline stands, without reading a record or opening its context: its
-    /// status and how many invocation records it has (records are only ever added, so the
-    /// count moves exactly when there is something new to show). `None` for no such call.
+    /// status, how many invocation records it has (records are only ever added, so the count
+    /// moves exactly when there is something new to show) and its context's version (which
+    /// moves with each change of the context). `None` for no such call.
     pub async fn call_cursor(
         &self,
         tenant_id: &str,
         call_id: &str,
-    ) -> Result<Option<(CallStatus, u64)>, StoreError> {
-        let row: Option<(String, i64)> = with_pool!(self, |pool| {
+    ) -> Result<Option<CallCursor>, StoreError> {
+        let row: Option<(String, i64, i64)> = with_pool!(self, |pool| {
             sqlx::query_as(
                 "SELECT c.status, (SELECT COUNT(*) FROM call_invocations i \
-                 WHERE i.tenant_id = c.tenant_id AND i.call_id = c.id) \
+                 WHERE i.tenant_id = c.tenant_id AND i.call_id = c.id), c.version \
                  FROM calls c WHERE c.tenant_id = $1 AND c.id = $2",
             )
             .bind(tenant_id)
@@ -438,11 +450,12 @@ impl Store {
             .fetch_optional(pool)
             .await?
         });
-        row.map(|(status, total)| {
-            Ok((
-                CallStatus::parse(&status)?,
-                u64::try_from(total).unwrap_or(0),
-            ))
+        row.map(|(status, total, version)| {
+            Ok(CallCursor {
+                status: CallStatus::parse(&status)?,
+                records: u64::try_from(total).unwrap_or(0),
+                context_version: version,
+            })
         })
         .transpose()
     }

@@ -42,6 +42,7 @@ pub mod replays;
 pub mod secrets;
 pub mod slot_holds;
 pub mod tenants;
+pub mod timelines;
 mod tokens;
 pub mod tool_latency;
 pub mod tools;
@@ -64,7 +65,7 @@ pub use alerts::{AlertEvent, AlertRule, DeliveryEnd, DueDelivery, WindowFigures}
 pub use call_search::{
     CallPage, CallSearch, CallSummary, CallsAt, MAX_SEARCH_KEY, StatusFilter, TimeBound,
 };
-pub use calls::{CallRow, CallStatus};
+pub use calls::{CallCursor, CallRow, CallStatus};
 pub use connections::{
     Connection, ConnectionInfo, OAuthFlow, OAuthTake, OAuthTokens, PendingConnect,
 };
@@ -82,6 +83,7 @@ pub use replays::CallRecord;
 pub use secrets::SecretInfo;
 pub use slot_holds::{SlotHold, SlotHoldRequest};
 pub use tenants::Tenant;
+pub use timelines::{RecordPage, RecordsAt};
 pub use tools::{MAX_NOTE_CHARS, Publish, ToolVersion};
 
 /// Which database a [`Store`] runs on.

@@ -239,7 +239,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        get: operations["list_invocations"];
         put?: never;
         post: operations["invoke"];
         delete?: never;
@@ -906,7 +906,8 @@ export interface components {
             context: Record<string, unknown>;
             /**
              * @description The newest invocation records (at most the server's `max_records_per_call`), oldest
-             *     first; each record's `arguments`, `output` and logs are bounded too.
+             *     first; each record's `arguments`, `output` and logs are bounded too. Every record, a
+             *     page at a time: `GET /v1/calls/{call_id}/invocations`.
              */
             invocations: Record<string, unknown>[];
             /**
@@ -998,6 +999,34 @@ export interface components {
              * @description Default 60.
              */
             window_s?: number | null;
+        };
+        /** @description A page of a call's invocation records, oldest first, and where it stands in the call. */
+        InvocationList: {
+            /**
+             * Format: int64
+             * @description How many records come before this page.
+             */
+            before: number;
+            /** @description The records as the call's view shows them (redacted, without replay traces). */
+            items: Record<string, unknown>[];
+            /**
+             * @description Whether the call had records after this page when it was read (read on while it is
+             *     true).
+             */
+            more: boolean;
+            /**
+             * @description Pass as `after` for the records after this page. Given on every page that holds a
+             *     record, also the one ending at the call's newest, so a live call's later records can be
+             *     asked for with it.
+             */
+            next?: string | null;
+            /** @description Pass as `before` for the earlier records; absent when the page starts at the call's first. */
+            previous?: string | null;
+            /**
+             * Format: int64
+             * @description How many records the call has in all.
+             */
+            total: number;
         };
         /** @description The answer to a function call. */
         InvocationResult: {
@@ -3007,6 +3036,92 @@ export interface operations {
                 };
             };
             /** @description A path or query parameter is not acceptable */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or one that is unknown or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key may not use this operation (an admin-only endpoint, or a tenant key on one) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The tenant's request rate is over its limit; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database did not answer in time; try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_invocations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The `next` cursor of a page: the records after it. Without `after` or `before`, the
+                 *     call's first records.
+                 */
+                after?: string;
+                /** @description The `previous` cursor of a page: the records before it (the newest of them). */
+                before?: string;
+                /** @description Records per page, 1 to 200 (default 50). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                call_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvocationList"];
+                };
+            };
+            /** @description A bad cursor or limit: the message names the parameter and the fix */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -11,7 +11,7 @@ pub(crate) use answers::{Via, submit_and_wait};
 pub use lifecycle::{CallStarted, NewCall};
 pub(crate) use lifecycle::{Serving, live, locate, pinned_config, served_elsewhere, start_call};
 pub use view::CallView;
-pub(crate) use view::{recent_invocations, view, view_redactor};
+pub(crate) use view::{recent_invocations, view, view_record, view_redactor};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -24,7 +24,8 @@ pub struct CallView {
     #[schema(value_type = Object)]
     pub context: Value,
     /// The newest invocation records (at most the server's `max_records_per_call`), oldest
-    /// first; each record's `arguments`, `output` and logs are bounded too.
+    /// first; each record's `arguments`, `output` and logs are bounded too. Every record, a
+    /// page at a time: `GET /v1/calls/{call_id}/invocations`.
     #[schema(value_type = Vec<Object>)]
     pub invocations: Vec<Value>,
     /// How many invocations the call has recorded in all (more than `invocations` holds
@@ -69,20 +70,23 @@ pub(crate) fn view(
         context: ctx,
         invocations: records
             .iter()
-            // The replay trace is for `POST /v1/tools/{name}:replay`, not for the view.
-            .map(|r| InvocationRecord {
-                trace: None,
-                ..r.clone()
-            })
-            .filter_map(|r| serde_json::to_value(redactor.redact_record(&r)).ok())
-            .map(|mut v| {
-                redactor.redact_value(&mut v);
-                v
-            })
+            .filter_map(|r| view_record(redactor, r))
             .collect(),
         invocations_total,
         live_on_this_node: live,
     }
+}
+
+/// A record as a call's view and its invocation list show it: without its replay trace (that is
+/// for `POST /v1/tools/{name}:replay`), every string (keys included) redacted.
+pub(crate) fn view_record(redactor: &Redactor, r: &InvocationRecord) -> Option<Value> {
+    let r = InvocationRecord {
+        trace: None,
+        ..r.clone()
+    };
+    let mut v = serde_json::to_value(redactor.redact_record(&r)).ok()?;
+    redactor.redact_value(&mut v);
+    Some(v)
 }
 
 /// The newest records of a call that a view shows, and how many it has in all.

@@ -2,9 +2,10 @@
 //! node commits to) and sends each new record as a rendered row.
 //!
 //! Each poll checks the session again (a sign-out, a revoked key or a deleted tenant ends the
-//! stream with `signedout`) and then only the call's cursor — its status and its record
-//! count, no record and no context — so an idle stream costs one small query or two; records
-//! are read only when the count moved. Streams are bounded per session and per tenant on each
+//! stream with `signedout`) and then only the call's cursor — its status, its record count
+//! and its context's version, no record and no context — so an idle stream costs one small
+//! query or two; records are read only when the count moved, and the context (sent whole,
+//! redacted, as a `context` event) only when its version did. Streams are bounded per session and per tenant on each
 //! node ([`ConsoleLimits`]); one past a bound is answered with a `refused` event saying which.
 //!
 //! The calls list follows the tenant's calls the same way, in the same slots (a list stream
@@ -27,7 +28,7 @@ use serde_json::json;
 use switchboard_store::CallStatus;
 
 use super::Operator;
-use super::pages::{TIMELINE_RECORDS, error_page, list_rows, row};
+use super::pages::{TIMELINE_RECORDS, context_text, error_page, list_rows, row};
 use super::session::SessionToken;
 use crate::error::ApiError;
 use crate::routes::calls::{CallQuery, CallsWanted, call_list};
@@ -172,12 +173,17 @@ fn release(map: &mut HashMap<String, usize>, key: &str) {
 
 #[derive(Debug, Deserialize)]
 pub struct After {
+    /// How many of the call's records the page has.
     #[serde(default)]
     after: u64,
+    /// The version of the context the page shows; without it the stream sends the context
+    /// at once.
+    context: Option<i64>,
 }
 
 /// Server-sent events: each new record of the call as a rendered timeline row (`record`, its id
-/// the record's ordinal in the call), then `ended` when the call ends. A browser that
+/// the record's ordinal in the call), the call's context (`context`, redacted) whenever it
+/// changes, then `ended` when the call ends. A browser that
 /// reconnects sends the last id it saw (`Last-Event-ID`) and gets only the records after it.
 /// `signedout` ends a stream whose session ended; `refused` answers one past a bound.
 pub async fn call_events(
@@ -210,7 +216,7 @@ pub async fn call_events(
         session: op.session,
         _slot: slot,
     };
-    Sse::new(stream(follow, resumed.unwrap_or(0).max(a.after)))
+    Sse::new(stream(follow, resumed.unwrap_or(0).max(a.after), a.context))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
 }
@@ -246,13 +252,26 @@ enum Poll {
     Stop,
 }
 
+/// Where a timeline stream stands: how many of the call's records it sent, and the version of
+/// the context it last sent (or the page showed).
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    records: u64,
+    context: Option<i64>,
+}
+
 fn stream(
     follow: Follow,
     seen: u64,
+    context: Option<i64>,
 ) -> impl futures_util::Stream<Item = Result<Event, Infallible>> {
     let deadline = tokio::time::Instant::now() + STREAM_FOR;
-    // `seen` (how many of the call's records were sent) lives in the stream's state, so each
-    // record is sent once however many events one poll yields. The queue pops from its end.
+    // What was sent lives in the stream's state, so each record (and each context) is sent
+    // once however many events one poll yields. The queue pops from its end.
+    let seen = Sent {
+        records: seen,
+        context,
+    };
     futures_util::stream::unfold(
         (follow, Vec::<Event>::new(), false, seen),
         move |(follow, mut queue, mut done, mut seen)| async move {
@@ -285,7 +304,7 @@ fn stream(
 }
 
 /// One look at the session and the call: the events it makes, oldest first.
-async fn poll(f: &Follow, seen: &mut u64) -> Poll {
+async fn poll(f: &Follow, seen: &mut Sent) -> Poll {
     match f.session.still_open(&f.state, &f.tenant).await {
         Ok(true) => {}
         Ok(false) => {
@@ -298,20 +317,27 @@ async fn poll(f: &Follow, seen: &mut u64) -> Poll {
         }
         Err(_) => return Poll::Stop,
     }
-    let Ok(Some((status, total))) = f.state.store.call_cursor(&f.tenant, &f.id).await else {
+    let Ok(Some(cursor)) = f.state.store.call_cursor(&f.tenant, &f.id).await else {
         return Poll::Stop;
     };
     let mut events = Vec::new();
-    if total > *seen {
-        match records_after(f, *seen, total).await {
+    if cursor.records > seen.records {
+        match records_after(f, seen.records, cursor.records).await {
             Some((rows, now_total)) => {
                 events = rows;
-                *seen = now_total;
+                seen.records = now_total;
             }
             None => return Poll::Stop,
         }
     }
-    let ended = status == CallStatus::Ended;
+    if seen.context != Some(cursor.context_version) {
+        let Some(event) = context_event(f).await else {
+            return Poll::Stop;
+        };
+        events.push(event);
+        seen.context = Some(cursor.context_version);
+    }
+    let ended = cursor.status == CallStatus::Ended;
     if ended {
         events.push(Event::default().event("ended").data("ended"));
     }
@@ -339,7 +365,7 @@ async fn records_after(f: &Follow, seen: u64, total: u64) -> Option<(Vec<Event>,
     // `records` is oldest first and ends with the call's newest, whose ordinal is `now_total`.
     let newest = u64::try_from(records.len()).unwrap_or(u64::MAX);
     let events = records
-        .iter()
+        .into_iter()
         .enumerate()
         .filter_map(|(i, r)| {
             let ordinal = now_total.saturating_sub(newest - 1 - u64::try_from(i).ok()?);
@@ -352,6 +378,20 @@ async fn records_after(f: &Follow, seen: u64, total: u64) -> Option<(Vec<Event>,
         })
         .collect();
     Some((events, now_total.max(seen)))
+}
+
+/// The call's context as the page's Context box shows it (redacted), as a `context` event.
+async fn context_event(f: &Follow) -> Option<Event> {
+    let (state, tenant, id) = (&f.state, f.tenant.as_str(), f.id.as_str());
+    let call = state.store.get_call(tenant, id).await.ok()??;
+    let live = state.calls.get(tenant, id);
+    // No redactor, no context: it is never shown unredacted.
+    let redactor = crate::calls::view_redactor(state, tenant, live.as_deref(), &call.context)
+        .await
+        .ok()?;
+    // An event's data cannot carry a carriage return; the JSON text escapes those in strings.
+    let text = context_text(&redactor, &call.context).replace('\r', "");
+    Some(Event::default().event("context").data(text))
 }
 
 fn render_row(row: &serde_json::Value) -> String {

@@ -61,7 +61,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
 });
 
 /// The templates, compiled into the binary.
-const SOURCES: [(&str, &str); 25] = [
+const SOURCES: [(&str, &str); 27] = [
     ("layout.html", include_str!("templates/layout.html")),
     ("signin.html", include_str!("templates/signin.html")),
     ("tools.html", include_str!("templates/tools.html")),
@@ -84,6 +84,8 @@ const SOURCES: [(&str, &str); 25] = [
     ("connection.html", include_str!("templates/connection.html")),
     ("calls.html", include_str!("templates/calls.html")),
     ("calls_rows.html", include_str!("templates/calls_rows.html")),
+    ("rows.html", include_str!("templates/rows.html")),
+    ("earlier.html", include_str!("templates/earlier.html")),
     ("call.html", include_str!("templates/call.html")),
     ("row.html", include_str!("templates/row.html")),
     ("health.html", include_str!("templates/health.html")),
@@ -159,6 +161,7 @@ pub fn router() -> Router<AppState> {
             get(connect::connect_page).post(connect::connect_start),
         )
         .route("/console/calls/{id}/events", get(events::call_events))
+        .route("/console/calls/{id}/rows", get(pages::call_rows))
         .route("/console/health", get(health::health))
         .route(
             "/console/admin",

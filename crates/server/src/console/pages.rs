@@ -12,7 +12,7 @@ use switchboard_core::builder::{Format, ToolChoice};
 use switchboard_core::{RunInput, run_to_end};
 use switchboard_runtime::InvocationRecord;
 use switchboard_runtime::redact::Redactor;
-use switchboard_store::Page;
+use switchboard_store::{Page, RecordPage, RecordsAt};
 
 use super::{
     AnySession, Operator, cleared_cookie, is_htmx, open_session, place, render, same_origin,
@@ -25,8 +25,11 @@ use crate::routes::tools::{parse_mocks, stub, test_context};
 use crate::state::AppState;
 use crate::toolset::{agent_toolset, refer_config};
 
-/// Records a timeline shows (the newest).
-pub(super) const TIMELINE_RECORDS: usize = 200;
+/// Records a page of a timeline shows: the newest on the call's page, then as many earlier
+/// ones each time "load earlier" is pressed.
+pub(super) const TIMELINE_PAGE: u32 = 200;
+/// The most records one poll of a live timeline sends (a page's worth).
+pub(super) const TIMELINE_RECORDS: usize = TIMELINE_PAGE as usize;
 
 /// An error as a console answer: its status, and a message that names the fix.
 pub(super) fn error_page(e: &ApiError) -> Response {
@@ -705,17 +708,27 @@ pub(super) fn list_rows(state: &AppState, tenant: &str, list: &CallList) -> Vec<
 }
 
 /// A record as a timeline row: redacted, with its effects and context changes from its trace.
-pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
-    let r = redactor.redact_record(r);
-    let bookings: Vec<Value> = r
-        .trace
+pub(super) fn row(redactor: &Redactor, mut r: InvocationRecord) -> Value {
+    // The row shows the trace's effects and writes, not the context and input the trace also
+    // keeps for replays: only those two parts are redacted (as values, as `redact_record`
+    // redacts the whole trace), so a long call's context is not redacted again on every row.
+    let trace = r.trace.take();
+    let r = redactor.redact_record(&r);
+    let shown = trace.map(|t| {
+        let t = *t;
+        (
+            redacted_part(redactor, &t.effects).unwrap_or_default(),
+            redacted_part(redactor, &t.writes).unwrap_or_default(),
+        )
+    });
+    let bookings: Vec<Value> = shown
         .iter()
-        .flat_map(|t| &t.effects)
+        .flat_map(|(effects, _)| effects)
         .filter_map(|e| booking(&e.request, &e.outcome))
         .collect();
-    let (effects, writes) = match &r.trace {
-        Some(t) => (
-            t.effects
+    let (effects, writes) = match &shown {
+        Some((effects, writes)) => (
+            effects
                 .iter()
                 .map(|e| {
                     let req = serde_json::to_value(&e.request).unwrap_or(Value::Null);
@@ -734,7 +747,7 @@ pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
                     json!({"request": describe(&req), "outcome": out})
                 })
                 .collect::<Vec<_>>(),
-            t.writes
+            writes
                 .iter()
                 .map(|w| serde_json::to_string(w).unwrap_or_default())
                 .collect::<Vec<_>>(),
@@ -745,6 +758,7 @@ pub(super) fn row(redactor: &Redactor, r: &InvocationRecord) -> Value {
         "function_call_id": r.function_call_id,
         "tool": r.tool,
         "arguments": r.arguments,
+        "output": r.output,
         "ok": r.ok,
         "error": r.error.map(|e| e.as_str()),
         "latency_ms": format!("{:.1}", r.latency_ms),
@@ -792,6 +806,20 @@ fn booking(
     }))
 }
 
+/// A part of a record's trace redacted as values; `None` (shown as nothing) when it cannot be
+/// read back, so a part is never shown unredacted.
+fn redacted_part<T: serde::Serialize + serde::de::DeserializeOwned>(
+    redactor: &Redactor,
+    part: &T,
+) -> Option<T> {
+    let mut v = serde_json::to_value(part).ok()?;
+    redactor.redact_value(&mut v);
+    serde_json::from_value(v).ok()
+}
+
+/// The call's timeline page: its newest [`TIMELINE_RECORDS`] records (a live call's new ones
+/// follow over [`super::events::call_events`]), a notice when earlier ones are not shown, and
+/// a button loading them a page at a time ([`call_rows`]).
 pub async fn call(State(state): State<AppState>, op: Operator, Path(id): Path<String>) -> Response {
     let run = async {
         let row_ = state
@@ -799,31 +827,100 @@ pub async fn call(State(state): State<AppState>, op: Operator, Path(id): Path<St
             .get_call(&op.tenant, &id)
             .await?
             .ok_or_else(|| ApiError::not_found(format!("call `{id}`")))?;
-        let (records, total) = state
+        let page = state
             .store
-            .recent_invocations(&op.tenant, &id, TIMELINE_RECORDS)
+            .invocation_page(&op.tenant, &id, &RecordsAt::Newest, TIMELINE_PAGE)
             .await?;
         let live = state.calls.get(&op.tenant, &id);
         let redactor =
             crate::calls::view_redactor(&state, &op.tenant, live.as_deref(), &row_.context).await?;
-        let rows: Vec<Value> = records.iter().map(|r| row(&redactor, r)).collect();
-        let mut context = serde_json::to_value(&row_.context).unwrap_or(Value::Null);
-        redactor.redact_value(&mut context);
+        let total = page.total;
+        let earlier = earlier(&id, &page);
+        let rows: Vec<Value> = page.items.into_iter().map(|r| row(&redactor, r)).collect();
         Ok::<_, ApiError>(json!({
             "nav": nav(&op, "calls"),
             "id": redactor.redact(&id),
-            "events_url": format!("/console/calls/{}/events?after={}", urlencode(&id), total),
+            "events_url": format!(
+                "/console/calls/{}/events?after={}&context={}",
+                urlencode(&id), total, row_.version
+            ),
             "agent": row_.agent,
             "status": row_.status.as_str(),
             "created_at": row_.created_at,
+            "shown": rows.len(),
             "rows": rows,
+            "earlier": earlier,
             "total": total,
-            "context": pretty(&context),
+            "context": context_text(&redactor, &row_.context),
         }))
     };
     match run.await {
         Ok(v) => render("call.html", v),
         Err(e) => error_page(&e),
+    }
+}
+
+/// The call's context as the page shows it: every string redacted, pretty JSON.
+pub(super) fn context_text(redactor: &Redactor, context: &switchboard_core::Context) -> String {
+    let mut context = serde_json::to_value(context).unwrap_or(Value::Null);
+    redactor.redact_value(&mut context);
+    pretty(&context)
+}
+
+/// The "load earlier" row's data when a page does not start at the call's first record.
+fn earlier(id: &str, page: &RecordPage) -> Value {
+    match &page.previous {
+        Some(cursor) => json!({
+            "count": page.before,
+            "url": format!("/console/calls/{}/rows?before={}", urlencode(id), urlencode(cursor)),
+            "next": page.before.min(u64::from(TIMELINE_PAGE)),
+        }),
+        None => Value::Null,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RowsQuery {
+    before: Option<String>,
+}
+
+/// An htmx fragment: the page of a call's timeline before a cursor (the rows, and the "load
+/// earlier" row again while earlier ones remain), swapped in place of the button that asked.
+pub async fn call_rows(
+    State(state): State<AppState>,
+    op: Operator,
+    Path(id): Path<String>,
+    Query(q): Query<RowsQuery>,
+) -> Response {
+    let run = async {
+        let (at, limit) = crate::routes::calls::records_at(
+            Some(&TIMELINE_PAGE.to_string()),
+            None,
+            q.before.as_deref(),
+        )?;
+        let call = state
+            .store
+            .get_call(&op.tenant, &id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("call `{id}`")))?;
+        let page = state
+            .store
+            .invocation_page(&op.tenant, &id, &at, limit)
+            .await?;
+        let live = state.calls.get(&op.tenant, &id);
+        let redactor =
+            crate::calls::view_redactor(&state, &op.tenant, live.as_deref(), &call.context).await?;
+        let earlier = earlier(&id, &page);
+        let rows: Vec<Value> = page.items.into_iter().map(|r| row(&redactor, r)).collect();
+        Ok::<_, ApiError>(json!({"rows": rows, "earlier": earlier}))
+    };
+    match run.await {
+        Ok(v) => render("rows.html", v),
+        Err(e) => {
+            let mut r = error_fragment(&e);
+            *r.status_mut() = e.status;
+            r
+        }
     }
 }
 

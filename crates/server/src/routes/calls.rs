@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use crate::auth::Tenant;
 use crate::calls::{
     CallStarted, CallView, InvocationResult, NewCall, Via, live, recent_invocations, start_call,
-    submit_and_wait, view, view_redactor,
+    submit_and_wait, view, view_record, view_redactor,
 };
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{Body, Path, Query};
@@ -202,6 +202,116 @@ pub async fn get_call(
         (&records, total),
         live.is_some(),
     )))
+}
+
+/// `GET /v1/calls/{call_id}/invocations`'s query: which page of the call's records.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct InvocationQuery {
+    /// Records per page, 1 to 200 (default 50).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 200)]
+    pub limit: Option<String>,
+    /// The `next` cursor of a page: the records after it. Without `after` or `before`, the
+    /// call's first records.
+    pub after: Option<String>,
+    /// The `previous` cursor of a page: the records before it (the newest of them).
+    pub before: Option<String>,
+}
+
+/// A page of a call's invocation records, oldest first, and where it stands in the call.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct InvocationList {
+    /// The records as the call's view shows them (redacted, without replay traces).
+    #[schema(value_type = Vec<Object>)]
+    pub items: Vec<Value>,
+    /// Pass as `after` for the records after this page. Given on every page that holds a
+    /// record, also the one ending at the call's newest, so a live call's later records can be
+    /// asked for with it.
+    pub next: Option<String>,
+    /// Whether the call had records after this page when it was read (read on while it is
+    /// true).
+    pub more: bool,
+    /// Pass as `before` for the earlier records; absent when the page starts at the call's first.
+    pub previous: Option<String>,
+    /// How many records come before this page.
+    pub before: u64,
+    /// How many records the call has in all.
+    pub total: u64,
+}
+
+/// The store's page of a call's records that a query names; a bad value is a 400 naming the
+/// parameter and the fix.
+pub(crate) fn records_at(
+    limit: Option<&str>,
+    after: Option<&str>,
+    before: Option<&str>,
+) -> ApiResult<(switchboard_store::RecordsAt, u32)> {
+    use switchboard_store::{Page, RecordsAt};
+    let given = |v: Option<&str>| {
+        v.map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let limit = match given(limit) {
+        None => Page::DEFAULT_LIMIT,
+        Some(l) => l
+            .parse::<u32>()
+            .ok()
+            .filter(|l| (1..=Page::MAX_LIMIT).contains(l))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "`limit` is `{}`; ask for 1 to {} invocations per page",
+                    l.chars().take(20).collect::<String>(),
+                    Page::MAX_LIMIT
+                ))
+            })?,
+    };
+    let at = match (given(after), given(before)) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "give `after` (later invocations) or `before` (earlier invocations), not both",
+            ));
+        }
+        (Some(a), None) => RecordsAt::After(a),
+        (None, Some(b)) => RecordsAt::Before(b),
+        (None, None) => RecordsAt::First,
+    };
+    Ok((at, limit))
+}
+
+#[utoipa::path(get, path = "/v1/calls/{call_id}/invocations", tag = "calls", security(("bearer" = [])), params(InvocationQuery),
+    responses((status = 200, body = InvocationList), (status = 400, body = ErrorBody, description = "A bad cursor or limit: the message names the parameter and the fix"), (status = 404, body = ErrorBody)))]
+pub async fn list_invocations(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(call_id): Path<String>,
+    Query(q): Query<InvocationQuery>,
+) -> ApiResult<Json<InvocationList>> {
+    let (at, limit) = records_at(q.limit.as_deref(), q.after.as_deref(), q.before.as_deref())?;
+    let row = state
+        .store
+        .get_call(&tenant.id, &call_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("call `{call_id}`")))?;
+    let page = state
+        .store
+        .invocation_page(&tenant.id, &call_id, &at, limit)
+        .await?;
+    let live = state.calls.get(&tenant.id, &call_id);
+    let redactor = view_redactor(&state, &tenant.id, live.as_deref(), &row.context).await?;
+    Ok(Json(InvocationList {
+        items: page
+            .items
+            .iter()
+            .filter_map(|r| view_record(&redactor, r))
+            .collect(),
+        next: page.next,
+        more: page.more,
+        previous: page.previous,
+        before: page.before,
+        total: page.total,
+    }))
 }
 
 #[utoipa::path(delete, path = "/v1/calls/{call_id}", tag = "calls", security(("bearer" = [])),

@@ -152,7 +152,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(connections::oauth_callback))
         .routes(routes!(calls::create_call, calls::list_calls))
         .routes(routes!(calls::get_call, calls::end_call))
-        .routes(routes!(calls::invoke))
+        .routes(routes!(calls::invoke, calls::list_invocations))
         .routes(routes!(calls::cancel_response))
         .routes(routes!(mcp_servers::list_mcp_servers))
         .routes(routes!(

@@ -1395,3 +1395,470 @@ async fn a_calls_timeline_links_the_events_its_bookings_made() {
     assert_eq!(s, StatusCode::NOT_FOUND);
     app.stop().await;
 }
+
+/// A page's text as the browser reads it (minijinja escapes `/`, `&` and quotes).
+fn unescape(page: &str) -> String {
+    page.replace("&#x2f;", "/")
+        .replace("&#x27;", "'")
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// The function call ids of a timeline's rows, in the page's order.
+fn row_ids(page: &str) -> Vec<String> {
+    page.split("id=\"fc-")
+        .skip(1)
+        .filter_map(|s| s.split('"').next().map(str::to_owned))
+        .collect()
+}
+
+/// The URL the "load earlier" button of a timeline (or of a page of it) asks, if it has one.
+fn load_earlier(page: &str) -> Option<String> {
+    let page = unescape(page);
+    let row = page.split("id=\"load-earlier\"").nth(1)?;
+    let url = row.split("hx-get=\"").nth(1)?.split('"').next()?;
+    Some(url.to_owned())
+}
+
+/// Lets acme's agent make as many calls a minute as a long call's seed needs (the runaway
+/// guard's default of 60 would refuse the rest).
+pub(crate) async fn unguarded(app: &TestApp, key: &str) {
+    let agent = json!({"instructions": "Help.", "tools": [{"tool": "save_meal", "config": {"unit": "g"}, "sensitive_config": {"api_key": "sk-very-secret-1"}}], "default": true,
+        "guards": {"calls_per_minute": 10000}});
+    let (s, body) = app.put("/v1/agents/assistant", key, agent).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+}
+
+/// Records `n` save_meal invocations `f0`..`f{n-1}` in the call, in order.
+async fn record_many(app: &TestApp, key: &str, call: &str, n: usize) {
+    for i in 0..n {
+        let answer = invoke(
+            app,
+            key,
+            call,
+            &format!("f{i}"),
+            "save_meal",
+            json!({"meal_type": "lunch", "dishes": [format!("dish {i}")]}),
+        )
+        .await;
+        assert_eq!(answer["ok"], true, "f{i}: {answer}");
+    }
+}
+
+both_backends!(a_long_timeline_pages_back_to_its_first_invocation, |app| {
+    let key = acme(&app, "acme").await;
+    unguarded(&app, &key).await;
+    app.post("/v1/calls", &key, json!({"call_id": "long"}))
+        .await;
+    record_many(&app, &key, "long", 450).await;
+    let b = sign_in(&app, &key).await;
+
+    // The page shows the newest 200, says there are more, and offers the earlier ones.
+    let (s, page) = b.get("/console/calls/long").await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    assert!(
+        page.contains(
+            "Showing <span id=\"timeline-shown\">200</span> of <span class=\"call-total\">450</span> invocations"
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains("250 earlier invocation(s) not shown"),
+        "{page}"
+    );
+    let mut seen = row_ids(&page);
+    assert_eq!(seen.len(), 200);
+    assert_eq!(seen.first().map(String::as_str), Some("f250"));
+    assert_eq!(seen.last().map(String::as_str), Some("f449"));
+
+    // Each "load earlier" answers the page before, until the call's first invocation.
+    let mut next = load_earlier(&page);
+    let mut pages = 0;
+    while let Some(url) = next {
+        pages += 1;
+        assert!(pages <= 3, "the pages end");
+        let r = client()
+            .get(format!("{}{url}", app.base))
+            .header(COOKIE, &b.cookie)
+            .header("HX-Request", "true")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let rows = r.text().await.unwrap();
+        assert!(!rows.contains("<html"), "a fragment: {rows}");
+        let mut ids = row_ids(&rows);
+        ids.append(&mut seen);
+        seen = ids;
+        next = load_earlier(&rows);
+        // The fragment's other tenant check: the same URL is another tenant's 404.
+        if pages == 1 {
+            assert!(
+                rows.contains("50 earlier invocation(s) not shown"),
+                "{rows}"
+            );
+            let other = app.tenant("other").await;
+            let o = sign_in(&app, &other).await;
+            let r = client()
+                .get(format!("{}{url}", app.base))
+                .header(COOKIE, &o.cookie)
+                .header("HX-Request", "true")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::NOT_FOUND);
+            let (s, _) = o.get("/console/calls/long").await;
+            assert_eq!(s, StatusCode::NOT_FOUND);
+            let (s, body) = app.get("/v1/calls/long/invocations", &other).await;
+            assert_eq!(s, StatusCode::NOT_FOUND, "{body}");
+        }
+    }
+    assert_eq!(pages, 2);
+    let want: Vec<String> = (0..450).map(|i| format!("f{i}")).collect();
+    assert_eq!(seen, want, "every invocation once, in order");
+
+    // A cursor the server did not give is named, not a 500.
+    let r = client()
+        .get(format!(
+            "{}/console/calls/long/rows?before=nonsense",
+            app.base
+        ))
+        .header(COOKIE, &b.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.text().await.unwrap().contains("before"));
+
+    // The API pages the same records, oldest first, with the count and the cursors.
+    let mut after: Option<String> = None;
+    let mut listed = Vec::new();
+    loop {
+        let path = match &after {
+            None => "/v1/calls/long/invocations?limit=200".to_owned(),
+            Some(c) => format!("/v1/calls/long/invocations?limit=200&after={c}"),
+        };
+        let (s, body) = app.get(&path, &key).await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        assert_eq!(body["total"], 450, "{body}");
+        assert_eq!(body["before"], listed.len(), "{body}");
+        assert_eq!(body["previous"].is_null(), listed.is_empty(), "{body}");
+        for item in body["items"].as_array().unwrap() {
+            assert!(item.get("trace").is_none(), "{item}");
+            listed.push(item["function_call_id"].as_str().unwrap().to_owned());
+        }
+        after = Some(body["next"].as_str().unwrap().to_owned());
+        if body["more"] == false {
+            break;
+        }
+    }
+    assert_eq!(listed, want);
+    // The last page's `next` asks for what the call records later.
+    let end = after.unwrap();
+    let (_, none_yet) = app
+        .get(&format!("/v1/calls/long/invocations?after={end}"), &key)
+        .await;
+    assert_eq!(none_yet["items"], json!([]), "{none_yet}");
+    assert_eq!(none_yet["next"], end.as_str(), "{none_yet}");
+    assert_eq!(none_yet["more"], false, "{none_yet}");
+    invoke(
+        &app,
+        &key,
+        "long",
+        "f450",
+        "save_meal",
+        json!({"meal_type": "dinner", "dishes": ["late"]}),
+    )
+    .await;
+    let (_, later) = app
+        .get(&format!("/v1/calls/long/invocations?after={end}"), &key)
+        .await;
+    assert_eq!(later["items"][0]["function_call_id"], "f450", "{later}");
+    assert_eq!(later["items"].as_array().unwrap().len(), 1, "{later}");
+    assert_eq!(later["total"], 451, "{later}");
+    // Back from the end: `before` gives the newest of the earlier records.
+    let (_, last) = app
+        .get("/v1/calls/long/invocations?before=&after=", &key)
+        .await;
+    assert_eq!(last["items"][0]["function_call_id"], "f0", "{last}");
+    let previous = app
+        .get("/v1/calls/long/invocations?limit=200&after=", &key)
+        .await
+        .1["next"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, back) = app
+        .get(
+            &format!("/v1/calls/long/invocations?limit=10&before={previous}"),
+            &key,
+        )
+        .await;
+    let ids: Vec<&str> = back["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["function_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, (189..199).map(|i| format!("f{i}")).collect::<Vec<_>>());
+    assert_eq!(back["before"], 189, "{back}");
+    for bad in [
+        "/v1/calls/long/invocations?after=nonsense",
+        "/v1/calls/long/invocations?limit=0",
+        "/v1/calls/long/invocations?limit=201",
+        "/v1/calls/long/invocations?after=a&before=b",
+    ] {
+        let (s, body) = app.get(bad, &key).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+});
+
+/// A tool that puts the agent's secret and the caller's token in what the model receives.
+fn tells_secrets() -> serde_json::Value {
+    json!({
+        "name": "tells_secrets",
+        "description": "Says what it should not.",
+        "parameters": [{"name": "note", "type": "string", "required": true}],
+        "actions": [{"type": "context.set", "data": {"workflow.note": "{{params.note}}"}}],
+        "on_success": [{"type": "respond", "message": "said secret {{secrets.api_key}} token {{user.auth_token}}"}]
+    })
+}
+
+both_backends!(
+    a_timeline_row_shows_what_the_model_received_redacted,
+    |app| {
+        const SECRET: &str = "sk-output-secret-77";
+        const TOKEN: &str = "tok-output-token-88";
+        let key = app.tenant("acme").await;
+        let (s, body) = app.post("/v1/tools", &key, tells_secrets()).await;
+        assert_eq!(s, StatusCode::CREATED, "{body}");
+        let agent = json!({"instructions": "Help.", "default": true,
+        "tools": [{"tool": "tells_secrets", "sensitive_config": {"api_key": SECRET}}]});
+        let (s, body) = app.put("/v1/agents/assistant", &key, agent).await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        let (s, body) = app
+            .post(
+                "/v1/calls",
+                &key,
+                json!({"call_id": "c1", "user": {"id": "u1", "auth_token": TOKEN}}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{body}");
+        let b = sign_in(&app, &key).await;
+        let mut events = b.events("c1").await;
+        invoke(
+            &app,
+            &key,
+            "c1",
+            "f1",
+            "tells_secrets",
+            json!({"note": format!("mine is {TOKEN}")}),
+        )
+        .await;
+        let (streamed, _) = read_stream(&mut events, "fc-f1").await;
+        let (_, page) = b.get("/console/calls/c1").await;
+        let (_, rest) = app.get("/v1/calls/c1/invocations", &key).await;
+        assert!(page.contains("<th>Model received</th>"), "{page}");
+        for text in [unescape(&page), unescape(&streamed)] {
+            assert!(
+                text.contains("said secret [redacted] token [redacted]"),
+                "the output is shown, redacted: {text}"
+            );
+            for secret in [SECRET, TOKEN] {
+                assert!(
+                    !text.contains(secret),
+                    "{secret} reached the timeline: {text}"
+                );
+            }
+        }
+        let rest = rest.to_string();
+        assert!(
+            rest.contains("said secret [redacted] token [redacted]"),
+            "{rest}"
+        );
+        assert!(!rest.contains(SECRET) && !rest.contains(TOKEN), "{rest}");
+    }
+);
+
+both_backends!(a_live_calls_context_box_follows_its_changes, |app| {
+    let key = acme(&app, "acme").await;
+    app.post("/v1/calls", &key, json!({"call_id": "live"}))
+        .await;
+    let b = sign_in(&app, &key).await;
+    let (s, page) = b.get("/console/calls/live").await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    assert!(page.contains("id=\"call-context\""), "{page}");
+    assert!(!page.contains("sushi"), "{page}");
+    // The stream the page opens names the context version the page shows.
+    let page = unescape(&page);
+    let url = page
+        .split("data-events=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned();
+    assert!(url.contains("&context="), "{url}");
+    let mut events = client()
+        .get(format!("{}{url}", app.base))
+        .header(COOKIE, &b.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), StatusCode::OK);
+    // Nothing changed yet: no context is sent.
+    let mut quiet = String::new();
+    let until = tokio::time::Instant::now() + Duration::from_millis(1500);
+    while let Ok(Ok(Some(c))) = tokio::time::timeout_at(until, events.chunk()).await {
+        quiet.push_str(&String::from_utf8_lossy(&c));
+    }
+    assert!(!quiet.contains("event: context"), "{quiet}");
+
+    // The tool writes the context: the box's new text follows, once, with the record.
+    invoke(
+        &app,
+        &key,
+        "live",
+        "f1",
+        "save_meal",
+        json!({"meal_type": "dinner", "dishes": ["sushi"]}),
+    )
+    .await;
+    // The row carries the dish HTML-escaped; the context event as JSON text.
+    let (got, _) = read_stream(&mut events, "\"sushi\"").await;
+    let context = got
+        .split("event: context\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("a context event: {got}"));
+    assert!(context.contains("logged_meals"), "{got}");
+    assert!(context.contains("sushi"), "{got}");
+    // A second change moves it again.
+    invoke(
+        &app,
+        &key,
+        "live",
+        "f2",
+        "save_meal",
+        json!({"meal_type": "lunch", "dishes": ["ramen"]}),
+    )
+    .await;
+    let (more, _) = read_stream(&mut events, "\"ramen\"").await;
+    let all = format!("{got}{more}");
+    assert!(all.matches("event: context").count() >= 2, "{all}");
+    // The page read again shows the same context.
+    let (_, page) = b.get("/console/calls/live").await;
+    assert!(page.contains("ramen") && page.contains("sushi"), "{page}");
+});
+
+// A long call's timeline, timed (ignored by default): 1,000 invocations recorded through the
+// HTTP door, then every page of the console's timeline (the call's page, then each "load
+// earlier") and of `GET /v1/calls/{id}/invocations` (200 a page) asked 20 times each:
+//
+//     cargo test -p switchboard-server --test api long_timeline_pages -- --ignored --nocapture --test-threads=1
+
+/// (median, p95, max) of `times`, in milliseconds.
+fn spread(times: &mut [f64]) -> [f64; 3] {
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        let i = (times.len() as f64 * q).ceil() as usize;
+        times[i.clamp(1, times.len()) - 1]
+    };
+    [at(0.5), at(0.95), times[times.len() - 1]]
+}
+
+/// Times 20 GETs of `path` with the browser's cookie; returns the spread and the last answer.
+async fn timed_page(app: &TestApp, b: &Browser, path: &str) -> ([f64; 3], String) {
+    let mut times = Vec::new();
+    let mut last = String::new();
+    for _ in 0..20 {
+        let at = std::time::Instant::now();
+        let r = client()
+            .get(format!("{}{path}", app.base))
+            .header(COOKIE, &b.cookie)
+            .header("HX-Request", "true")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        last = r.text().await.unwrap();
+        times.push(at.elapsed().as_secs_f64() * 1000.0);
+    }
+    (spread(&mut times), last)
+}
+
+async fn long_timeline_pages(backend: Backend) {
+    const N: usize = 1000;
+    let app = spawn_app(backend).await;
+    let key = acme(&app, "acme").await;
+    unguarded(&app, &key).await;
+    app.post("/v1/calls", &key, json!({"call_id": "long"}))
+        .await;
+    let at = std::time::Instant::now();
+    record_many(&app, &key, "long", N).await;
+    println!(
+        "{backend:?}: {N} invocations recorded in {:?}",
+        at.elapsed()
+    );
+    let b = sign_in(&app, &key).await;
+
+    let mut seen = Vec::new();
+    let mut path = Some("/console/calls/long".to_owned());
+    let mut page = 0;
+    while let Some(p) = path {
+        page += 1;
+        let ([median, p95, max], text) = timed_page(&app, &b, &p).await;
+        let mut ids = row_ids(&text);
+        println!(
+            "{backend:?} console page {page} ({} rows, {} bytes): median {median:.1} ms, p95 {p95:.1} ms, max {max:.1} ms",
+            ids.len(),
+            text.len()
+        );
+        ids.append(&mut seen);
+        seen = ids;
+        path = load_earlier(&text);
+    }
+    let want: Vec<String> = (0..N).map(|i| format!("f{i}")).collect();
+    assert_eq!(seen, want, "the timeline reads to its first invocation");
+
+    let mut listed = 0;
+    let mut after = String::new();
+    page = 0;
+    loop {
+        page += 1;
+        let path = format!("/v1/calls/long/invocations?limit=200&after={after}");
+        let mut times = Vec::new();
+        let mut body = serde_json::Value::Null;
+        for _ in 0..20 {
+            let at = std::time::Instant::now();
+            let (s, b) = app.get(&path, &key).await;
+            times.push(at.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(s, StatusCode::OK, "{b}");
+            body = b;
+        }
+        let [median, p95, max] = spread(&mut times);
+        let items = body["items"].as_array().unwrap().len();
+        listed += items;
+        println!(
+            "{backend:?} API page {page} ({items} records): median {median:.1} ms, p95 {p95:.1} ms, max {max:.1} ms"
+        );
+        after = body["next"].as_str().unwrap().to_owned();
+        if body["more"] == false {
+            break;
+        }
+    }
+    assert_eq!(listed, N);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "records 1,000 invocations: run by hand for docs/benchmarks.md"]
+async fn long_timeline_pages_sqlite() {
+    long_timeline_pages(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "records 1,000 invocations: run by hand for docs/benchmarks.md"]
+async fn long_timeline_pages_postgres() {
+    long_timeline_pages(Backend::Postgres).await;
+}

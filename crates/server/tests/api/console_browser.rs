@@ -1,8 +1,9 @@
 //! The console in a real browser: headless Chromium driven by Playwright
 //! (`tests/browser/console.cjs`) against a real server seeded here with a tenant, its tool, its
 //! agent and recorded calls. One browser start for the whole walk: sign-in, the editor's
-//! diagnostics, replay, publish, a live call's timeline following the HTTP door, a timeline
-//! that stops when its session's key is revoked, connecting an agent's Google Calendar through
+//! diagnostics, replay, publish, a live call's timeline following the HTTP door (its rows, what
+//! the model received and its Context box), a long call's timeline loaded page by page back to
+//! its first invocation, a timeline that stops when its session's key is revoked, connecting an agent's Google Calendar through
 //! a consent page on another site (the Google simulator), signing out (the old cookie then
 //! opens nothing), another tenant seeing none of it, and the admin key's tenants page (create,
 //! delete, sign out).
@@ -103,6 +104,8 @@ async fn the_console_in_a_real_browser() {
     };
     let app = spawn_app_on(listener, Backend::Sqlite, config, None).await;
     let key = acme(&app, "acme").await;
+    // The walk records a long call's 450 invocations in a few seconds.
+    crate::console::unguarded(&app, &key).await;
     let agent = json!({"instructions": "Book appointments.", "tools": [
         {"tool": "toolkit:google_calendar", "config": {"calendar_id": "primary"}}]});
     let (s, body) = app.put("/v1/agents/receptionist", &key, agent).await;

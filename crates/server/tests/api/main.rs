@@ -647,6 +647,7 @@ fn the_openapi_document_covers_every_endpoint() {
         ("/v1/calls", "get"),
         ("/v1/calls/{call_id}", "delete"),
         ("/v1/calls/{call_id}/invocations", "post"),
+        ("/v1/calls/{call_id}/invocations", "get"),
         ("/v1/calls/{call_id}/responses/{response_id}/cancel", "post"),
         ("/v1/mcp-servers", "get"),
         ("/v1/mcp-servers/{label}", "put"),

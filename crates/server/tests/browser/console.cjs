@@ -269,6 +269,12 @@ async function main(page, browser) {
   await first.waitFor();
   check((await first.textContent()).includes("save_meal"), "the new row names the tool");
   check((await first.getAttribute("class")) === "ok", "the new row is ok");
+  check(
+    (await first.locator("td.output").textContent()).includes("logged your dinner"),
+    "the new row shows what the model received",
+  );
+  // The tool wrote the context: the Context box follows without a reload.
+  await page.waitForFunction(() => document.getElementById("call-context").textContent.includes("rice"));
   await api("POST", `/v1/calls/${liveCall}/invocations`, {
     function_call_id: "live-2",
     name: "save_meal",
@@ -284,6 +290,49 @@ async function main(page, browser) {
   await shot(page, "call-timeline");
   await api("DELETE", `/v1/calls/${liveCall}`);
   await page.waitForFunction(() => document.getElementById("call-status").textContent === "ended");
+
+  step = "a long call's timeline loads its earlier invocations, a page at a time, to the first";
+  {
+    const long = "long-call";
+    const n = 450;
+    await api("POST", "/v1/calls", { call_id: long });
+    for (let i = 0; i < n; i++) {
+      await api("POST", `/v1/calls/${long}/invocations`, {
+        function_call_id: `l${i}`,
+        name: "save_meal",
+        arguments: { meal_type: "lunch", dishes: [`dish ${i}`] },
+      });
+    }
+    await page.goto(`${base}/console/calls/${long}`);
+    const ids = () => page.$$eval("#timeline tbody tr[id^='fc-']", (trs) => trs.map((t) => t.id));
+    let shown = await ids();
+    check(shown.length === 200, `the page shows the newest 200 invocations (${shown.length})`);
+    check(shown[0] === "fc-l250" && shown[199] === "fc-l449", "the newest, oldest first");
+    check(
+      (await page.textContent("#timeline-more")).includes(`Showing 200 of ${n} invocations`),
+      "the page says how many invocations it shows of the call's",
+    );
+    check((await page.textContent("#load-earlier")).includes("250 earlier"), "the table says how many are not shown");
+    check(
+      (await page.locator("tr#fc-l449 td.output").textContent()).includes("logged your lunch"),
+      "each row shows what the model received",
+    );
+    await shot(page, "call-long-timeline");
+    await page.click("#load-earlier button");
+    await page.locator("tr#fc-l50").waitFor();
+    shown = await ids();
+    check(shown.length === 400 && shown[0] === "fc-l50", `200 earlier invocations are added at the top (${shown.length})`);
+    check((await page.textContent("#load-earlier")).includes("50 earlier"), "the table says how many remain");
+    check((await page.textContent("#timeline-more")).includes(`Showing 400 of ${n}`), "the notice counts the rows added");
+    await page.click("#load-earlier button");
+    await page.locator("tr#fc-l0").waitFor();
+    shown = await ids();
+    const every = Array.from({ length: n }, (_, i) => `fc-l${i}`);
+    check(JSON.stringify(shown) === JSON.stringify(every), "every invocation once, in order, to the first");
+    check((await page.locator("#load-earlier").count()) === 0, "nothing earlier is offered at the first");
+    check((await page.textContent("#timeline-more")).includes(`Showing ${n} of ${n}`), "the notice says every invocation is shown");
+    await api("DELETE", `/v1/calls/${long}`);
+  }
 
   step = "health shows the tool's invocations";
   await page.goto(base + "/console/health");

@@ -1,6 +1,7 @@
 // The console's own script (no inline script: the Content-Security-Policy forbids it).
-// - A call's timeline follows the call live over server-sent events, and says why when it
-//   stops (the session ended, or too many timelines are open).
+// - A call's timeline follows the call live over server-sent events (new rows at the end, the
+//   Context box replaced when the context changes), and says why when it stops (the session
+//   ended, or too many timelines are open). Earlier rows load with htmx at the table's top.
 // - The calls list shows new and ended calls over server-sent events (the page's rows, rendered
 //   by the server), and says why when it stops updating itself.
 // - Clicking a problem in the editor selects its line in the definition.
@@ -25,7 +26,16 @@
       var old = row.id ? document.getElementById(row.id) : null;
       if (old) { old.replaceWith(row); return; }
       body.appendChild(row);
-      if (total && e.lastEventId) total.textContent = e.lastEventId;
+      if (e.lastEventId) {
+        if (total) total.textContent = e.lastEventId;
+        document.querySelectorAll(".call-total").forEach(function (t) { t.textContent = e.lastEventId; });
+      }
+      recount(table);
+    });
+    // The call's context, whole and redacted, each time it changes.
+    source.addEventListener("context", function (e) {
+      var box = document.getElementById("call-context");
+      if (box) box.textContent = e.data;
     });
     // The server ends a stream whose session ended, and refuses one past its bounds; either way
     // the page says why and stops following (otherwise the browser would reconnect).
@@ -50,6 +60,12 @@
       table.setAttribute("data-ended", "true");
       source.close();
     });
+  }
+
+  // The notice of a long timeline says how many rows the page holds now.
+  function recount(table) {
+    var shown = document.getElementById("timeline-shown");
+    if (shown) shown.textContent = String(table.querySelectorAll("tbody tr[id^='fc-']").length);
   }
 
   function followList(body) {
@@ -144,7 +160,11 @@
     var definition = document.getElementById("definition");
     if (definition && definition.hasAttribute("data-draft-key")) keepDraft(definition);
     var table = document.getElementById("timeline");
-    if (table) follow(table);
+    if (table) {
+      follow(table);
+      // htmx:load fires on each element a swap added (the button that asked is gone by then).
+      document.body.addEventListener("htmx:load", function () { recount(table); });
+    }
     var rows = document.getElementById("calls-rows");
     if (rows) followList(rows);
   });
