@@ -685,6 +685,12 @@ export interface components {
         AgentBody: {
             /** @description The tenant's default agent (for calls that name none). */
             default?: boolean;
+            /**
+             * @description What the caller hears while a slow tool without `messages.delayed` runs (at most 200
+             *     characters), e.g. "One moment, please." Said once the turn budget passes in silence, at
+             *     once for a tool expected to take longer; absent: silence.
+             */
+            filler?: string | null;
             guards?: components["schemas"]["Guards"] | null;
             /** @description Agents this one may hand the call to. */
             handoffs?: string[];
@@ -736,6 +742,8 @@ export interface components {
         AgentView: {
             created_at: string;
             default: boolean;
+            /** @description What the caller hears while a slow tool without `messages.delayed` runs; absent: silence. */
+            filler?: string | null;
             guards?: components["schemas"]["Guards"] | null;
             handoffs: string[];
             instructions: string;
@@ -1209,6 +1217,8 @@ export interface components {
             items: {
                 created_at: string;
                 default: boolean;
+                /** @description What the caller hears while a slow tool without `messages.delayed` runs; absent: silence. */
+                filler?: string | null;
                 guards?: components["schemas"]["Guards"] | null;
                 handoffs: string[];
                 instructions: string;
