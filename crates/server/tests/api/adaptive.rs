@@ -11,7 +11,7 @@ use switchboard_sim::ModelHandle;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::phone_support::{Phone, PhoneSetup, RT_NUMBER as NUMBER, WAIT};
+use crate::phone_support::{LIVE_NUMBER, Phone, PhoneSetup, RT_NUMBER as NUMBER, WAIT};
 use crate::support::Backend;
 
 /// Tenant `acme` answering `NUMBER` with agent `assistant`: `stock` (600 ms upstream, its own
@@ -24,12 +24,20 @@ async fn phone(backend: Backend, agent: Value) -> Phone {
                 .set_body_json(json!({"status": "ok"}))
                 .set_delay(Duration::from_millis(600)),
         ),
+        Mock::given(method("GET"))
+            .and(path("/slower"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"status": "done"}))
+                    .set_delay(Duration::from_millis(3500)),
+            ),
     ];
     let phone = Phone::start(
         backend,
         PhoneSetup {
             mocks,
-            phone: json!({"phone_numbers": {NUMBER: "assistant"}, "voice": "marin"}),
+            phone: json!({"phone_numbers": {NUMBER: "assistant",
+                LIVE_NUMBER: {"agent": "assistant", "api": "live"}}, "voice": "marin"}),
             tools,
         },
     )
@@ -48,6 +56,10 @@ fn tools(u: &str) -> Vec<Value> {
         json!({"name": "order", "description": "Finds an order.",
                "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slow")}],
                "on_success": respond}),
+        json!({"name": "audit", "description": "Audits the account.",
+               "messages": {"delayed": "Still checking.", "delayed_after_ms": 100},
+               "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slower")}],
+               "on_success": respond}),
         json!({"name": "digest", "description": "Makes a digest.", "async": "when_slow",
                "actions": [{"type": "api_call", "method": "GET", "url": format!("{u}/slow")}],
                "on_success": respond}),
@@ -56,7 +68,7 @@ fn tools(u: &str) -> Vec<Value> {
 
 fn assistant() -> Value {
     json!({"instructions": "You are Alex at Acme.", "default": true,
-           "tools": [{"tool": "stock"}, {"tool": "order"}, {"tool": "digest"}]})
+           "tools": [{"tool": "stock"}, {"tool": "order"}, {"tool": "digest"}, {"tool": "audit"}]})
 }
 
 /// Another node has seen `tool` take `p95_ms` over 40 runs; this node reads the cluster's
@@ -279,5 +291,32 @@ async fn an_agents_filler_is_checked_at_save() {
     assert_eq!(stored["filler"], "One moment, please.");
     let stored = phone.put_agent("assistant", assistant()).await;
     assert!(stored.get("filler").is_none(), "{stored}");
+    phone.stop().await;
+}
+
+/// GPT-Live says nothing when commentary has been spoken: a slow tool's later fillers follow
+/// once the first has had time to be said and the turn budget has passed in silence, each
+/// asking for new words.
+#[tokio::test]
+async fn a_slow_tool_on_gpt_live_gets_later_fillers_spaced_after_the_first_is_said() {
+    let phone = phone(Backend::Sqlite, assistant()).await;
+    let backend = phone.ring_live("live_slow").await;
+    let calls = backend.call_tools(&[("audit", json!({}))]);
+    let live = &phone.live;
+    assert!(
+        live.wait_until("live_slow", WAIT, |l| l
+            .outputs("live_slow")
+            .iter()
+            .any(|(c, _)| c == &calls[0]))
+            .await,
+        "no output"
+    );
+    let said = live.commentary("live_slow");
+    // "Still checking." (about 1.1 s to say) at 100 ms, the next once it has been said and
+    // 700 ms more have passed (about 1.9 s in), the one after that only at about 4.1 s: the
+    // answer (3.5 s) comes first.
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert_eq!(said[0], "Still checking.");
+    assert!(said[1].contains("words you have not used yet"), "{said:?}");
     phone.stop().await;
 }
