@@ -22,7 +22,7 @@ use crate::support::{self, Backend, TestApp, invoke, spawn_app, spawn_app_with};
 /// simulator's redirect to the server it is testing.
 const CALLBACK: &str = "https://switchboard.example.com/v1/oauth/callback";
 
-fn google_config(sim: &GoogleSim) -> ServerConfig {
+pub(crate) fn google_config(sim: &GoogleSim) -> ServerConfig {
     ServerConfig {
         tenant_rate_per_s: 10_000,
         google: Some(GoogleSettings {
@@ -55,7 +55,7 @@ impl Write for Logs {
 }
 
 /// A tenant with an agent using Google Calendar; returns its key.
-async fn receptionist(app: &TestApp, tenant: &str) -> String {
+pub(crate) async fn receptionist(app: &TestApp, tenant: &str) -> String {
     let key = app.tenant(tenant).await;
     let agent = json!({"instructions": "Book appointments.", "default": true, "tools": [
         {"tool": "toolkit:google_calendar", "config": {"calendar_id": "primary", "default_event_duration": 45}}]});
@@ -175,7 +175,7 @@ async fn consent_callback(app: &TestApp, authorize: Url) -> String {
 
 /// The API's link → the tenant's console → the simulator's consent → the callback, in one
 /// browser, as an operator would.
-async fn connect(app: &TestApp, key: &str, sim: &GoogleSim) -> Value {
+pub(crate) async fn connect(app: &TestApp, key: &str, sim: &GoogleSim) -> Value {
     let (s, started) = app
         .post(
             "/v1/agents/receptionist/connections/google_calendar",
@@ -204,7 +204,7 @@ async fn connect(app: &TestApp, key: &str, sim: &GoogleSim) -> Value {
     json!({"callback": callback, "page": page})
 }
 
-fn answer(r: &Value) -> &Value {
+pub(crate) fn answer(r: &Value) -> &Value {
     &r["result"]
 }
 

@@ -4,6 +4,7 @@
 
 mod adaptive;
 mod alerts;
+mod booking_races;
 mod caldav_bookings;
 mod caldav_race;
 mod caldav_zones;
@@ -19,7 +20,7 @@ mod demo;
 mod email_rate;
 mod error_statuses;
 mod expiry;
-mod google;
+pub(crate) mod google;
 mod guards;
 mod limits;
 mod live;
