@@ -192,6 +192,14 @@ async fn a_tool_known_to_be_slow_gets_its_filler_at_once_and_the_record_says_why
         "{record}"
     );
 
+    // The console's timeline row says it in words.
+    let b = crate::console::sign_in(&phone.app, &phone.key).await;
+    let (_, page) = b.get("/console/calls/rtc_known").await;
+    assert!(
+        page.contains("over the 0.7 s turn budget · the tool&#x27;s filler at once"),
+        "{page}"
+    );
+
     // This node's own runs join the cluster's figures.
     switchboard_server::latency::sync(&phone.app.state)
         .await
