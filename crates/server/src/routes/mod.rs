@@ -65,8 +65,9 @@ impl Modify for BearerAuth {
 }
 
 /// Declares every `{name}` of a path template as a required string path parameter (on the path
-/// item, so for all its operations), unless an operation declares it itself: without them the
-/// document names no path parameters, and clients and schema-driven tools cannot fill them in.
+/// item, so for all its operations; when one operation declares it itself, on each of the
+/// others): without them the document names no path parameters, and clients and schema-driven
+/// tools cannot fill them in.
 pub fn declare_path_parameters(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
     use utoipa::openapi::schema::{ObjectBuilder, Type};
@@ -83,24 +84,40 @@ pub fn declare_path_parameters(doc: &mut utoipa::openapi::OpenApi) {
             .skip(1)
             .filter_map(|s| s.split_once('}').map(|(name, _)| name.to_owned()));
         for name in names.collect::<Vec<_>>() {
-            let operations = [&item.get, &item.put, &item.post, &item.delete, &item.patch];
-            if declares(&item.parameters, &name)
-                || operations.iter().any(|op| {
-                    op.as_ref()
-                        .is_some_and(|op| declares(&op.parameters, &name))
-                })
-            {
+            if declares(&item.parameters, &name) {
                 continue;
             }
             let param = ParameterBuilder::new()
-                .name(name)
+                .name(name.clone())
                 .parameter_in(ParameterIn::Path)
                 .required(Required::True)
                 .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
                 .build();
-            item.parameters
-                .get_or_insert_with(Vec::new)
-                .push(RefOr::T(param));
+            let mut operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            let declared_by_one = operations.iter().any(|op| {
+                op.as_ref()
+                    .is_some_and(|op| declares(&op.parameters, &name))
+            });
+            if !declared_by_one {
+                item.parameters
+                    .get_or_insert_with(Vec::new)
+                    .push(RefOr::T(param));
+                continue;
+            }
+            // One operation describes it itself: each of the others gets it too.
+            for op in operations.iter_mut().filter_map(|op| op.as_mut()) {
+                if !declares(&op.parameters, &name) {
+                    op.parameters
+                        .get_or_insert_with(Vec::new)
+                        .push(RefOr::T(param.clone()));
+                }
+            }
         }
     }
 }

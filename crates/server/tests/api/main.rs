@@ -670,6 +670,31 @@ fn the_openapi_document_covers_every_endpoint() {
             "{method} {path} is not documented"
         );
     }
+    // Every operation names each of its path's parameters (on itself or on its path), so a
+    // client or a schema-driven tool can fill them in.
+    for (path, item) in paths {
+        let names: Vec<&str> = path
+            .split('{')
+            .skip(1)
+            .filter_map(|s| s.split_once('}').map(|(n, _)| n))
+            .collect();
+        let declared = |params: &Value, name: &str| {
+            params
+                .as_array()
+                .is_some_and(|all| all.iter().any(|p| p["name"] == name && p["in"] == "path"))
+        };
+        for (method, op) in item.as_object().unwrap() {
+            if method == "parameters" {
+                continue;
+            }
+            for name in &names {
+                assert!(
+                    declared(&item["parameters"], name) || declared(&op["parameters"], name),
+                    "{method} {path} does not declare its path parameter `{name}`"
+                );
+            }
+        }
+    }
     insta::assert_json_snapshot!("openapi", doc);
 }
 
