@@ -383,6 +383,11 @@ pub async fn test_tool(
             ),
         ));
     };
+    if !(run.params.is_null() || run.params.is_object()) {
+        return Err(ApiError::bad_request(
+            "`params` must be a JSON object of the arguments by name, as the model sends them (e.g. {\"order\": \"A-1\"}); leave it out for none",
+        ));
+    }
     let v = match run.version {
         Some(n) => state.store.get_tool_version(&tenant.id, &name, n).await?,
         None => state.store.get_tool(&tenant.id, &name).await?,

@@ -132,6 +132,15 @@ both_backends!(a_tool_can_be_tested_without_a_call, |app| {
         (s, r["output"]["error"].clone()),
         (StatusCode::OK, json!("invalid_arguments"))
     );
+    // Arguments that are not an object are the request's mistake, named as such.
+    let (s, r) = app
+        .post("/v1/tools/save_meal:test", &key, json!({"params": false}))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("`params`"),
+        "{r}"
+    );
     assert_eq!(
         app.post("/v1/tools/save_meal", &key, json!({})).await.0,
         StatusCode::METHOD_NOT_ALLOWED
