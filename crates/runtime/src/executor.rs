@@ -240,15 +240,19 @@ impl Executor {
         gate: &dyn Gate,
         transfers: &TransferLedger,
     ) -> Execution {
-        self.execute_from(Instant::now(), call, ctx, invocation, gate, transfers)
+        self.execute_from(Instant::now(), None, call, ctx, invocation, gate, transfers)
             .await
     }
 
     /// [`Executor::execute`] with the tool's deadline counted from `started` (when the function
-    /// call arrived) rather than from now.
+    /// call arrived) rather than from now, and `deadline` the one the call's adaptive policy
+    /// decided when the function call came (none: the tool's deadline as the call's figures
+    /// give it now, see [`crate::adaptive::run_timeout`]).
+    #[allow(clippy::too_many_arguments)]
     pub async fn execute_from(
         &self,
         started: Instant,
+        deadline: Option<Duration>,
         call: &CallConfig,
         ctx: &Context,
         invocation: &Invocation,
@@ -274,7 +278,9 @@ impl Executor {
         let (step, trace) = begin(call, entry, ctx, invocation);
         let entry = entry.clone();
         let (mut exec, effects) = self
-            .drive(call, &entry, invocation, step, gate, transfers, started)
+            .drive(
+                call, &entry, invocation, step, gate, transfers, started, deadline,
+            )
             .await;
         exec.trace = Some(Box::new(RunTrace {
             effects,
@@ -346,6 +352,7 @@ impl Executor {
                 gate,
                 transfers,
                 Instant::now(),
+                None,
             )
             .await;
         // The run started elsewhere: its input and context are not known here, so no trace.
@@ -363,10 +370,11 @@ impl Executor {
         gate: &dyn Gate,
         transfers: &TransferLedger,
         started: Instant,
+        deadline: Option<Duration>,
     ) -> (Execution, Vec<EffectExchange>) {
         let tool = &entry.tool;
         let caller = ctx_caller(&step);
-        let deadline = crate::adaptive::run_timeout(call, tool);
+        let deadline = deadline.unwrap_or_else(|| crate::adaptive::run_timeout(call, tool));
         let mut actions = Vec::new();
         let mut exchanges: Vec<EffectExchange> = Vec::new();
         let secret = call

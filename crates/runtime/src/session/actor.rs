@@ -195,11 +195,13 @@ impl Actor {
         {
             return;
         }
-        if claim && !self.claim(&inv, tool, started, &started_at).await {
+        // What the door decided (it said the filler by it), else what the policy says now: its
+        // deadline bounds the claim and the run alike.
+        let policy = policy.map_or_else(|| adaptive::decide(&config, &agent, tool), |p| *p);
+        let timeout = Duration::from_millis(policy.timeout_ms);
+        if claim && !self.claim(&inv, tool, timeout, started, &started_at).await {
             return;
         }
-        // What the door decided (it said the filler by it), else what the policy says now.
-        let policy = policy.map_or_else(|| adaptive::decide(&config, &agent, tool), |p| *p);
         let run = Run {
             dedupe_key,
             resume_from: None,
@@ -257,6 +259,7 @@ impl Actor {
         &mut self,
         inv: &Invocation,
         tool: &switchboard_core::Tool,
+        timeout: Duration,
         started: Instant,
         started_at: &str,
     ) -> bool {
@@ -266,7 +269,7 @@ impl Actor {
         // wait for the database is part of the time the caller waits. Failures are retried for
         // `commit_retry`; an attempt under way (a slow database) may take the whole deadline
         // (one that never answers leaves the run no time, and it is not started).
-        let deadline = started + adaptive::run_timeout(&self.deps.config, tool);
+        let deadline = started + timeout;
         let errors_until = deadline.min(Instant::now() + self.deps.options.commit_retry);
         let claimed = retry_until(errors_until, deadline, || {
             let claim = journal.claim(&call_id, inv);

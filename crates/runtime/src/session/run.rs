@@ -102,6 +102,9 @@ impl Actor {
         let run_inv = inv.clone();
         let run_cx = self.run_span(&inv, started).context_for_run(&self.redactor);
         let span = tracing::info_span!("invocation", function_call_id = %fc, tool = %tool.name());
+        // The deadline decided when the function call came: the claim waited within it, the
+        // record keeps it, and the run ends by it.
+        let deadline = policy.as_ref().map(|p| Duration::from_millis(p.timeout_ms));
         let run = async move {
             // The semaphore is never closed, so acquiring only waits for a free slot.
             let _permit = semaphore.acquire_owned().await;
@@ -110,7 +113,9 @@ impl Actor {
                 // wait for a slot are time the caller waits too.
                 None => {
                     executor
-                        .execute_from(started, &config, &ctx, &run_inv, &gate, &transfers)
+                        .execute_from(
+                            started, deadline, &config, &ctx, &run_inv, &gate, &transfers,
+                        )
                         .await
                 }
                 Some((request, suspended)) => {

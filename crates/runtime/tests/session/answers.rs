@@ -516,3 +516,23 @@ async fn toolkit_effects_reach_their_handler_with_the_tool_config() {
         d.result.output
     );
 }
+
+#[tokio::test]
+async fn a_run_ends_by_the_deadline_decided_when_its_call_came() {
+    // The door decided a 300 ms deadline from the figures it had (say the tool looked fast);
+    // the tool declares none, so the book's figures now would give the 10 s default. The run
+    // keeps the decision: it ends by 300 ms, and its record says the same deadline.
+    let server = server_with_slow(1_500).await;
+    let slow = tool(
+        json!({"name": "lookup", "description": "d", "actions": [{"type": "api_call", "method": "GET", "url": format!("{}/slow", server.uri()), "retry_count": 0}]}),
+    );
+    let mut h = harness(vec![("main", vec![slow])], SessionOptions::default()).await;
+    let policy: switchboard_runtime::adaptive::Policy = serde_json::from_value(json!({
+        "budget_ms": 700, "slow": false, "timeout_ms": 300, "timeout_from": "observed"
+    }))
+    .unwrap();
+    h.session
+        .submit_decided(inv("fc1", "lookup", json!({}), None), policy);
+    let d = h.next().await;
+    assert_eq!(output(&d)["error"], "timeout", "{}", d.result.output);
+}
