@@ -1,7 +1,7 @@
 //! Traces against a real OTLP/HTTP receiver: the spans the server exports, decoded with the
 //! official protobuf definitions (`opentelemetry-proto`), continue the caller's trace through
-//! the invocation to the upstream; no argument reaches a span; a collector that is down or
-//! silent changes nothing for the calls.
+//! the invocation to the upstream (from the HTTP door, and through both MCP doors); no argument
+//! reaches a span; a collector that is down or silent changes nothing for the calls.
 //!
 //! A test binary of its own (the API suite's `spawn_app` shared by path), so it builds alone.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -353,6 +353,142 @@ async fn one_trace_from_caller_to_upstream_sqlite() {
 #[tokio::test]
 async fn one_trace_from_caller_to_upstream_postgres() {
     one_trace_from_caller_to_upstream(Backend::Postgres).await;
+}
+
+/// One raw JSON-RPC request to an agent's MCP endpoint; the answer with `id`.
+async fn mcp_request(
+    app: &TestApp,
+    key: &str,
+    agent: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (reqwest::header::HeaderMap, String) {
+    let mut req = app
+        .client
+        .post(format!("{}/v1/agents/{agent}/mcp", app.base))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&body);
+    if let Some(s) = session {
+        req = req.header("mcp-session-id", s);
+    }
+    let resp = req.send().await.unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    let headers = resp.headers().clone();
+    (headers, resp.text().await.unwrap())
+}
+
+/// The JSON-RPC message with `id` in an MCP POST's answer (an SSE stream or plain JSON).
+fn rpc_answer(body: &str, id: u64) -> Value {
+    body.lines()
+        .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("no answer {id} in {body}"))
+}
+
+/// The trace goes through both MCP doors: an MCP client's `tools/call` carries the caller's
+/// span in `_meta`; the tool it runs calls a tenant's MCP server (here Switchboard's own door
+/// for another agent), which is sent the effect's span (in `_meta` and as headers) and
+/// continues it to the upstream. Every span is in the caller's trace, each under the one
+/// before it.
+#[tokio::test]
+async fn one_trace_through_the_mcp_doors_both_ways() {
+    let (base, received) = receiver().await;
+    let (export, traces) = export(&[("OTEL_EXPORTER_OTLP_ENDPOINT", &base)]);
+    let app = app_with(Backend::Sqlite, traces).await;
+    let upstream = upstream().await;
+    let key = shop(&app, &upstream).await;
+    let server = json!({"url": format!("{}/v1/agents/assistant/mcp", app.base),
+        "headers": {"Authorization": format!("Bearer {key}")}});
+    let (s, shown) = app.put("/v1/mcp-servers/self", &key, server).await;
+    assert_eq!(s, StatusCode::OK, "{shown}");
+    let relay = json!({"name": "relay", "description": "Orders through the shop's MCP server",
+        "parameters": [
+            {"name": "item", "type": "string", "required": true},
+            {"name": "reference", "type": "string", "required": true}
+        ],
+        "actions": [{"type": "mcp.call", "server": "self", "tool": "place_order",
+            "arguments": {"item": "{{params.item}}", "reference": "{{params.reference}}"}}]});
+    let (s, body) = app.post("/v1/tools", &key, relay).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    let front = json!({"instructions": "Relay.", "tools": [{"tool": "relay"}]});
+    let (s, body) = app.put("/v1/agents/front", &key, front).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let (headers, _) = mcp_request(&app, &key, "front", None, init).await;
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    mcp_request(&app, &key, "front", Some(&session), initialized).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "relay", "arguments": {"item": ITEM, "reference": REFERENCE},
+        "_meta": {"traceparent": format!("00-{TRACE_ID}-{PARENT_ID}-01"), "tracestate": "vendor=abc",
+            "switchboard/function_call_id": "fc-relay-1"}}});
+    let (_, body) = mcp_request(&app, &key, "front", Some(&session), call).await;
+    let answer = rpc_answer(&body, 2);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    // The rest of `_meta` is read too: the function call keeps the id the client gave it.
+    assert_eq!(
+        answer["result"]["_meta"]["switchboard/function_call_id"], "fc-relay-1",
+        "{answer}"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let all = loop {
+        let all = spans(&received);
+        let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        if [
+            "execute_tool relay",
+            "tools/call place_order",
+            "execute_tool place_order",
+            "POST",
+        ]
+        .iter()
+        .all(|n| names.contains(n))
+        {
+            break all;
+        }
+        assert!(Instant::now() < deadline, "spans so far: {names:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let named = |name: &str| {
+        all.iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no span {name}"))
+    };
+    let outer = named("execute_tool relay");
+    let effect = named("tools/call place_order");
+    let inner = named("execute_tool place_order");
+    let http = named("POST");
+    for span in [outer, effect, inner, http] {
+        assert_eq!(hex(&span.trace_id), TRACE_ID, "{}", span.name);
+    }
+    assert_eq!(hex(&outer.parent_span_id), PARENT_ID);
+    assert_eq!(effect.parent_span_id, outer.span_id);
+    assert_eq!(text(effect, "mcp.method.name"), "tools/call");
+    assert_eq!(text(effect, "switchboard.mcp.server"), "self");
+    assert_eq!(inner.parent_span_id, effect.span_id, "{inner:?}");
+    assert_eq!(http.parent_span_id, inner.span_id);
+
+    // The upstream was told the api_call's span, in the caller's trace.
+    let requests = upstream.received_requests().await.unwrap();
+    let sent: Vec<&str> = requests
+        .iter()
+        .filter_map(|r| r.headers.get("traceparent"))
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(sent, [format!("00-{TRACE_ID}-{}-01", hex(&http.span_id))]);
+    let everything = format!("{:?}", received.lock().unwrap().requests);
+    for arg in [ITEM, REFERENCE] {
+        assert!(!everything.contains(arg), "{arg} was exported");
+    }
+    app.stop().await;
+    tokio::task::spawn_blocking(move || export.shutdown())
+        .await
+        .unwrap();
 }
 
 /// Calls answer as fast with the collector refusing connections, or accepting them and never

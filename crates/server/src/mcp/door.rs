@@ -535,22 +535,25 @@ impl ServerHandler for AgentServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let caller = caller(&context)?;
+        // The request's `_meta`: rmcp hands it to the handler in the context (moved out of
+        // the params), so both are read.
+        let meta = context
+            .meta
+            .0
+            .0
+            .iter()
+            .chain(request.meta.iter().flat_map(|m| m.0.0.iter()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<serde_json::Map<String, Value>>();
         // The caller's span: its HTTP headers', else its `_meta`'s (as the MCP SDKs send it).
         let parent = context
             .extensions
             .get::<axum::http::request::Parts>()
             .and_then(|p| crate::traces::parent_of(&p.headers))
-            .or_else(|| {
-                request
-                    .meta
-                    .as_ref()
-                    .and_then(|m| crate::traces::parent_of_meta(&m.0.0))
-            });
+            .or_else(|| crate::traces::parent_of_meta(&meta));
         let live = self.call_for(&caller, parent.clone()).await?;
-        let function_call_id = request
-            .meta
-            .as_ref()
-            .and_then(|m| m.0.0.get(META_FUNCTION_CALL_ID))
+        let function_call_id = meta
+            .get(META_FUNCTION_CALL_ID)
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty() && s.len() <= 200)
             .map(str::to_owned)

@@ -290,3 +290,32 @@ async fn a_session_without_messages_closes_at_its_idle_time_and_its_stream_with_
     assert_eq!(gone.status(), StatusCode::NOT_FOUND);
     app.stop().await;
 }
+
+both_backends!(a_function_call_named_in_meta_is_run_once, |app| {
+    let key = acme(&app, "acme").await;
+    let session = open(&app, &key, "assistant").await;
+    let named = |id: u64| {
+        let mut call = save_meal(id);
+        call["params"]["_meta"] = json!({"switchboard/function_call_id": "fc_meal_1"});
+        call
+    };
+    let first = answer(&app, &key, "assistant", &session, named(2), 2).await;
+    let again = answer(&app, &key, "assistant", &session, named(3), 3).await;
+    for a in [&first, &again] {
+        assert_eq!(
+            a["result"]["_meta"]["switchboard/function_call_id"], "fc_meal_1",
+            "{a}"
+        );
+    }
+    assert_eq!(first["result"]["content"], again["result"]["content"]);
+    let call_id = first["result"]["_meta"]["switchboard/call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, call) = app.get(&format!("/v1/calls/{call_id}"), &key).await;
+    assert_eq!(
+        call["invocations"].as_array().unwrap().len(),
+        1,
+        "the repeat ran again: {call}"
+    );
+});
