@@ -175,6 +175,19 @@ impl LatencyBook {
             .collect()
     }
 
+    /// Marks figures taken by [`LatencyBook::changed`] as changed again (their store failed),
+    /// so the next round stores them — unless the tool has left the book meanwhile.
+    pub fn unsaved(&self, figures: &[(String, String)]) {
+        let Ok(mut local) = self.local.lock() else {
+            return;
+        };
+        for key in figures {
+            if let Some(s) = local.get_mut(key) {
+                s.dirty = true;
+            }
+        }
+    }
+
     /// Replaces the cluster's figures with `rows` (as stored by every node), keeping at most
     /// [`MAX_TOOLS`].
     pub fn set_cluster(&self, rows: impl IntoIterator<Item = (String, String, Observed)>) {

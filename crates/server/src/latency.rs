@@ -34,8 +34,13 @@ pub async fn sync(state: &AppState) -> Result<(), switchboard_store::StoreError>
         .note_tool_latencies(&state.node.id, &changed)
         .await
     {
-        // Not lost: the figures are stored again with the next run of each tool.
-        tracing::debug!(name: "tool_latency_store_failed", figures = changed.len(), "tool_latency_store_failed");
+        // Not lost: they are stored by the next round that reaches the database.
+        let keys: Vec<(String, String)> = changed
+            .into_iter()
+            .map(|(tenant, tool, _, _)| (tenant, tool))
+            .collect();
+        state.latency.unsaved(&keys);
+        tracing::debug!(name: "tool_latency_store_failed", figures = keys.len(), "tool_latency_store_failed");
         return Err(e);
     }
     let cluster = state.store.tool_latencies().await?;

@@ -328,3 +328,61 @@ async fn a_slow_tool_on_gpt_live_gets_later_fillers_spaced_after_the_first_is_sa
     assert!(said[1].contains("words you have not used yet"), "{said:?}");
     phone.stop().await;
 }
+
+/// Figures a node learns while the database is away reach it when it returns, even for a
+/// tool that does not run again (they were taken as stored and dropped with the failed round).
+async fn figures_learnt_while_the_database_is_away_are_stored_when_it_returns(backend: Backend) {
+    use sqlx::{Connection, Executor};
+    let app = crate::support::spawn_app(backend).await;
+    let tenant = app.tenant("quiet").await;
+    assert!(!tenant.is_empty());
+    for _ in 0..6 {
+        app.state
+            .latency
+            .observe("quiet", "rare", Duration::from_millis(2_400));
+    }
+    // The table is away: every round fails.
+    let away = |sql: &'static str| {
+        let url = app.url.clone();
+        async move {
+            match backend {
+                Backend::Sqlite => {
+                    let mut c = sqlx::SqliteConnection::connect(&url).await.unwrap();
+                    c.execute(sql).await.unwrap();
+                }
+                Backend::Postgres => {
+                    let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+                    c.execute(sql).await.unwrap();
+                }
+            }
+        }
+    };
+    away("ALTER TABLE tool_latency RENAME TO tool_latency_away").await;
+    for _ in 0..2 {
+        assert!(
+            switchboard_server::latency::sync(&app.state).await.is_err(),
+            "the store took figures without its table"
+        );
+    }
+    away("ALTER TABLE tool_latency_away RENAME TO tool_latency").await;
+    switchboard_server::latency::sync(&app.state)
+        .await
+        .expect("synced once the database is back");
+    let figures = app.state.store.tool_latencies().await.unwrap();
+    let rare = figures
+        .iter()
+        .find(|(t, tool, _, _)| t == "quiet" && tool == "rare")
+        .unwrap_or_else(|| panic!("the figure was lost: {figures:?}"));
+    assert_eq!((rare.2, rare.3), (2_400, 6), "{figures:?}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn figures_learnt_while_the_database_is_away_are_stored_when_it_returns_sqlite() {
+    figures_learnt_while_the_database_is_away_are_stored_when_it_returns(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn figures_learnt_while_the_database_is_away_are_stored_when_it_returns_postgres() {
+    figures_learnt_while_the_database_is_away_are_stored_when_it_returns(Backend::Postgres).await;
+}
