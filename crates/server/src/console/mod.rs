@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::state::AppState;
 
 mod admin;
+mod agent_edit;
 mod connect;
 mod events;
 mod health;
@@ -138,6 +139,7 @@ pub fn router() -> Router<AppState> {
             get(|| async { Redirect::to("/console/tools") }),
         )
         .route("/console/assets/{file}", get(asset))
+        .route("/favicon.ico", get(favicon))
         .route(
             "/console/signin",
             get(pages::signin_page).post(pages::signin),
@@ -153,6 +155,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/tools/{name}/diff", get(pages::diff))
         .route("/console/agents", get(pages::agents))
         .route("/console/agents/{name}", get(pages::agent))
+        .route("/console/agents/{name}/save", post(agent_edit::save))
         .route("/console/calls", get(pages::calls))
         .route("/console/calls-live", get(events::calls_events))
         .route("/console/calls/{id}", get(pages::call))
@@ -219,6 +222,7 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
             include_bytes!("assets/console.css"),
             "text/css; charset=utf-8",
         ),
+        "favicon.svg" => (include_bytes!("assets/favicon.svg"), "image/svg+xml"),
         _ => return (StatusCode::NOT_FOUND, "no such asset").into_response(),
     };
     (
@@ -227,6 +231,18 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
             (header::CACHE_CONTROL, "public, max-age=3600"),
         ],
         body,
+    )
+        .into_response()
+}
+
+/// `/favicon.ico`, for browsers that ask for it whatever the page's `<link rel="icon">` says.
+async fn favicon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/x-icon"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        &include_bytes!("assets/favicon.ico")[..],
     )
         .into_response()
 }
