@@ -7,6 +7,9 @@
 //! Sensitive config is write-only here as in the API: the editor's JSON never holds it; an
 //! entry that names `sensitive_config` sets or replaces it, one that leaves it out keeps what is
 //! stored, `null` clears it.
+//!
+//! The form is bounded as an API request is (the server's `max_body_bytes`), its JSON by the
+//! depth limit of API bodies, its numbers by [`MAX_NUMBERS`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,10 +32,6 @@ use crate::state::AppState;
 
 /// The most phone numbers the editor routes to one agent.
 pub(super) const MAX_NUMBERS: usize = 100;
-/// The longest instructions the editor takes (in bytes): what a model reads at each turn.
-pub(super) const MAX_INSTRUCTIONS: usize = 64 * 1024;
-/// The longest JSON definition the editor takes (in bytes).
-pub(super) const MAX_DEFINITION: usize = 256 * 1024;
 
 /// The editor's JSON for an agent: what `PUT /v1/agents/{name}` takes, without the name and the
 /// instructions (their own boxes) and without sensitive config, which is never shown.
@@ -162,13 +161,6 @@ async fn save_checked(
     }
     let text = form.definition.replace("\r\n", "\n");
     let instructions = form.instructions.replace("\r\n", "\n");
-    if text.len() > MAX_DEFINITION || instructions.len() > MAX_INSTRUCTIONS {
-        return Err(ApiError::bad_request(format!(
-            "the definition may be {} KiB and the instructions {} KiB at most; shorten them",
-            MAX_DEFINITION / 1024,
-            MAX_INSTRUCTIONS / 1024
-        )));
-    }
     let max_depth = state.config.limits.json_depth();
     if let Some(depth) = text_deeper_than(text.as_bytes(), max_depth) {
         return Ok(problems(

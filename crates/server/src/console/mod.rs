@@ -271,6 +271,31 @@ mod tests {
     }
 
     #[test]
+    fn a_diff_folds_unchanged_runs_away_from_its_changes() {
+        let a: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let b = a.replace("line 10\n", "line ten\n");
+        let runs = super::pages::diff_runs(super::pages::line_diff(&a, &b));
+        let shape: Vec<(bool, usize)> = runs
+            .iter()
+            .map(|r| (r["hidden"] == true, r["lines"].as_array().unwrap().len()))
+            .collect();
+        // Lines 1-6 folded; 7-9, the change (two lines), 11-13 shown; 14-20 folded.
+        assert_eq!(shape, [(true, 6), (false, 8), (true, 7)]);
+        let shown = &runs[1]["lines"];
+        assert_eq!(shown[0]["text"], "line 7");
+        assert_eq!(shown[3]["tag"], "removed");
+        assert_eq!(shown[4]["tag"], "added");
+        // A short run between two changes stays whole.
+        let c = b.replace("line 14\n", "line fourteen\n");
+        let runs = super::pages::diff_runs(super::pages::line_diff(&a, &c));
+        assert_eq!(runs.iter().filter(|r| r["hidden"] == true).count(), 2);
+        // Nothing changed: one folded run.
+        let runs = super::pages::diff_runs(super::pages::line_diff(&a, &a));
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0]["hidden"], true);
+    }
+
+    #[test]
     fn sign_in_returns_only_to_a_page_of_this_console() {
         for (next, kept) in [
             ("/console/agents/a/connections/google_calendar", true),

@@ -487,7 +487,7 @@ fn pretty(v: &Value) -> String {
 }
 
 /// A line diff: each line with its tag (`same`, `added`, `removed`).
-fn line_diff(a: &str, b: &str) -> Vec<Value> {
+pub(super) fn line_diff(a: &str, b: &str) -> Vec<Value> {
     let diff = similar::TextDiff::from_lines(a, b);
     diff.iter_all_changes()
         .map(|c| {
@@ -506,7 +506,7 @@ const DIFF_CONTEXT: usize = 3;
 
 /// A line diff as the page shows it: runs of lines, the unchanged ones more than
 /// [`DIFF_CONTEXT`] lines from any change in runs that are `hidden` (folded, opened on a click).
-fn diff_runs(lines: Vec<Value>) -> Vec<Value> {
+pub(super) fn diff_runs(lines: Vec<Value>) -> Vec<Value> {
     let mut runs = Vec::new();
     let mut shown: Vec<Value> = Vec::new();
     let mut i = 0;

@@ -212,7 +212,10 @@ async function forPeople(browser) {
   page.setDefaultTimeout(20000);
   watch(page);
   try {
-    step = "at 390 px: sign in";
+    step = "at 390 px: the sign-in page fits; sign in";
+    await page.goto(base + "/console/signin");
+    const signinFaults = await layoutFaults(page);
+    check(signinFaults.length === 0, signinFaults.join("; "));
     await signIn(page, key);
 
     step = "the console's icon is served";
@@ -270,6 +273,15 @@ async function forPeople(browser) {
     const found = await layoutFaults(page);
     check(found.length === 0, found.join("; "));
     await shot(page, "narrow-diff");
+
+    step = "at 390 px, the admin's tenants page";
+    await page.click("header button:has-text('Sign out')");
+    await page.waitForURL("**/console/signin");
+    await page.fill('input[name="key"]', adminKey);
+    await page.click('button[type="submit"]');
+    await page.waitForURL("**/console/admin/tenants");
+    const tenantsFaults = await layoutFaults(page);
+    check(tenantsFaults.length === 0, tenantsFaults.join("; "));
   } finally {
     await context.close();
   }
