@@ -2056,6 +2056,22 @@ both_backends!(
             "assistant"
         );
 
+        // At most 100 numbers per agent.
+        let many: Vec<String> = (0..101).map(|i| format!("+1800555{i:04}")).collect();
+        let (_, _, body) = save_agent(
+            &b,
+            "assistant",
+            &[
+                ("definition", "{\"default\": true}"),
+                ("phone_numbers", &many.join(",")),
+                ("base", &base),
+            ],
+        )
+        .await;
+        assert!(body.contains("an agent answers at most 100"), "{body}");
+        let (_, still) = app.get("/v1/agents/assistant", &key).await;
+        assert_eq!(still["updated_at"], saved["updated_at"], "nothing saved");
+
         // A page opened before another save does not overwrite it.
         let (_, _, body) = save_agent(
             &b,
