@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::state::AppState;
 
 mod admin;
+mod agent_edit;
 mod connect;
 mod events;
 mod health;
@@ -138,6 +139,7 @@ pub fn router() -> Router<AppState> {
             get(|| async { Redirect::to("/console/tools") }),
         )
         .route("/console/assets/{file}", get(asset))
+        .route("/favicon.ico", get(favicon))
         .route(
             "/console/signin",
             get(pages::signin_page).post(pages::signin),
@@ -153,6 +155,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/tools/{name}/diff", get(pages::diff))
         .route("/console/agents", get(pages::agents))
         .route("/console/agents/{name}", get(pages::agent))
+        .route("/console/agents/{name}/save", post(agent_edit::save))
         .route("/console/calls", get(pages::calls))
         .route("/console/calls-live", get(events::calls_events))
         .route("/console/calls/{id}", get(pages::call))
@@ -219,6 +222,7 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
             include_bytes!("assets/console.css"),
             "text/css; charset=utf-8",
         ),
+        "favicon.svg" => (include_bytes!("assets/favicon.svg"), "image/svg+xml"),
         _ => return (StatusCode::NOT_FOUND, "no such asset").into_response(),
     };
     (
@@ -227,6 +231,18 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
             (header::CACHE_CONTROL, "public, max-age=3600"),
         ],
         body,
+    )
+        .into_response()
+}
+
+/// `/favicon.ico`, for browsers that ask for it whatever the page's `<link rel="icon">` says.
+async fn favicon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/x-icon"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        &include_bytes!("assets/favicon.ico")[..],
     )
         .into_response()
 }
@@ -252,6 +268,31 @@ mod tests {
         {
             panic!("{e:#}");
         }
+    }
+
+    #[test]
+    fn a_diff_folds_unchanged_runs_away_from_its_changes() {
+        let a: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let b = a.replace("line 10\n", "line ten\n");
+        let runs = super::pages::diff_runs(super::pages::line_diff(&a, &b));
+        let shape: Vec<(bool, usize)> = runs
+            .iter()
+            .map(|r| (r["hidden"] == true, r["lines"].as_array().unwrap().len()))
+            .collect();
+        // Lines 1-6 folded; 7-9, the change (two lines), 11-13 shown; 14-20 folded.
+        assert_eq!(shape, [(true, 6), (false, 8), (true, 7)]);
+        let shown = &runs[1]["lines"];
+        assert_eq!(shown[0]["text"], "line 7");
+        assert_eq!(shown[3]["tag"], "removed");
+        assert_eq!(shown[4]["tag"], "added");
+        // A short run between two changes stays whole.
+        let c = b.replace("line 14\n", "line fourteen\n");
+        let runs = super::pages::diff_runs(super::pages::line_diff(&a, &c));
+        assert_eq!(runs.iter().filter(|r| r["hidden"] == true).count(), 2);
+        // Nothing changed: one folded run.
+        let runs = super::pages::diff_runs(super::pages::line_diff(&a, &a));
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0]["hidden"], true);
     }
 
     #[test]

@@ -420,7 +420,8 @@ pub async fn replay(
                 .invocations
                 .iter()
                 .map(|i| {
-                    let diff = |a: &Value, b: &Value| line_diff(&pretty(a), &pretty(b));
+                    let diff =
+                        |a: &Value, b: &Value| diff_runs(line_diff(&pretty(a), &pretty(b)));
                     json!({
                         "call_id": i.call_id,
                         "function_call_id": i.function_call_id,
@@ -472,7 +473,11 @@ pub async fn diff(
         Ok::<_, ApiError>(line_diff(&texts[0], &texts[1]))
     };
     match run.await {
-        Ok(lines) => render("diff.html", json!({"a": q.a, "b": q.b, "lines": lines})),
+        Ok(lines) => render(
+            "diff.html",
+            json!({"a": q.a, "b": q.b, "runs": diff_runs(lines),
+                   "label": format!("Changes from v{} to v{}", q.a, q.b)}),
+        ),
         Err(e) => error_fragment(&e),
     }
 }
@@ -482,7 +487,7 @@ fn pretty(v: &Value) -> String {
 }
 
 /// A line diff: each line with its tag (`same`, `added`, `removed`).
-fn line_diff(a: &str, b: &str) -> Vec<Value> {
+pub(super) fn line_diff(a: &str, b: &str) -> Vec<Value> {
     let diff = similar::TextDiff::from_lines(a, b);
     diff.iter_all_changes()
         .map(|c| {
@@ -494,6 +499,44 @@ fn line_diff(a: &str, b: &str) -> Vec<Value> {
             json!({"tag": tag, "text": c.value().trim_end_matches('\n')})
         })
         .collect()
+}
+
+/// Unchanged lines shown around each change; a longer unchanged run folds the rest away.
+const DIFF_CONTEXT: usize = 3;
+
+/// A line diff as the page shows it: runs of lines, the unchanged ones more than
+/// [`DIFF_CONTEXT`] lines from any change in runs that are `hidden` (folded, opened on a click).
+pub(super) fn diff_runs(lines: Vec<Value>) -> Vec<Value> {
+    let mut runs = Vec::new();
+    let mut shown: Vec<Value> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let same = lines[i..].iter().take_while(|l| l["tag"] == "same").count();
+        if same == 0 {
+            shown.push(lines[i].clone());
+            i += 1;
+            continue;
+        }
+        let lead = if i == 0 { 0 } else { DIFF_CONTEXT };
+        let tail = if i + same == lines.len() {
+            0
+        } else {
+            DIFF_CONTEXT
+        };
+        // Folding fewer than a few lines saves nothing.
+        if same > lead + tail + 2 {
+            shown.extend_from_slice(&lines[i..i + lead]);
+            runs.push(json!({"hidden": false, "lines": std::mem::take(&mut shown)}));
+            runs.push(json!({"hidden": true, "lines": &lines[i + lead..i + same - tail]}));
+            shown.extend_from_slice(&lines[i + same - tail..i + same]);
+        } else {
+            shown.extend_from_slice(&lines[i..i + same]);
+        }
+        i += same;
+    }
+    runs.push(json!({"hidden": false, "lines": shown}));
+    runs.retain(|r| r["lines"].as_array().is_some_and(|l| !l.is_empty()));
+    runs
 }
 
 /// One line for an effect request: `GET https://…` for HTTP, else its kind and target.
@@ -548,6 +591,10 @@ pub async fn agents(State(state): State<AppState>, op: Operator) -> Response {
 #[derive(Debug, Deserialize)]
 pub struct FormatQuery {
     format: Option<String>,
+    /// `/console/agents/new?name=…`: the editor for a new agent of that name.
+    name: Option<String>,
+    /// Set once the editor saved the agent.
+    saved: Option<String>,
 }
 
 pub async fn agent(
@@ -556,6 +603,10 @@ pub async fn agent(
     Path(name): Path<String>,
     Query(q): Query<FormatQuery>,
 ) -> Response {
+    // The agents page's "new agent" form asks for `/console/agents/new?name=…`.
+    if let (Some(wanted), "new") = (q.name.as_deref(), name.as_str()) {
+        return super::agent_edit::new_page(&state, &op, wanted).await;
+    }
     let run = async {
         let agent = state
             .store
@@ -602,6 +653,10 @@ pub async fn agent(
             "format": format_name,
             "formats": ["openai-realtime", "openai-chat", "openai-responses", "anthropic", "mcp"],
             "toolset": pretty(&toolset.render(format)),
+            "editor": super::agent_edit::editable(&agent),
+            "base": agent.updated_at,
+            "numbers_text": numbers.join(", "),
+            "saved": q.saved.is_some(),
         }))
     };
     match run.await {

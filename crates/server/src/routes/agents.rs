@@ -232,12 +232,24 @@ pub async fn put_agent(
     Path(name): Path<String>,
     Body(body): Body<AgentBody>,
 ) -> ApiResult<Json<AgentView>> {
+    let def = checked_agent(&state, &tenant.id, &name, body).await?;
+    Ok(Json(state.store.put_agent(&tenant.id, &def).await?.into()))
+}
+
+/// An agent as written, checked as `PUT /v1/agents/{name}` checks it (the console's editor
+/// saves through this too): each problem named at its JSON Pointer, with its fix.
+pub(crate) async fn checked_agent(
+    state: &AppState,
+    tenant: &str,
+    name: &str,
+    body: AgentBody,
+) -> ApiResult<AgentDef> {
     if body.name.as_deref().is_some_and(|n| n != name) {
         return Err(ApiError::bad_request(format!(
             "the body's name differs from `{name}` in the URL"
         )));
     }
-    let transfer_on = refer_config(&state, &tenant.id).await?.is_some();
+    let transfer_on = refer_config(state, tenant).await?.is_some();
     let mut missing = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut problems = Vec::new();
@@ -343,8 +355,8 @@ pub async fn put_agent(
                 name_function(&mut functions, &mut problems, &body.tools, i, a.name);
             }
         } else if let Some((label, tool)) = crate::mcp::sources::split_ref(&t.tool) {
-            check_mcp_tool(&state, &tenant.id, label, tool).await?;
-        } else if state.store.get_tool(&tenant.id, &t.tool).await?.is_none() {
+            check_mcp_tool(state, tenant, label, tool).await?;
+        } else if state.store.get_tool(tenant, &t.tool).await?.is_none() {
             missing.push(t.tool.clone());
         } else {
             name_function(&mut functions, &mut problems, &body.tools, i, &t.tool);
@@ -382,8 +394,8 @@ pub async fn put_agent(
         )
         .with_details(json!(problems)));
     }
-    let def = AgentDef {
-        name: name.clone(),
+    Ok(AgentDef {
+        name: name.to_owned(),
         instructions: body.instructions,
         model: body.model,
         voice: body.voice,
@@ -404,8 +416,7 @@ pub async fn put_agent(
             .collect(),
         handoffs: body.handoffs,
         default: body.default,
-    };
-    Ok(Json(state.store.put_agent(&tenant.id, &def).await?.into()))
+    })
 }
 
 fn problem(pointer: String, message: String, fix: &str) -> Diagnostic {

@@ -1862,3 +1862,327 @@ async fn long_timeline_pages_sqlite() {
 async fn long_timeline_pages_postgres() {
     long_timeline_pages(Backend::Postgres).await;
 }
+
+/// A save of the agent editor: its status, its `HX-Redirect` (where a saved agent's page
+/// reloads to) and its fragment as the browser reads it.
+async fn save_agent(
+    b: &Browser,
+    name: &str,
+    form: &[(&str, &str)],
+) -> (StatusCode, Option<String>, String) {
+    let r = client()
+        .post(format!("{}/console/agents/{name}/save", b.base))
+        .header(COOKIE, &b.cookie)
+        .header("X-CSRF-Token", &b.csrf)
+        .header("HX-Request", "true")
+        .header(CONTENT_TYPE, FORM)
+        .body(encode(form))
+        .send()
+        .await
+        .unwrap();
+    let to = r
+        .headers()
+        .get("HX-Redirect")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (r.status(), to, unescape(&r.text().await.unwrap()))
+}
+
+/// The 1-based line of `text` holding `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+both_backends!(
+    agents_are_edited_in_the_console_through_the_apis_checks,
+    |app| {
+        let key = acme(&app, "acme").await;
+        let b = sign_in(&app, &key).await;
+        let updated = |agent: &serde_json::Value| agent["updated_at"].as_str().unwrap().to_owned();
+
+        // The editor holds the agent's JSON, never its sensitive config.
+        let (s, page) = b.get("/console/agents/assistant").await;
+        assert_eq!(s, StatusCode::OK);
+        let page = unescape(&page);
+        assert!(page.contains("id=\"agent-definition\""), "{page}");
+        assert!(page.contains("\"unit\": \"g\""), "{page}");
+        assert!(!page.contains("sk-very-secret-1"), "{page}");
+        let (_, agent) = app.get("/v1/agents/assistant", &key).await;
+
+        // A save: instructions (as a browser sends a textarea's lines), config, filler, turn
+        // budget and numbers; the secret left out is kept.
+        let def = json!({"tools": [{"tool": "save_meal", "config": {"unit": "kg"}}],
+                     "handoffs": [], "default": true, "filler": "One moment.", "turn_budget_ms": 900});
+        let text = serde_json::to_string_pretty(&def).unwrap();
+        let (s, to, body) = save_agent(
+            &b,
+            "assistant",
+            &[
+                ("instructions", "Help with meals.\r\nBe brief."),
+                ("definition", &text),
+                ("phone_numbers", "+18005550100, +18005550101"),
+                ("base", &updated(&agent)),
+            ],
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        assert_eq!(
+            to.as_deref(),
+            Some("/console/agents/assistant?saved=1"),
+            "{body}"
+        );
+        let (_, saved) = app.get("/v1/agents/assistant", &key).await;
+        assert_eq!(saved["instructions"], "Help with meals.\nBe brief.");
+        assert_eq!(saved["tools"][0]["config"]["unit"], "kg");
+        assert_eq!(saved["tools"][0]["sensitive_config_set"], true, "{saved}");
+        assert_eq!(saved["filler"], "One moment.");
+        assert_eq!(saved["turn_budget_ms"], 900);
+        let (_, features) = app.get("/v1/features", &key).await;
+        assert_eq!(
+            features["realtime"]["phone_numbers"],
+            json!({"+18005550100": "assistant", "+18005550101": "assistant"})
+        );
+        assert!(
+            features["refer"].is_object(),
+            "other features kept: {features}"
+        );
+        let (_, page) = b.get("/console/agents/assistant?saved=1").await;
+        assert!(page.contains("id=\"agent-saved\""), "{page}");
+        assert!(page.contains("+18005550100, +18005550101"), "{page}");
+        assert!(!page.contains("sk-very-secret-1"), "{page}");
+        let base = updated(&saved);
+
+        // A bad field is shown at its pointer and its line; nothing is saved, and a secret typed
+        // into the draft is not echoed.
+        let bad = json!({"tools": [
+        {"tool": "save_meal", "config": {"unit": "kg"}, "sensitive_config": {"api_key": "sk-typed-secret-2"}},
+        {"tool": "toolkit:caldav", "config": {"url": "http://127.0.0.1:9/cal/", "time_zone": "Mars/Olympus"},
+         "sensitive_config": {"username": "alice", "password": "pw-typed-secret-3"}}],
+        "turn_budget_ms": 50, "default": true});
+        let text = serde_json::to_string_pretty(&bad).unwrap();
+        let (s, to, body) = save_agent(
+            &b,
+            "assistant",
+            &[
+                ("instructions", "Changed."),
+                ("definition", &text),
+                ("base", &base),
+            ],
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(to.is_none(), "{body}");
+        for (pointer, needle) in [
+            ("/turn_budget_ms", "\"turn_budget_ms\""),
+            ("/tools/1/config/time_zone", "Mars/Olympus"),
+        ] {
+            assert!(body.contains(&format!("<code>{pointer}</code>")), "{body}");
+            assert!(
+                body.contains(&format!("data-line=\"{}\"", line_of(&text, needle))),
+                "{pointer} at its line: {body}"
+            );
+        }
+        assert!(body.contains("Fix:"), "{body}");
+        for secret in ["sk-typed-secret-2", "pw-typed-secret-3"] {
+            assert!(!body.contains(secret), "{secret} echoed: {body}");
+        }
+        let (_, still) = app.get("/v1/agents/assistant", &key).await;
+        assert_eq!(still["updated_at"], saved["updated_at"], "nothing saved");
+
+        // JSON that is not the API's body: the error names its line; `instructions` has its box.
+        let (_, _, body) = save_agent(
+            &b,
+            "assistant",
+            &[
+                ("definition", "{\n  \"tools\": [],\n  \"colour\": 1\n}"),
+                ("base", &base),
+            ],
+        )
+        .await;
+        assert!(
+            body.contains("unknown field `colour`") && body.contains("data-line=\"3\""),
+            "{body}"
+        );
+        let (_, _, body) = save_agent(
+            &b,
+            "assistant",
+            &[("definition", "{\"instructions\": \"x\"}"), ("base", &base)],
+        )
+        .await;
+        assert!(body.contains("<code>/instructions</code>"), "{body}");
+
+        // A number another agent answers stays that agent's.
+        let (s, _) = app
+            .put(
+                "/v1/agents/billing",
+                &key,
+                json!({"instructions": "Bills."}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        let (_, billing) = app.get("/v1/agents/billing", &key).await;
+        let (s, _, _) = save_agent(
+            &b,
+            "billing",
+            &[
+                ("definition", "{}"),
+                ("phone_numbers", "+18005550122"),
+                ("base", &updated(&billing)),
+            ],
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK);
+        let (_, _, body) = save_agent(
+            &b,
+            "assistant",
+            &[
+                ("definition", "{\"default\": true}"),
+                ("phone_numbers", "+18005550100 +18005550122"),
+                ("base", &base),
+            ],
+        )
+        .await;
+        assert!(
+            body.contains("`+18005550122` is routed to agent `billing`")
+                && body.contains("data-field=\"phone-numbers\""),
+            "{body}"
+        );
+        let (_, features) = app.get("/v1/features", &key).await;
+        assert_eq!(
+            features["realtime"]["phone_numbers"]["+18005550122"],
+            "billing"
+        );
+        assert_eq!(
+            features["realtime"]["phone_numbers"]["+18005550101"],
+            "assistant"
+        );
+
+        // At most 100 numbers per agent.
+        let many: Vec<String> = (0..101).map(|i| format!("+1800555{i:04}")).collect();
+        let (_, _, body) = save_agent(
+            &b,
+            "assistant",
+            &[
+                ("definition", "{\"default\": true}"),
+                ("phone_numbers", &many.join(",")),
+                ("base", &base),
+            ],
+        )
+        .await;
+        assert!(body.contains("an agent answers at most 100"), "{body}");
+        let (_, still) = app.get("/v1/agents/assistant", &key).await;
+        assert_eq!(still["updated_at"], saved["updated_at"], "nothing saved");
+
+        // A page opened before another save does not overwrite it.
+        let (_, _, body) = save_agent(
+            &b,
+            "assistant",
+            &[("definition", "{}"), ("base", &updated(&agent))],
+        )
+        .await;
+        assert!(
+            body.contains("changed since this page was opened"),
+            "{body}"
+        );
+
+        // A new agent, created from its editor; its name cannot be taken twice.
+        let (s, page) = b.get("/console/agents/new?name=helper").await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(page.contains("New agent"), "{page}");
+        let (s, page) = b.get("/console/agents/new?name=bad%20name").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{page}");
+        let form = [
+            ("instructions", "Help."),
+            ("definition", "{\"tools\": [{\"tool\": \"save_meal\"}]}"),
+            ("create", "yes"),
+        ];
+        let (_, to, body) = save_agent(&b, "helper", &form).await;
+        assert_eq!(
+            to.as_deref(),
+            Some("/console/agents/helper?saved=1"),
+            "{body}"
+        );
+        let (s, helper) = app.get("/v1/agents/helper", &key).await;
+        assert_eq!(s, StatusCode::OK);
+        assert_eq!(helper["tools"][0]["tool"], "save_meal");
+        let (_, to, body) = save_agent(&b, "helper", &form).await;
+        assert!(to.is_none() && body.contains("exists already"), "{body}");
+
+        // Without the CSRF token: refused, nothing saved.
+        let r = client()
+            .post(format!("{}/console/agents/assistant/save", app.base))
+            .header(COOKIE, &b.cookie)
+            .header(CONTENT_TYPE, FORM)
+            .body(encode(&[("definition", "{}"), ("base", &base)]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN);
+
+        // Another tenant can neither read nor write the agent.
+        let other = app.tenant("other").await;
+        let o = sign_in(&app, &other).await;
+        let (s, _) = o.get("/console/agents/assistant").await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        let (_, to, body) = save_agent(
+            &o,
+            "assistant",
+            &[("definition", "{\"default\": true}"), ("base", &base)],
+        )
+        .await;
+        assert!(to.is_none() && body.contains("404"), "{body}");
+        let (s, _) = app.get("/v1/agents/assistant", &other).await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        let (_, after) = app.get("/v1/agents/assistant", &key).await;
+        assert_eq!(after["updated_at"], saved["updated_at"]);
+        assert_eq!(after["instructions"], "Help with meals.\nBe brief.");
+    }
+);
+
+both_backends!(
+    the_console_serves_its_icon_and_marks_times_and_scroll_areas,
+    |app| {
+        let key = acme(&app, "acme").await;
+        let r = client()
+            .get(format!("{}/favicon.ico", app.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()[CONTENT_TYPE], "image/x-icon");
+        assert_eq!(&r.bytes().await.unwrap()[..4], &[0, 0, 1, 0]);
+        let b = sign_in(&app, &key).await;
+        let (s, svg) = b.get("/console/assets/favicon.svg").await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(svg.starts_with("<svg"), "{svg}");
+        let (_, page) = b.get("/console/tools").await;
+        assert!(
+            page.contains("<link rel=\"icon\" href=\"/console/assets/favicon.svg\""),
+            "{page}"
+        );
+        // Times carry their UTC value for the script to show in the browser's zone.
+        let (_, tool) = app.get("/v1/tools/save_meal", &key).await;
+        let at = tool["created_at"].as_str().unwrap();
+        assert!(
+            page.contains(&format!("<time datetime=\"{at}\">{at}</time>")),
+            "{page}"
+        );
+        // Tables scroll inside a region the keyboard reaches.
+        assert!(
+            page.contains(
+                "<div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Tools\">"
+            ),
+            "{page}"
+        );
+
+        // A diff: one line per line (no text between the lines' blocks), unchanged runs folded.
+        let mut def = crate::support::save_meal();
+        def["description"] = json!("Saves a meal, changed.");
+        let (s, body) = app.put("/v1/tools/save_meal", &key, def).await;
+        assert_eq!(s, StatusCode::OK, "{body}");
+        let (_, diff) = b.get("/console/tools/save_meal/diff?a=1&b=2").await;
+        assert!(diff.contains("</span><span"), "{diff}");
+        assert!(!diff.contains("</span>\n"), "{diff}");
+        assert!(diff.contains("<details class=\"unchanged\">"), "{diff}");
+        assert!(diff.contains("class=\"added\""), "{diff}");
+    }
+);

@@ -1,7 +1,10 @@
 //! The console in a real browser: headless Chromium driven by Playwright
 //! (`tests/browser/console.cjs`) against a real server seeded here with a tenant, its tool, its
 //! agent and recorded calls. One browser start for the whole walk: sign-in, the editor's
-//! diagnostics, replay, publish, a live call's timeline following the HTTP door (its rows, what
+//! diagnostics, replay, publish, editing an agent (a save, a problem at its line reached by
+//! keyboard, a secret set and never shown, a new agent), the pages at 390 px wide in another
+//! time zone (no sideways scroll, scroll areas reachable and named, times in the browser's zone,
+//! the editor's line numbers, a single-spaced diff with folded lines, the icons), a live call's timeline following the HTTP door (its rows, what
 //! the model received and its Context box), a long call's timeline loaded page by page back to
 //! its first invocation, a timeline that stops when its session's key is revoked, connecting an agent's Google Calendar through
 //! a consent page on another site (the Google simulator), signing out (the old cookie then

@@ -1,6 +1,8 @@
 // The operators' console in headless Chromium, driven by Playwright (playwright-core, with
 // Debian's Chromium). Run by crates/server/tests/api/console_browser.rs against a real server it
-// has seeded; every step asserts what the page shows. Exits non-zero naming the failed step.
+// has seeded; every step asserts what the page shows, and every page it opens must run without a
+// script error, a console error, a failed request or an error status the step did not expect.
+// Exits non-zero naming the failed step.
 //
 // Environment: SB_BASE (the server), SB_KEY (the seeded tenant's key), SB_OTHER_KEY (another
 // tenant's key), SB_ADMIN_KEY (the admin key), SB_LIVE_CALL (a live call with no invocations yet), SB_RECORDED (how many
@@ -37,6 +39,37 @@ const shots = process.env.SWITCHBOARD_CONSOLE_SCREENSHOTS || "";
 
 let step = "start";
 
+// Every page the walk opens is watched: a script error, a console error, a failed request or an
+// error status fails the walk, unless the step said it expects that status from that URL.
+const faults = [];
+let expected = [];
+
+function expect(status, urlPart) {
+  expected.push({ step, status, urlPart });
+}
+
+function isExpected(status, url) {
+  return expected.some((e) => e.step === step && e.status === status && url.includes(e.urlPart));
+}
+
+function watch(page) {
+  page.on("pageerror", (e) => faults.push(`${step}: script error: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    const status = Number((m.text().match(/status of (\d{3})/) || [])[1]);
+    if (status && isExpected(status, m.location().url || "")) return;
+    faults.push(`${step}: console error: ${m.text()} (${m.location().url || page.url()})`);
+  });
+  // A request cut short because the page navigated away (an open event stream) is not a failure.
+  page.on("requestfailed", (r) => {
+    const why = (r.failure() || {}).errorText || "";
+    if (!why.includes("ERR_ABORTED")) faults.push(`${step}: request failed: ${r.url()} ${why}`);
+  });
+  page.on("response", (r) => {
+    if (r.status() >= 400 && !isExpected(r.status(), r.url())) faults.push(`${step}: ${r.status()} from ${r.url()}`);
+  });
+}
+
 function check(cond, what) {
   if (!cond) throw new Error(what);
 }
@@ -67,8 +100,196 @@ async function signIn(page, apiKey) {
   await page.waitForURL("**/console/tools");
 }
 
+// ---- the agent editor ----
+
+// The 1-based line of `text` holding `needle`.
+function lineOf(text, needle) {
+  return text.split("\n").findIndex((l) => l.includes(needle)) + 1;
+}
+
+async function agentEditing(page) {
+  step = "the agent editor holds the agent's JSON with line numbers, never its sensitive config";
+  await page.goto(base + "/console/agents/assistant");
+  const editor = page.locator("#agent-definition");
+  const original = JSON.parse(await editor.inputValue());
+  check(original.tools[0].tool === "save_meal", "the editor holds the agent's tools");
+  check(!(await editor.inputValue()).includes("sensitive_config"), "the editor holds no sensitive config");
+  const lines = (await editor.inputValue()).split("\n").length;
+  const numbers = await page.textContent("#edit-agent .gutter");
+  check(numbers.trim().split("\n").length === lines, `the gutter numbers each of the ${lines} lines`);
+
+  step = "edit the agent's instructions, numbers, filler and turn budget, and save";
+  await page.fill("#agent-instructions-input", "Help with meals.\nBe brief.");
+  await page.fill("#phone-numbers", "+18005550199");
+  await editor.fill(JSON.stringify({ ...original, filler: "One moment, please.", turn_budget_ms: 900 }, null, 2));
+  await page.click("#agent-save");
+  await page.waitForURL("**/console/agents/assistant?saved=1");
+  await page.locator("#agent-saved").waitFor();
+  check((await page.textContent("#agent-instructions")).includes("Be brief."), "the page shows the new instructions");
+  check((await page.textContent("#agent-numbers")).includes("+18005550199"), "the page lists the number routed here");
+  const saved = JSON.parse(await api("GET", "/v1/agents/assistant"));
+  check(saved.instructions === "Help with meals.\nBe brief." && saved.filler === "One moment, please." && saved.turn_budget_ms === 900,
+    `the API shows the saved agent: ${JSON.stringify(saved)}`);
+  check(saved.tools[0].sensitive_config_set === true, "the sensitive config left out is kept");
+  check(JSON.parse(await api("GET", "/v1/features")).realtime.phone_numbers["+18005550199"] === "assistant", "the number routes to the agent");
+
+  step = "a bad field is shown at its line; its button, reached with the keyboard, selects that line";
+  const bad = JSON.stringify({ ...JSON.parse(await editor.inputValue()), turn_budget_ms: 50 }, null, 2);
+  await editor.fill(bad);
+  await page.click("#agent-save");
+  const problem = page.locator("#agent-problems .problem").first();
+  await problem.waitFor();
+  const at = lineOf(bad, '"turn_budget_ms"');
+  check((await problem.getAttribute("data-line")) === String(at), `the problem is placed on line ${at}`);
+  check((await problem.textContent()).includes("/turn_budget_ms"), "the problem names its pointer");
+  await page.focus("#agent-save");
+  await page.keyboard.press("Tab");
+  check(await page.evaluate(() => document.activeElement.matches("#agent-problems .problem button.goto")),
+    "Tab from Save reaches the problem's button");
+  await page.keyboard.press("Enter");
+  const selected = await editor.evaluate((t) => t.value.slice(t.selectionStart, t.selectionEnd));
+  check(selected.includes('"turn_budget_ms": 50'), `the problem's button selects its line: ${selected}`);
+  check(await editor.evaluate((t) => document.activeElement === t), "the caret is in the editor");
+  check(JSON.parse(await api("GET", "/v1/agents/assistant")).turn_budget_ms === 900, "nothing was saved");
+  await shot(page, "agent-editor-problem");
+
+  step = "a secret typed into the editor is saved and never shown again";
+  const withSecret = JSON.parse(bad);
+  withSecret.turn_budget_ms = 800;
+  withSecret.tools[0].sensitive_config = { api_key: "sk-browser-secret-9" };
+  await editor.fill(JSON.stringify(withSecret, null, 2));
+  // The page reloads to the address it has already.
+  const reloaded = page.waitForNavigation({ url: "**/console/agents/assistant?saved=1" });
+  await page.click("#agent-save");
+  await reloaded;
+  await page.locator("#agent-saved").waitFor();
+  check(!(await page.content()).includes("sk-browser-secret-9"), "the saved page holds no secret");
+  check(JSON.parse(await api("GET", "/v1/agents/assistant")).turn_budget_ms === 800, "the agent is saved");
+
+  step = "create a new agent from the agents list";
+  await page.goto(base + "/console/agents");
+  await page.fill('#new-agent input[name="name"]', "concierge");
+  await page.click('#new-agent button[type="submit"]');
+  await page.waitForURL("**/console/agents/new?name=concierge");
+  await page.fill("#agent-instructions-input", "Greet the caller.");
+  await editor.fill(JSON.stringify({ tools: [{ tool: "save_meal" }], handoffs: ["assistant"] }, null, 2));
+  await page.click("#agent-save");
+  await page.waitForURL("**/console/agents/concierge?saved=1");
+  check((await page.textContent("main")).includes("Hands off to: assistant"), "the new agent's page shows its handoff");
+  const created = JSON.parse(await api("GET", "/v1/agents/concierge"));
+  check(created.instructions === "Greet the caller." && created.tools[0].tool === "save_meal", "the API shows the new agent");
+}
+
+// ---- pages for people ----
+
+// Whether the page scrolls sideways, and the scroll areas the keyboard cannot reach or that no
+// name describes (textareas and inputs are reached and labelled as fields).
+async function layoutFaults(page) {
+  return page.evaluate(() => {
+    const faults = [];
+    if (document.documentElement.scrollWidth > 390) faults.push(`the page is ${document.documentElement.scrollWidth} px wide`);
+    for (const el of document.querySelectorAll("body *")) {
+      const style = getComputedStyle(el);
+      const scrolls = (/(auto|scroll)/.test(style.overflowX) && el.scrollWidth > el.clientWidth + 1) ||
+        (/(auto|scroll)/.test(style.overflowY) && el.scrollHeight > el.clientHeight + 1);
+      if (!scrolls || el.matches("textarea, input, select")) continue;
+      const name = el.id ? `#${el.id}` : `${el.tagName.toLowerCase()}.${el.className}`;
+      if (!el.hasAttribute("tabindex") || el.tabIndex < 0) faults.push(`${name} scrolls but the keyboard cannot reach it`);
+      if (!el.getAttribute("aria-label")) faults.push(`${name} scrolls but has no accessible name`);
+    }
+    for (const t of document.querySelectorAll("time[datetime]")) {
+      const utc = new Date(t.getAttribute("datetime")).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+      if (t.title !== utc) faults.push(`a time's title is ${JSON.stringify(t.title)}, not ${utc}`);
+      if (!/GMT\+5:30|IST/.test(t.textContent)) faults.push(`a time is not in the browser's zone: ${t.textContent}`);
+    }
+    return faults;
+  });
+}
+
+async function forPeople(browser) {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, timezoneId: "Asia/Kolkata" });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20000);
+  watch(page);
+  try {
+    step = "at 390 px: the sign-in page fits; sign in";
+    await page.goto(base + "/console/signin");
+    const signinFaults = await layoutFaults(page);
+    check(signinFaults.length === 0, signinFaults.join("; "));
+    await signIn(page, key);
+
+    step = "the console's icon is served";
+    const icon = await page.getAttribute('link[rel="icon"]', "href");
+    const svg = await page.request.get(base + icon);
+    check(svg.status() === 200 && svg.headers()["content-type"] === "image/svg+xml", `the page's icon is served (${svg.status()})`);
+    const ico = await page.request.get(base + "/favicon.ico");
+    check(ico.status() === 200 && ico.headers()["content-type"] === "image/x-icon", `/favicon.ico is served (${ico.status()})`);
+
+    for (const url of ["/console/tools", "/console/tools/save_meal", "/console/agents", "/console/agents/assistant",
+      "/console/calls", "/console/calls/c1", "/console/health"]) {
+      step = `at 390 px, ${url}: no sideways scroll, every scroll area reachable and named, times in the browser's zone`;
+      await page.goto(base + url);
+      await page.waitForLoadState("load");
+      check(await page.evaluate(() => new Date().getTimezoneOffset() === -330), "the browser is in India's time zone (UTC+5:30)");
+      const found = await layoutFaults(page);
+      check(found.length === 0, found.join("; "));
+      if (url === "/console/calls/c1") {
+        check((await page.locator("#timeline time[data-local]").count()) === 3, "each timeline row's time is shown in the browser's zone");
+      }
+      await shot(page, `narrow${url.replace(/\//g, "-")}`);
+    }
+
+    step = "the tool editor's line numbers scroll with it";
+    await page.goto(base + "/console/tools/save_meal");
+    await page.locator("#diagnostics #valid").waitFor();
+    const gutter = page.locator(".editor .gutter");
+    // Longer than the box: blank lines after the JSON (this context's draft, kept apart).
+    await page.fill("#definition", (await page.inputValue("#definition")) + "\n".repeat(60));
+    const text = await page.inputValue("#definition");
+    check((await gutter.textContent()).trim().split("\n").length === text.split("\n").length, "the gutter numbers every line");
+    const [top, numbersTop] = await page.evaluate(() => {
+      const t = document.getElementById("definition");
+      t.scrollTop = t.scrollHeight;
+      t.dispatchEvent(new Event("scroll"));
+      return [t.scrollTop, document.querySelector(".editor .gutter").scrollTop];
+    });
+    check(top > 0 && Math.abs(top - numbersTop) <= 1, `the gutter scrolls with the text (${top}, ${numbersTop})`);
+
+    step = "a diff of two versions is single-spaced, its unchanged lines folded until opened";
+    await page.selectOption('#diff-form select[name="a"]', "1");
+    await page.selectOption('#diff-form select[name="b"]', "2");
+    await page.click('#diff-form button[type="submit"]');
+    await page.locator("#diff .diff .added").first().waitFor();
+    const spacing = await page.evaluate(() => {
+      const lines = [...document.querySelectorAll("#diff .diff > span")].slice(0, 2).map((s) => s.getBoundingClientRect());
+      return { gap: lines[1].top - lines[0].bottom, height: lines[0].height,
+        font: parseFloat(getComputedStyle(document.querySelector("#diff .diff")).fontSize) };
+    });
+    check(Math.abs(spacing.gap) < 1 && spacing.height <= spacing.font * 1.6, `one line per line: ${JSON.stringify(spacing)}`);
+    const folded = page.locator("#diff details.unchanged").first();
+    check(!(await folded.evaluate((d) => d.open)), "unchanged lines are folded");
+    await folded.locator("summary").click();
+    check(await folded.evaluate((d) => d.open), "a click opens them");
+    const found = await layoutFaults(page);
+    check(found.length === 0, found.join("; "));
+    await shot(page, "narrow-diff");
+
+    step = "at 390 px, the admin's tenants page";
+    await page.click("header button:has-text('Sign out')");
+    await page.waitForURL("**/console/signin");
+    await page.fill('input[name="key"]', adminKey);
+    await page.click('button[type="submit"]');
+    await page.waitForURL("**/console/admin/tenants");
+    const tenantsFaults = await layoutFaults(page);
+    check(tenantsFaults.length === 0, tenantsFaults.join("; "));
+  } finally {
+    await context.close();
+  }
+}
+
 async function main(page, browser) {
   step = "a wrong key is refused on the sign-in page";
+  expect(401, "/console/signin");
   await page.goto(base + "/console/signin");
   await page.fill('input[name="key"]', "sb_not_a_key");
   await page.click('button[type="submit"]');
@@ -132,8 +353,8 @@ async function main(page, browser) {
   const changed = Number((said.match(/(\d+) changed/) || [])[1]);
   check(changed >= 1, `the changed message changes some calls: ${said}`);
   check((await page.locator("#replay details.replayed.changed").count()) === changed, "each changed call is shown");
-  const added = await page.locator("#replay details.changed pre.diff .added").first().textContent();
-  const removed = await page.locator("#replay details.changed pre.diff .removed").first().textContent();
+  const added = await page.locator("#replay details.changed .diff .added").first().textContent();
+  const removed = await page.locator("#replay details.changed .diff .removed").first().textContent();
   check(added.includes("Noted your"), `the diff adds the new answer: ${added}`);
   check(removed.includes("I've logged your"), `the diff removes the old answer: ${removed}`);
   await page.locator("#replay").scrollIntoViewIfNeeded();
@@ -185,6 +406,9 @@ async function main(page, browser) {
   check((await page.textContent("#toolset")).includes("save_meal"), "the toolset preview lists save_meal");
   check(!(await page.content()).includes("sk-"), "no secret on the agent page");
   await shot(page, "agent");
+
+  await agentEditing(page);
+  await forPeople(browser);
 
   step = "the calls list shows the recorded and the live call";
   await page.goto(base + "/console/calls");
@@ -239,6 +463,7 @@ async function main(page, browser) {
   check((await page.textContent("#calls tbody tr a")) === newest, "the previous page is the newest again");
 
   step = "a bad Since value says what to write";
+  expect(400, "/console/calls");
   await page.goto(base + "/console/calls");
   await page.fill('input[name="since"]', "last tuesday");
   await page.click('#call-search button[type="submit"]');
@@ -345,6 +570,7 @@ async function main(page, browser) {
   {
     const watcher = await browser.newContext({ viewport: { width: 1200, height: 800 } });
     const watching = await watcher.newPage();
+    watch(watching);
     watching.setDefaultTimeout(20000);
     await signIn(watching, watchKey);
     const opened = watching.waitForResponse((r) => r.url().includes(`/console/calls/${watchCall}/events`));
@@ -422,6 +648,7 @@ async function main(page, browser) {
   await page.context().clearCookies();
 
   step = "another tenant sees none of the first tenant's tools or calls";
+  expect(404, "/console/calls/");
   await signIn(page, otherKey);
   check((await page.textContent("header .tenant")).includes("other"), "the header names the other tenant");
   check((await page.locator('a[href="/console/tools/save_meal"]').count()) === 0, "no save_meal in the tools list");
@@ -492,15 +719,12 @@ async function main(page, browser) {
   // Generous: CI runs this beside the other API tests on two cores. Waits end as soon as the
   // page shows what they wait for.
   page.setDefaultTimeout(20000);
-  const faults = [];
-  page.on("pageerror", (e) => faults.push(`script error: ${e.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error" && /Content Security Policy|Refused to/.test(m.text())) faults.push(m.text());
-  });
+  watch(page);
   let failed = null;
   try {
     await main(page, browser);
-    check(faults.length === 0, `the pages ran without script errors or policy violations: ${faults.join("; ")}`);
+    step = "every page ran without a script error, a console error or a failed request";
+    check(faults.length === 0, `faults: ${faults.join("; ")}`);
   } catch (e) {
     let shown = "";
     try {

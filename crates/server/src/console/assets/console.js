@@ -4,7 +4,11 @@
 //   ended, or too many timelines are open). Earlier rows load with htmx at the table's top.
 // - The calls list shows new and ended calls over server-sent events (the page's rows, rendered
 //   by the server), and says why when it stops updating itself.
-// - Clicking a problem in the editor selects its line in the definition.
+// - Clicking a problem in an editor (or pressing its button, which the keyboard reaches) selects
+//   its line in the JSON, or moves to the box it names. Each JSON editor has line numbers in a
+//   gutter that scrolls with it.
+// - Times (`<time datetime>`, UTC as the server writes them) are shown in this browser's time
+//   zone, the UTC time on hover; without this script the UTC text stays.
 // - The editor keeps an unsaved draft in this browser's localStorage (keyed by tenant and tool)
 //   and restores it on reload when it was based on the version the page shows; a publish or a
 //   rollback clears it. The confirmation before a publish can be dismissed.
@@ -24,6 +28,7 @@
       var row = holder.firstElementChild;
       if (!row) return;
       var old = row.id ? document.getElementById(row.id) : null;
+      localTimes(row);
       if (old) { old.replaceWith(row); return; }
       body.appendChild(row);
       if (e.lastEventId) {
@@ -74,6 +79,7 @@
     var source = new EventSource(url);
     source.addEventListener("rows", function (e) {
       body.innerHTML = e.data;
+      localTimes(body);
       body.setAttribute("data-updated", String(Date.now()));
     });
     function stop(e) {
@@ -102,12 +108,63 @@
   }
 
   document.addEventListener("click", function (e) {
-    var problem = e.target.closest ? e.target.closest(".problem[data-line]") : null;
-    var textarea = document.getElementById("definition");
-    if (!problem || !textarea) return;
+    var problem = e.target.closest ? e.target.closest(".problem") : null;
+    if (!problem) return;
+    var field = e.target.closest("[data-field]");
+    if (field) {
+      var box = document.getElementById(field.getAttribute("data-field"));
+      if (box) box.focus();
+      return;
+    }
+    var holder = problem.closest("[data-editor]");
+    var textarea = document.getElementById(holder ? holder.getAttribute("data-editor") : "definition");
     var line = parseInt(problem.getAttribute("data-line"), 10);
-    if (line > 0) selectLine(textarea, line);
+    if (textarea && line > 0) selectLine(textarea, line);
   });
+
+  // Line numbers beside a JSON editor, scrolled with it (the textarea does not wrap lines).
+  function gutter(textarea) {
+    var box = textarea.parentNode;
+    var numbers = document.createElement("div");
+    numbers.className = "gutter";
+    numbers.setAttribute("aria-hidden", "true");
+    box.insertBefore(numbers, textarea);
+    var count = 0;
+    function update() {
+      var n = textarea.value.split("\n").length;
+      if (n !== count) {
+        count = n;
+        var text = "";
+        for (var i = 1; i <= n; i++) text += i + "\n";
+        // One line more than the text: room for the textarea's own scrollbar at the bottom.
+        numbers.textContent = text + "\n";
+      }
+      numbers.scrollTop = textarea.scrollTop;
+    }
+    textarea.addEventListener("input", update);
+    textarea.addEventListener("scroll", function () { numbers.scrollTop = textarea.scrollTop; });
+    update();
+  }
+
+  var timeFormat = null;
+  function localTimes(root) {
+    if (!root || !root.querySelectorAll) return;
+    if (!timeFormat) {
+      try {
+        timeFormat = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric",
+          hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
+      } catch (e) { return; }
+    }
+    var times = Array.prototype.slice.call(root.querySelectorAll("time[datetime]:not([data-local])"));
+    if (root.matches && root.matches("time[datetime]:not([data-local])")) times.push(root);
+    times.forEach(function (t) {
+      var d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d.getTime())) return;
+      t.title = d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+      t.textContent = timeFormat.format(d);
+      t.setAttribute("data-local", "true");
+    });
+  }
 
   function keepDraft(textarea) {
     var key = "switchboard.draft." + textarea.getAttribute("data-draft-key");
@@ -157,6 +214,9 @@
   });
 
   document.addEventListener("DOMContentLoaded", function () {
+    localTimes(document);
+    document.body.addEventListener("htmx:load", function (e) { localTimes(e.target); });
+    document.querySelectorAll(".code-editor > textarea").forEach(gutter);
     var definition = document.getElementById("definition");
     if (definition && definition.hasAttribute("data-draft-key")) keepDraft(definition);
     var table = document.getElementById("timeline");
