@@ -161,7 +161,7 @@ impl Asked<'_> {
         busy: &[Interval],
     ) -> Result<Value, ToolError> {
         if let Some(why) = self.refusal() {
-            let mut refused = self.outside(why, busy);
+            let mut refused = self.outside_then(why, busy, "it is not available");
             if let Some(Value::Object(d)) = &mut refused.details {
                 let offer = d.get("alternatives").cloned().unwrap_or_else(|| json!([]));
                 d.insert("available".into(), json!(false));
@@ -211,12 +211,13 @@ impl Asked<'_> {
         )
     }
 
-    /// The refusal of a slot the rules do not allow (`why`), with free times inside them.
-    pub(crate) fn outside(&self, why: Refusal, busy: &[Interval]) -> ToolError {
+    /// The refusal of a slot the rules do not allow (`why`), with free times inside them;
+    /// `kept` says what was left as it was ("nothing was booked").
+    fn outside_then(&self, why: Refusal, busy: &[Interval], kept: &str) -> ToolError {
         let offer = self.alternatives(busy);
         failure::outside_hours(
             format!(
-                "the slot {} to {} cannot be booked: {}; nothing was booked. Offer the caller one of these free times instead: {}",
+                "the slot {} to {} cannot be booked: {}; {kept}. Offer the caller one of these free times instead: {}",
                 rfc3339(self.start),
                 rfc3339(self.start + self.len),
                 why.say(self.rules, self.zone),
@@ -235,7 +236,12 @@ impl Asked<'_> {
             ""
         };
         if let Some(why) = self.refusal() {
-            return Err(self.outside(why, busy));
+            let kept = if moving {
+                "the booking was not moved"
+            } else {
+                "nothing was booked"
+            };
+            return Err(self.outside_then(why, busy, kept));
         }
         if busy.iter().any(|b| slots::overlaps(self.slot(), *b)) {
             return Err(self.taken(&format!("is already taken{tail}"), busy));

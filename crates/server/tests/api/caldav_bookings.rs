@@ -242,6 +242,12 @@ both_backends!(a_caldav_calendar_keeps_its_booking_rules, |app| {
             .contains("closed on 2030-01-08"),
         "{r}"
     );
+    // A move says the booking stayed, not that nothing was booked.
+    let said = r["result"]["message"].as_str().unwrap();
+    assert!(
+        said.contains("the booking was not moved") && !said.contains("nothing was booked"),
+        "{r}"
+    );
     let r = invoke(&app, &key, "pat", "f1", "find_bookings", json!({})).await;
     assert_eq!(
         r["result"]["data"]["bookings"][0]["start"], "2030-01-07T09:00:00Z",
