@@ -39,11 +39,14 @@ pub enum ErrorCode {
     InvalidAttendee,
     /// The booking or event named is not there (or is not the caller's).
     NotFound,
+    /// The booking starts too soon to be cancelled or moved (the calendar's
+    /// `cancel_notice_minutes`).
+    TooLateToChange,
 }
 
 impl ErrorCode {
     /// Every code, for documentation and metrics labels.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 22] = [
         ErrorCode::ToolNotFound,
         ErrorCode::ToolDisabled,
         ErrorCode::ToolArgsParseError,
@@ -65,6 +68,7 @@ impl ErrorCode {
         ErrorCode::NotConnected,
         ErrorCode::InvalidAttendee,
         ErrorCode::NotFound,
+        ErrorCode::TooLateToChange,
     ];
 
     /// The code as the model sees it, e.g. `invalid_arguments`.
@@ -91,6 +95,7 @@ impl ErrorCode {
             ErrorCode::NotConnected => "not_connected",
             ErrorCode::InvalidAttendee => "invalid_attendee",
             ErrorCode::NotFound => "not_found",
+            ErrorCode::TooLateToChange => "too_late_to_change",
         }
     }
 }

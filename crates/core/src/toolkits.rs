@@ -113,14 +113,14 @@ fn calendar_actions() -> Vec<ToolkitAction> {
         },
         ToolkitAction {
             name: "check_availability",
-            description: "Check whether a time slot is free; when it is not, the answer lists the conflicts and the next free slots of the same length to offer instead.",
+            description: "Check whether a time slot is free; when it is not, the answer lists the conflicts and the next free slots of the same length to offer instead. A time outside the calendar's booking rules (hours, closed days, notice, horizon) answers error outside_hours with the reason and free times to offer.",
             parameters: json!([
                 {"name": "date", "type": "datetime", "required": true,
                  "description": "Start of the slot to check, RFC 3339 with an offset"},
                 {"name": "duration_minutes", "type": "integer", "min_value": 15, "max_value": 240,
                  "description": "Length of the slot in minutes (default: the calendar's slot length, 30 unless configured)"}
             ]),
-            returns: "{available, conflicts: [..], next_free_slots: [{start, end}]}",
+            returns: "{available, conflicts: [..], next_free_slots: [{start, end}]}; outside the rules: error outside_hours, details {available: false, alternatives: [{start, end}]}",
             effect: "calendar.check_availability",
         },
         ToolkitAction {
@@ -135,7 +135,7 @@ fn calendar_actions() -> Vec<ToolkitAction> {
         },
         ToolkitAction {
             name: "cancel_event",
-            description: "Cancel one of the caller's own bookings, by the id find_bookings gave.",
+            description: "Cancel one of the caller's own bookings, by the id find_bookings gave. A booking starting too soon under the calendar's rules answers error too_late_to_change and stays.",
             parameters: json!([
                 {"name": "event_id", "type": "string", "required": true, "description": "The booking's id from find_bookings"}
             ]),
@@ -144,7 +144,7 @@ fn calendar_actions() -> Vec<ToolkitAction> {
         },
         ToolkitAction {
             name: "reschedule_event",
-            description: "Move one of the caller's own bookings to a new time. The new time is secured before the old one is given up; if it cannot be had, the booking stays where it was and the answer lists free times to offer.",
+            description: "Move one of the caller's own bookings to a new time. The new time is secured before the old one is given up; if it cannot be had, the booking stays where it was and the answer lists free times to offer. A booking starting too soon under the calendar's rules answers error too_late_to_change and stays.",
             parameters: json!([
                 {"name": "event_id", "type": "string", "required": true, "description": "The booking's id from find_bookings"},
                 {"name": "new_start_time", "type": "datetime", "required": true,

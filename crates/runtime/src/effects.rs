@@ -63,8 +63,8 @@ pub trait EmailSender: Send + Sync {
 ///
 /// A failure is typed: its code is the answer's `error` (`slot_taken` with free `alternatives`
 /// in its details, `outside_hours`, `calendar_unavailable`, `not_connected`, `rate_limited`,
-/// `timeout`, `invalid_attendee`, `not_found`, `invalid_arguments`), its message a sentence the
-/// model can say.
+/// `timeout`, `invalid_attendee`, `not_found`, `too_late_to_change`, `invalid_arguments`), its
+/// message a sentence the model can say.
 pub trait Calendar: Send + Sync {
     fn call<'a>(
         &'a self,

@@ -11,11 +11,15 @@
 //! - `/calendar/v3/…`: bearer tokens checked (unknown or expired: 401 `UNAUTHENTICATED`);
 //!   `events.list` (time window as Google defines it: an event's end after `timeMin`, its
 //!   start before `timeMax`; `orderBy=startTime` only with `singleEvents=true`);
-//!   `events.get`, `events.patch` (start and end checked), `privateExtendedProperty` filters
-//!   on lists, `events.insert` with client-chosen ids (base32hex, 5–1024 characters; a taken id: 409,
-//!   a deleted event's id included); `events.delete` (the event kept as `cancelled`, left out
-//!   of lists and busy times); the calendar's `timeZone` in every list;
-//!   `freeBusy` (busy intervals, `notFound` for an unknown calendar).
+//!   `events.get` (a deleted event too: Google's `get` always answers it, with `status:
+//!   cancelled`), `events.patch` (start and end checked), `privateExtendedProperty` filters
+//!   on lists, `events.insert` with client-chosen ids (base32hex, 5–1024 characters; a taken id: 409
+//!   "The requested identifier already exists", a deleted event's id included); `events.delete`
+//!   (the event kept as `cancelled`, left out of lists unless `showDeleted=true`, and of busy
+//!   times); every event has an `etag` that changes with each write, and `If-Match` on patch
+//!   and delete is honoured (another etag: 412 `conditionNotMet`, nothing changed); the
+//!   calendar's `timeZone` in every list; `freeBusy` (busy intervals, `notFound` for an unknown
+//!   calendar).
 //!
 //! Nothing here panics on client input; the state lock is never held across an `.await`.
 
@@ -69,6 +73,8 @@ struct GState {
     counter: u64,
     /// Every code and token ever issued, for leak checks.
     minted: Vec<String>,
+    /// Edits someone else makes right after the next read of an event: (calendar, id, fields).
+    edits_after_read: Vec<(String, String, Value)>,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +88,29 @@ fn lock(state: &Mutex<GState>) -> MutexGuard<'_, GState> {
 }
 
 impl GState {
+    /// A new etag (Google's are opaque quoted strings that change with every write).
+    fn etag(&mut self) -> Value {
+        self.counter += 1;
+        json!(format!("\"{}\"", 3_000_000_000_000u64 + self.counter))
+    }
+
+    /// Applies `fields` to an event as an edit in Calendar's web app would: a new etag.
+    fn edit(&mut self, calendar: &str, id: &str, fields: &Value) {
+        let etag = self.etag();
+        if let Some(Value::Object(m)) = self.calendars.get_mut(calendar).and_then(|events| {
+            events
+                .iter_mut()
+                .find(|e| e.get("id").and_then(Value::as_str) == Some(id))
+        }) {
+            if let Value::Object(f) = fields {
+                for (k, v) in f {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+            m.insert("etag".into(), etag);
+        }
+    }
+
     fn mint(&mut self, kind: &str) -> String {
         self.counter += 1;
         let noise: String = std::iter::repeat_with(fastrand::alphanumeric)
@@ -231,12 +260,25 @@ impl GoogleSim {
     }
     /// Adds a busy event someone else made.
     pub fn add_event(&self, calendar: &str, id: &str, summary: &str, start: &str, end: &str) {
-        lock(&self.state)
-            .calendars
+        let mut s = lock(&self.state);
+        let etag = s.etag();
+        s.calendars
             .entry(calendar.to_owned())
             .or_default()
-            .push(json!({"kind": "calendar#event", "id": id, "status": "confirmed", "summary": summary,
+            .push(json!({"kind": "calendar#event", "id": id, "etag": etag, "status": "confirmed", "summary": summary,
                 "start": {"dateTime": start}, "end": {"dateTime": end}}));
+    }
+    /// Edits an event as someone in Calendar's web app would (`fields` replace the event's,
+    /// e.g. `{"status": "cancelled"}` or a new `start` and `end`); its etag changes.
+    pub fn edit_event(&self, calendar: &str, id: &str, fields: Value) {
+        lock(&self.state).edit(calendar, id, &fields);
+    }
+    /// Edits an event right after the next `events.get` of it has been answered: someone
+    /// changing it between a client's read and its write.
+    pub fn edit_after_next_read(&self, calendar: &str, id: &str, fields: Value) {
+        lock(&self.state)
+            .edits_after_read
+            .push((calendar.to_owned(), id.to_owned(), fields));
     }
     /// Whether any code or token ever issued appears in `text` (for leak checks).
     pub fn leaks_into(&self, text: &str) -> Option<String> {
@@ -455,13 +497,14 @@ async fn list_events(
             );
         }
     };
+    let show_deleted = q.get("showDeleted").map(String::as_str) == Some("true");
     let s = lock(&state);
     let Some(events) = s.calendars.get(&calendar) else {
         return google_error(StatusCode::NOT_FOUND, "notFound", "Not Found");
     };
     let mut items: Vec<&Value> = events
         .iter()
-        .filter(|e| e.get("status").and_then(Value::as_str) != Some("cancelled"))
+        .filter(|e| show_deleted || e.get("status").and_then(Value::as_str) != Some("cancelled"))
         .filter(|e| {
             let (Some(start), Some(end)) = (time(e, "start"), time(e, "end")) else {
                 return false;
@@ -542,6 +585,7 @@ async fn insert_event(
     s.last_created_ms = Some(ms);
     let stamp = DateTime::from_timestamp_millis(ms).unwrap_or_default();
     let created = stamp.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let etag = s.etag();
     let Some(events) = s.calendars.get_mut(&calendar) else {
         return google_error(StatusCode::NOT_FOUND, "notFound", "Not Found");
     };
@@ -557,6 +601,7 @@ async fn insert_event(
     }
     if let Value::Object(m) = &mut event {
         m.insert("id".into(), json!(id));
+        m.insert("etag".into(), etag);
         m.insert("kind".into(), json!("calendar#event"));
         m.insert("status".into(), json!("confirmed"));
         m.insert("created".into(), json!(created));
@@ -583,15 +628,49 @@ async fn get_event(
     if let Some(refusal) = queued_failure(&state) {
         return refusal;
     }
-    let s = lock(&state);
-    match s.calendars.get(&calendar).and_then(|events| {
-        events
-            .iter()
-            .find(|e| e.get("id").and_then(Value::as_str) == Some(id.as_str()))
-    }) {
-        Some(e) => Json(e.clone()).into_response(),
-        None => google_error(StatusCode::NOT_FOUND, "notFound", "Not Found"),
+    let mut s = lock(&state);
+    let found = s
+        .calendars
+        .get(&calendar)
+        .and_then(|events| {
+            events
+                .iter()
+                .find(|e| e.get("id").and_then(Value::as_str) == Some(id.as_str()))
+        })
+        .cloned();
+    let Some(event) = found else {
+        return google_error(StatusCode::NOT_FOUND, "notFound", "Not Found");
+    };
+    // An edit waiting for this read happens once it has been answered.
+    if let Some(i) = s
+        .edits_after_read
+        .iter()
+        .position(|(c, e, _)| *c == calendar && *e == id)
+    {
+        let (c, e, fields) = s.edits_after_read.remove(i);
+        s.edit(&c, &e, &fields);
     }
+    Json(event).into_response()
+}
+
+/// Whether a request's `If-Match` (if any) names the event's current etag.
+fn if_match_fails(headers: &HeaderMap, event: &Value) -> bool {
+    let Some(wanted) = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let current = event
+        .get("etag")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    wanted.trim() != "*" && wanted.trim() != current
+}
+
+fn precondition_failed() -> Response {
+    google_error(
+        StatusCode::PRECONDITION_FAILED,
+        "conditionNotMet",
+        "Precondition Failed",
+    )
 }
 
 /// `events.patch`: the fields given replace the event's (start and end checked as on insert).
@@ -608,6 +687,7 @@ async fn patch_event(
         return refusal;
     }
     let mut s = lock(&state);
+    let etag = s.etag();
     let Some(event) = s.calendars.get_mut(&calendar).and_then(|events| {
         events
             .iter_mut()
@@ -615,6 +695,9 @@ async fn patch_event(
     }) else {
         return google_error(StatusCode::NOT_FOUND, "notFound", "Not Found");
     };
+    if if_match_fails(&headers, event) {
+        return precondition_failed();
+    }
     if event.get("status").and_then(Value::as_str) == Some("cancelled") {
         return google_error(StatusCode::GONE, "deleted", "Resource has been deleted");
     }
@@ -622,10 +705,11 @@ async fn patch_event(
     if let (Value::Object(m), Value::Object(p)) = (&mut next, &patch) {
         for (k, v) in p
             .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "id" | "created" | "kind"))
+            .filter(|(k, _)| !matches!(k.as_str(), "id" | "created" | "kind" | "etag"))
         {
             m.insert(k.clone(), v.clone());
         }
+        m.insert("etag".into(), etag);
     }
     match (time(&next, "start"), time(&next, "end")) {
         (Some(a), Some(b)) if b > a => {}
@@ -654,6 +738,7 @@ async fn delete_event(
         return refusal;
     }
     let mut s = lock(&state);
+    let etag = s.etag();
     let Some(event) = s.calendars.get_mut(&calendar).and_then(|events| {
         events
             .iter_mut()
@@ -661,10 +746,14 @@ async fn delete_event(
     }) else {
         return google_error(StatusCode::NOT_FOUND, "notFound", "Not Found");
     };
+    if if_match_fails(&headers, event) {
+        return precondition_failed();
+    }
     if event.get("status").and_then(Value::as_str) == Some("cancelled") {
         return google_error(StatusCode::GONE, "deleted", "Resource has been deleted");
     }
     event["status"] = json!("cancelled");
+    event["etag"] = etag;
     StatusCode::NO_CONTENT.into_response()
 }
 

@@ -51,6 +51,29 @@ pub(crate) fn not_yours(id: &str) -> ToolError {
     ))
 }
 
+/// Whether the rules still let the caller cancel or move `event` at `now` (`action`:
+/// "cancelled", "moved"): a booking starting within `cancel_notice_minutes` is
+/// `too_late_to_change`, and nothing is changed.
+pub(crate) fn changeable(
+    event: &Event,
+    rules: &BookingRules,
+    zone: Zone,
+    now: DateTime<Utc>,
+    action: &str,
+) -> Result<(), ToolError> {
+    let notice = Duration::minutes(i64::from(rules.cancel_notice_minutes));
+    if rules.cancel_notice_minutes == 0 || event.start - now >= notice {
+        return Ok(());
+    }
+    Err(failure::too_late_to_change(format!(
+        "the booking `{}` at {} ({}) starts too soon to be {action}: bookings can be cancelled or moved until {} minutes before they start; nothing was changed. Tell the caller, and offer to pass on a message instead",
+        clip(&event.title),
+        zone.show(event.start).format("%Y-%m-%d %H:%M"),
+        zone.name(),
+        rules.cancel_notice_minutes,
+    )))
+}
+
 /// Whether a booking fits what the caller gave to narrow the list.
 pub(crate) fn narrowed(event: &Event, email: Option<&str>, name: Option<&str>) -> bool {
     let email_fits = email.filter(|e| !e.is_empty()).is_none_or(|e| {

@@ -275,7 +275,7 @@ impl CalDav {
             .map(|e| e.json(&tz))
             .collect();
         let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
-        Ok(asked.availability(conflicts, &busy))
+        asked.availability(conflicts, &busy)
     }
 
     /// Books a slot: checks the attendees, holds the slot in the store, looks at the calendar
@@ -481,6 +481,13 @@ impl CalDav {
         uid: &str,
     ) -> Result<Value, ToolError> {
         let own = self.own_event(scope, s, uid).await?;
+        bookings::changeable(
+            &own.event,
+            &s.rules,
+            Self::day_zone(s),
+            Utc::now(),
+            "cancelled",
+        )?;
         let mut req = self.request(s, Method::DELETE, self.resource_url(s, &own.name)?)?;
         if let Some(tag) = &own.etag {
             req = req.header("If-Match", tag);
@@ -523,6 +530,7 @@ impl CalDav {
         if (event.start, event.end) == slot {
             return Ok(moved(false));
         }
+        bookings::changeable(event, &s.rules, Self::day_zone(s), Utc::now(), "moved")?;
         let holds = self.holds.as_ref().ok_or_else(|| {
             failure::unavailable("bookings cannot be secured on this server (no booking database); nothing was changed")
         })?;
@@ -714,7 +722,8 @@ pub(crate) fn rules_broken(problems: Vec<switchboard_core::Diagnostic>) -> ToolE
     ))
 }
 
-fn changed_meanwhile() -> ToolError {
+/// A write refused because the booking changed since it was read (`If-Match`: 412).
+pub(crate) fn changed_meanwhile() -> ToolError {
     failure::unavailable(
         "the booking was changed by someone else a moment ago; nothing was changed. Look it up again with find_bookings",
     )

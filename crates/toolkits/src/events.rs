@@ -151,28 +151,40 @@ impl Asked<'_> {
 
     /// `check_availability`'s answer: `conflicts` (in the asked offset: the events in the
     /// slot or its buffers), and when the slot cannot be had the next free slots (in the
-    /// zone's offset of their day); a slot the rules refuse says why in `reason`, with
-    /// `reason_code` `outside_hours`.
-    pub(crate) fn availability(&self, conflicts: Vec<Value>, busy: &[Interval]) -> Value {
-        let refusal = self.refusal();
-        let available = conflicts.is_empty() && refusal.is_none();
+    /// zone's offset of their day). A slot the rules refuse is the typed failure every other
+    /// action answers, `outside_hours` with the sentence saying why, its `details` keeping
+    /// `available: false`, the slot, its conflicts and the free times (`alternatives`, also
+    /// as `next_free_slots`).
+    pub(crate) fn availability(
+        &self,
+        conflicts: Vec<Value>,
+        busy: &[Interval],
+    ) -> Result<Value, ToolError> {
+        if let Some(why) = self.refusal() {
+            let mut refused = self.outside_then(why, busy, "it is not available");
+            if let Some(Value::Object(d)) = &mut refused.details {
+                let offer = d.get("alternatives").cloned().unwrap_or_else(|| json!([]));
+                d.insert("available".into(), json!(false));
+                d.insert("start".into(), json!(rfc3339(self.start)));
+                d.insert("end".into(), json!(rfc3339(self.start + self.len)));
+                d.insert("conflicts".into(), json!(conflicts));
+                d.insert("next_free_slots".into(), offer);
+            }
+            return Err(refused);
+        }
+        let available = conflicts.is_empty();
         let next = if available {
             Vec::new()
         } else {
             self.alternatives(busy)
         };
-        let mut out = json!({
+        Ok(json!({
             "available": available,
             "start": rfc3339(self.start),
             "end": rfc3339(self.start + self.len),
             "conflicts": conflicts,
             "next_free_slots": next,
-        });
-        if let (Some(r), Value::Object(m)) = (refusal, &mut out) {
-            m.insert("reason".into(), json!(r.say(self.rules, self.zone)));
-            m.insert("reason_code".into(), json!("outside_hours"));
-        }
-        out
+        }))
     }
 
     /// The free slots to offer instead of this one, in the zone's offset of their day.
@@ -199,12 +211,13 @@ impl Asked<'_> {
         )
     }
 
-    /// The refusal of a slot the rules do not allow (`why`), with free times inside them.
-    pub(crate) fn outside(&self, why: Refusal, busy: &[Interval]) -> ToolError {
+    /// The refusal of a slot the rules do not allow (`why`), with free times inside them;
+    /// `kept` says what was left as it was ("nothing was booked").
+    fn outside_then(&self, why: Refusal, busy: &[Interval], kept: &str) -> ToolError {
         let offer = self.alternatives(busy);
         failure::outside_hours(
             format!(
-                "the slot {} to {} cannot be booked: {}; nothing was booked. Offer the caller one of these free times instead: {}",
+                "the slot {} to {} cannot be booked: {}; {kept}. Offer the caller one of these free times instead: {}",
                 rfc3339(self.start),
                 rfc3339(self.start + self.len),
                 why.say(self.rules, self.zone),
@@ -223,7 +236,12 @@ impl Asked<'_> {
             ""
         };
         if let Some(why) = self.refusal() {
-            return Err(self.outside(why, busy));
+            let kept = if moving {
+                "the booking was not moved"
+            } else {
+                "nothing was booked"
+            };
+            return Err(self.outside_then(why, busy, kept));
         }
         if busy.iter().any(|b| slots::overlaps(self.slot(), *b)) {
             return Err(self.taken(&format!("is already taken{tail}"), busy));

@@ -53,6 +53,11 @@ pub(crate) fn not_found(message: impl Into<String>) -> ToolError {
     ToolError::new(ErrorCode::NotFound, message)
 }
 
+/// The booking starts too soon to be cancelled or moved (`cancel_notice_minutes`).
+pub(crate) fn too_late_to_change(message: impl Into<String>) -> ToolError {
+    ToolError::new(ErrorCode::TooLateToChange, message)
+}
+
 /// The agent's calendar settings are wrong (a bad URL or zone): the operator must fix them.
 pub(crate) fn misconfigured(message: impl Into<String>) -> ToolError {
     ToolError::new(ErrorCode::NotConnected, message)

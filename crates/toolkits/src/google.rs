@@ -5,8 +5,15 @@
 //! working hours on the clock of the configured `time_zone`, else the calendar's own zone), and
 //! `create_event` holds the slot in the store (see `holds`), then looks at the calendar and
 //! `events.insert`s with an event id chosen from the idempotency key, the call and caller in
-//! its private extended properties: a retried booking finds its own event, and a 409 on that
-//! id means it exists already, so no booking is made twice, and none is ever taken back. Each
+//! its private extended properties: a retried booking finds its own event, so no booking is
+//! made twice, and none is ever taken back. A 409 on that id is answered by reading the event
+//! (`events.get`, which Google answers for deleted events too): the same call's event in the
+//! same slot is the booking (its real times and `htmlLink`); a cancelled one is not, and the
+//! booking is made under the next id of its chain (each derived from the one before, so a
+//! retry of the retry finds it too; at most [`ID_CHAIN`] ids); any other event under the id is
+//! not ours, and the slot is refused as taken. Cancelling and moving send the etag they read
+//! (`If-Match`): an event changed in between is not overwritten (412: the caller hears it
+//! changed, nothing was changed). Each
 //! request carries the agent's access token from [`Tokens`]; a 401 renews it once and tries
 //! again. Failures are typed (`failure`): a 403 or 429 whose reason is `rateLimitExceeded` or
 //! `userRateLimitExceeded` is `rate_limited`, any other 403 `not_connected`.
@@ -38,6 +45,9 @@ pub const TOOLKIT: &str = "google_calendar";
 pub const CONNECTION_KEY: &str = "oauth_connection";
 /// Google's Calendar API.
 pub const API_BASE: &str = "https://www.googleapis.com/calendar/v3/";
+
+/// Most ids one booking tries when the earlier ones' events were cancelled.
+pub const ID_CHAIN: usize = 3;
 
 /// Largest response body read (the same cap as CalDAV's).
 const MAX_EVENTS: usize = 2_000;
@@ -115,6 +125,29 @@ pub fn event_id(tenant: &str, idempotency_key: &str) -> String {
     let digest = Sha256::digest(format!("{tenant}\u{0}{idempotency_key}").as_bytes());
     let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
     format!("sb{hex}")
+}
+
+/// The ids one booking may be made under, first [`event_id`]: each next one is derived from
+/// the one before, for a booking whose event under that id was cancelled.
+fn id_chain(first: &str) -> Vec<String> {
+    let mut ids = vec![first.to_owned()];
+    while ids.len() < ID_CHAIN {
+        let prev = ids.last().map(String::as_str).unwrap_or(first);
+        let digest = Sha256::digest(format!("{prev}\u{0}rebooked").as_bytes());
+        let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        ids.push(format!("sb{hex}"));
+    }
+    ids
+}
+
+/// What an event found under one of a booking's ids is.
+enum Existing {
+    /// This booking, made by an earlier try: the answer to give.
+    Ours(Value),
+    /// Cancelled since: not a booking.
+    Cancelled,
+    /// Another call's event, or at another time: not this booking.
+    Other,
 }
 
 impl GoogleCalendar {
@@ -253,6 +286,18 @@ impl GoogleCalendar {
         url: Url,
         body: Option<&Value>,
     ) -> Result<(StatusCode, Value), ToolError> {
+        self.send_if(t, method, url, body, None).await
+    }
+
+    /// [`Self::send`] with `If-Match: etag` when one is given: a 412 is answered as such.
+    async fn send_if(
+        &self,
+        t: &Target<'_>,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+        if_match: Option<&str>,
+    ) -> Result<(StatusCode, Value), ToolError> {
         let mut refused: Option<SecretString> = None;
         for _ in 0..2 {
             let token = self
@@ -260,7 +305,7 @@ impl GoogleCalendar {
                 .access_token(t.tenant, &t.agent, TOOLKIT, refused.as_ref())
                 .await
                 .map_err(token_error)?;
-            match self.once(&method, &url, body, &token).await {
+            match self.once(&method, &url, body, if_match, &token).await {
                 Ok(answer) => return Ok(answer),
                 Err(ApiError::Unauthorized) => refused = Some(token),
                 Err(ApiError::Failed(m)) => return Err(m),
@@ -274,6 +319,7 @@ impl GoogleCalendar {
         method: &Method,
         url: &Url,
         body: Option<&Value>,
+        if_match: Option<&str>,
         token: &SecretString,
     ) -> Result<(StatusCode, Value), ApiError> {
         let host = host_label(url);
@@ -283,6 +329,9 @@ impl GoogleCalendar {
             .bearer_auth(token.expose_secret());
         if let Some(b) = body {
             req = req.json(b);
+        }
+        if let Some(tag) = if_match {
+            req = req.header(reqwest::header::IF_MATCH, tag);
         }
         let resp = req.send().await.map_err(|e| {
             ApiError::Failed(if e.is_timeout() {
@@ -314,6 +363,8 @@ impl GoogleCalendar {
             s if s.is_success() || s == StatusCode::CONFLICT => Ok((s, value)),
             // Whether a missing thing is the calendar or one event, the caller knows.
             StatusCode::NOT_FOUND | StatusCode::GONE => Ok((status, value)),
+            // The etag sent is not the event's any more: the caller decides.
+            StatusCode::PRECONDITION_FAILED if if_match.is_some() => Ok((status, value)),
             StatusCode::TOO_MANY_REQUESTS => Err(ApiError::Failed(limited())),
             StatusCode::FORBIDDEN if rate_limit_reason(&value) => Err(ApiError::Failed(limited())),
             StatusCode::FORBIDDEN => Err(ApiError::Failed(failure::not_connected(format!(
@@ -471,7 +522,7 @@ impl GoogleCalendar {
             .filter(|b| asked.blocked_by(**b))
             .map(|(a, b)| json!({"start": rfc3339(a.with_timezone(&tz)), "end": rfc3339(b.with_timezone(&tz))}))
             .collect();
-        Ok(asked.availability(conflicts, &busy))
+        asked.availability(conflicts, &busy)
     }
 
     /// Books a slot: checks the attendees, holds the slot in the store, looks
@@ -545,15 +596,23 @@ impl GoogleCalendar {
         tz: FixedOffset,
     ) -> Result<Value, ToolError> {
         let (events, calendar_zone) = self.events_in(t, span.0, span.1, 250).await?;
-        if let Some(own) = events.iter().find(|e| e.id == new.id) {
-            let mut v = own.json(&tz);
-            if let Value::Object(m) = &mut v {
-                m.insert("created".into(), json!(false));
-            }
-            return Ok(v);
-        }
         let asked = self.asked(t, new, calendar_zone.as_deref(), now);
-        let busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+        let mut busy: Vec<Interval> = events.iter().map(Event::interval).collect();
+        let chain = id_chain(&new.id);
+        // An earlier try of this booking made its event: read it whole (its link) and check it.
+        if let Some(own) = events.iter().find(|e| chain.contains(&e.id)) {
+            match self
+                .existing(scope, t, new, &own.id, calendar_zone.as_deref(), tz)
+                .await?
+            {
+                Existing::Ours(v) => return Ok(v),
+                Existing::Cancelled => {}
+                Existing::Other => {
+                    busy.push(asked.slot());
+                    return Err(asked.taken(NOT_THIS_BOOKING, &busy));
+                }
+            }
+        }
         asked.judge(&busy, false)?;
         let end = new.start + new.len;
         let mut private = serde_json::Map::new();
@@ -562,7 +621,6 @@ impl GoogleCalendar {
             private.insert("switchboard_caller".into(), json!(c));
         }
         let mut body = json!({
-            "id": new.id,
             "summary": new.title,
             "start": {"dateTime": rfc3339(new.start)},
             "end": {"dateTime": rfc3339(end)},
@@ -585,20 +643,75 @@ impl GoogleCalendar {
                 );
             }
         }
-        let url = self.calendar_url(t, "events")?;
-        let (status, stored) = self
-            .send_calendar(t, Method::POST, url, Some(&body))
-            .await?;
-        // 409: an event with this id exists, made by an earlier try of this booking.
-        let mut answer = json!({
-            "id": new.id,
-            "title": new.title,
-            "start": rfc3339(new.start),
-            "end": rfc3339(end),
-            "created": status != StatusCode::CONFLICT,
-        });
-        with_link(&mut answer, &stored);
-        Ok(answer)
+        for id in &chain {
+            body["id"] = json!(id);
+            let url = self.calendar_url(t, "events")?;
+            let (status, stored) = self
+                .send_calendar(t, Method::POST, url, Some(&body))
+                .await?;
+            if status != StatusCode::CONFLICT {
+                let mut answer = json!({
+                    "id": id,
+                    "title": new.title,
+                    "start": rfc3339(new.start),
+                    "end": rfc3339(end),
+                    "created": true,
+                });
+                with_link(&mut answer, &stored);
+                return Ok(answer);
+            }
+            // 409: an event has this id (Google keeps deleted ones): see whose it is.
+            match self
+                .existing(scope, t, new, id, calendar_zone.as_deref(), tz)
+                .await?
+            {
+                Existing::Ours(v) => return Ok(v),
+                Existing::Cancelled => {}
+                Existing::Other => {
+                    busy.push(asked.slot());
+                    return Err(asked.taken(NOT_THIS_BOOKING, &busy));
+                }
+            }
+        }
+        Err(failure::unavailable(format!(
+            "this booking was made and then cancelled {ID_CHAIN} times; nothing was booked. Ask the caller whether they still want the appointment, then book it as a new request"
+        )))
+    }
+
+    /// The event under one of a booking's ids, read by id (Google answers a deleted one as
+    /// `cancelled`): ours when it carries this call and is in the slot asked, with its real
+    /// times and link.
+    async fn existing(
+        &self,
+        scope: &ToolkitScope<'_>,
+        t: &Target<'_>,
+        new: &NewBooking<'_>,
+        id: &str,
+        calendar_zone: Option<&str>,
+        tz: FixedOffset,
+    ) -> Result<Existing, ToolError> {
+        let url = self.calendar_url(t, &format!("events/{id}"))?;
+        let (status, body) = self.send(t, Method::GET, url, None).await?;
+        if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
+            return Ok(Existing::Cancelled);
+        }
+        if body.get("status").and_then(Value::as_str) == Some("cancelled") {
+            return Ok(Existing::Cancelled);
+        }
+        let days = Zone::pick(t.time_zone.as_deref(), calendar_zone, Utc.fix());
+        let Some(event) = parse_event(&body, days).filter(|e| e.id == id) else {
+            return Ok(Existing::Other);
+        };
+        let slot = (new.start.to_utc(), (new.start + new.len).to_utc());
+        if event.call.as_deref() != Some(scope.call_id) || event.interval() != slot {
+            return Ok(Existing::Other);
+        }
+        let mut v = event.json(&tz);
+        if let Value::Object(m) = &mut v {
+            m.insert("created".into(), json!(false));
+        }
+        with_link(&mut v, &body);
+        Ok(Existing::Ours(v))
     }
 
     /// The store's key of this calendar's slot holds.
@@ -660,14 +773,14 @@ impl GoogleCalendar {
         Ok(bookings::bookings_answer(found, zone))
     }
 
-    /// One of the caller's own bookings, and whether it is cancelled already; anything else
-    /// (missing, another caller's, an id that is not an event id) is `not_found`.
+    /// One of the caller's own bookings, whether it is cancelled already, and its etag;
+    /// anything else (missing, another caller's, an id that is not an event id) is `not_found`.
     async fn own_event(
         &self,
         scope: &ToolkitScope<'_>,
         t: &Target<'_>,
         id: &str,
-    ) -> Result<(Event, bool), ToolError> {
+    ) -> Result<(Event, bool, Option<String>), ToolError> {
         let caller = bookings::caller(scope)?;
         if id.is_empty()
             || id.len() > 1024
@@ -682,8 +795,13 @@ impl GoogleCalendar {
         }
         let zone = Zone::pick(t.time_zone.as_deref(), None, Utc.fix());
         let cancelled = body.get("status").and_then(Value::as_str) == Some("cancelled");
+        let etag = body
+            .get("etag")
+            .and_then(Value::as_str)
+            .filter(|e| e.len() <= 256)
+            .map(str::to_owned);
         match parse_event(&body, zone) {
-            Some(e) if e.id == id && bookings::owned(&e, caller) => Ok((e, cancelled)),
+            Some(e) if e.id == id && bookings::owned(&e, caller) => Ok((e, cancelled, etag)),
             _ => Err(bookings::not_yours(id)),
         }
     }
@@ -694,13 +812,19 @@ impl GoogleCalendar {
         t: &Target<'_>,
         id: &str,
     ) -> Result<Value, ToolError> {
-        let (event, cancelled) = self.own_event(scope, t, id).await?;
+        let (event, cancelled, etag) = self.own_event(scope, t, id).await?;
+        let zone = Zone::pick(t.time_zone.as_deref(), None, Utc.fix());
         if !cancelled {
+            bookings::changeable(&event, &t.rules, zone, Utc::now(), "cancelled")?;
             let url = self.calendar_url(t, &format!("events/{id}"))?;
             // 404/410: gone already (a retry of this cancellation).
-            self.send(t, Method::DELETE, url, None).await?;
+            let (status, _) = self
+                .send_if(t, Method::DELETE, url, None, etag.as_deref())
+                .await?;
+            if status == StatusCode::PRECONDITION_FAILED {
+                return Err(crate::caldav::changed_meanwhile());
+            }
         }
-        let zone = Zone::pick(t.time_zone.as_deref(), None, Utc.fix());
         Ok(json!({
             "id": id,
             "title": event.title,
@@ -720,7 +844,7 @@ impl GoogleCalendar {
         start: DateTime<FixedOffset>,
         minutes: Option<u32>,
     ) -> Result<Value, ToolError> {
-        let (event, cancelled) = self.own_event(scope, t, id).await?;
+        let (event, cancelled, etag) = self.own_event(scope, t, id).await?;
         if cancelled {
             return Err(bookings::not_yours(id));
         }
@@ -735,6 +859,8 @@ impl GoogleCalendar {
         if (event.start, event.end) == slot {
             return Ok(moved(false));
         }
+        let own_zone = Zone::pick(t.time_zone.as_deref(), None, Utc.fix());
+        bookings::changeable(&event, &t.rules, own_zone, Utc::now(), "moved")?;
         let holds = self.holds.as_ref().ok_or_else(|| {
             failure::unavailable("bookings cannot be secured on this server (no booking database); nothing was changed")
         })?;
@@ -778,9 +904,14 @@ impl GoogleCalendar {
                 body["end"]["timeZone"] = json!(z);
             }
             let url = self.calendar_url(t, &format!("events/{id}"))?;
-            let (status, stored) = self.send(t, Method::PATCH, url, Some(&body)).await?;
+            let (status, stored) = self
+                .send_if(t, Method::PATCH, url, Some(&body), etag.as_deref())
+                .await?;
             if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
                 return Err(bookings::not_yours(id));
+            }
+            if status == StatusCode::PRECONDITION_FAILED {
+                return Err(crate::caldav::changed_meanwhile());
             }
             let mut answer = moved(true);
             with_link(&mut answer, &stored);
@@ -829,9 +960,12 @@ fn with_link(answer: &mut Value, stored: &Value) {
     }
 }
 
+/// How a booking refuses an event under its id that is not this booking.
+const NOT_THIS_BOOKING: &str = "cannot be booked: the calendar holds an event under this booking's id that is not this booking (another call's, or at another time)";
+
 /// What `create_event` books.
 struct NewBooking<'a> {
-    /// The event id, from the idempotency key.
+    /// The first event id of the booking's chain, from the idempotency key.
     id: String,
     title: &'a str,
     start: DateTime<FixedOffset>,

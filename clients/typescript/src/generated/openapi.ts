@@ -1047,8 +1047,10 @@ export interface components {
              *     `timeout`, `cancelled`, `call_transfer_failed`, `handoff_failed`, `rate_limited`,
              *     `tool_execution_failed`, `loop_detected` (a runaway guard: the same call too often, or
              *     too many calls a minute), `already_done` (a transfer or hang-up already ran), or a
-             *     calendar's: `slot_taken` (with free `alternatives` in `details`), `outside_hours`,
-             *     `calendar_unavailable`, `not_connected`, `invalid_attendee`, `not_found`.
+             *     calendar's: `slot_taken` (with free `alternatives` in `details`), `outside_hours`
+             *     (also `check_availability`'s answer for a time outside the booking rules),
+             *     `calendar_unavailable`, `not_connected`, `invalid_attendee`, `not_found`,
+             *     `too_late_to_change` (a booking too close to its start to cancel or move).
              */
             error?: string | null;
             function_call_id: string;

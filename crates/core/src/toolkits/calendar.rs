@@ -1,5 +1,6 @@
 //! The calendar toolkits' booking rules (`config.rules`): opening hours per weekday, closed
-//! dates, slot length and step, buffers, minimum notice and booking horizon.
+//! dates, slot length and step, buffers, minimum notice, booking horizon, and how late a
+//! booking may still be cancelled or moved.
 //!
 //! Parsed once into [`BookingRules`], which holds only valid values, by a pure function that
 //! reports every problem at its JSON Pointer: the server refuses a bad config when the agent is
@@ -35,7 +36,7 @@ pub const MAX_PROBLEMS: usize = 50;
 /// Minutes in a day: the end of a range that closes at midnight (`24:00`).
 pub const DAY_MINUTES: u16 = 24 * 60;
 
-const RULE_KEYS: [&str; 8] = [
+const RULE_KEYS: [&str; 9] = [
     "hours",
     "closed_dates",
     "slot_minutes",
@@ -44,6 +45,7 @@ const RULE_KEYS: [&str; 8] = [
     "buffer_after_minutes",
     "min_notice_minutes",
     "horizon_days",
+    "cancel_notice_minutes",
 ];
 
 /// One opening range of a day, in minutes after midnight on the calendar's clock:
@@ -80,6 +82,9 @@ pub struct BookingRules {
     pub min_notice_minutes: u32,
     /// How many days ahead bookings are taken; `None`: no limit.
     pub horizon_days: Option<u32>,
+    /// How long before its start a booking may still be cancelled or moved (0: until it
+    /// starts).
+    pub cancel_notice_minutes: u32,
 }
 
 impl Default for BookingRules {
@@ -103,6 +108,7 @@ impl BookingRules {
             buffer_after_minutes: 0,
             min_notice_minutes: 0,
             horizon_days: None,
+            cancel_notice_minutes: 0,
         }
     }
 
@@ -229,6 +235,9 @@ fn read_rules(
         rules.min_notice_minutes = n;
     }
     rules.horizon_days = int("horizon_days", 1, MAX_HORIZON_DAYS);
+    if let Some(n) = int("cancel_notice_minutes", 0, MAX_NOTICE_MINUTES) {
+        rules.cancel_notice_minutes = n;
+    }
 }
 
 fn unit(key: &str) -> &'static str {
@@ -440,7 +449,7 @@ pub(super) fn rules_schema() -> Value {
     json!({
         "type": "object",
         "title": "Booking rules, on the calendar's clock (time_zone)",
-        "description": "Applied by every calendar action. hours: ranges per weekday (mon..sun); a weekday left out or [] is closed; without hours, working_hours on every day. closed_dates: YYYY-MM-DD. step_minutes: offered slots start every step from the opening of their range. buffer_*: free time a booking needs around it. min_notice_minutes, horizon_days: how soon and how far ahead bookings are taken.",
+        "description": "Applied by every calendar action. hours: ranges per weekday (mon..sun); a weekday left out or [] is closed; without hours, working_hours on every day. closed_dates: YYYY-MM-DD. step_minutes: offered slots start every step from the opening of their range. buffer_*: free time a booking needs around it. min_notice_minutes, horizon_days: how soon and how far ahead bookings are taken. cancel_notice_minutes: how long before its start a booking may still be cancelled or moved (later: too_late_to_change).",
         "properties": {
             "hours": {"type": "object", "properties": days, "additionalProperties": false},
             "closed_dates": {"type": "array", "maxItems": MAX_CLOSED_DATES, "uniqueItems": true,
@@ -452,7 +461,9 @@ pub(super) fn rules_schema() -> Value {
             "buffer_after_minutes": {"type": "integer", "minimum": 0, "maximum": MAX_BUFFER_MINUTES, "default": 0},
             "min_notice_minutes": {"type": "integer", "minimum": 0, "maximum": MAX_NOTICE_MINUTES, "default": 0},
             "horizon_days": {"type": "integer", "minimum": 1, "maximum": MAX_HORIZON_DAYS,
-                             "description": "How many days ahead bookings are taken (default: no limit)"}
+                             "description": "How many days ahead bookings are taken (default: no limit)"},
+            "cancel_notice_minutes": {"type": "integer", "minimum": 0, "maximum": MAX_NOTICE_MINUTES, "default": 0,
+                             "description": "How long before its start a booking may still be cancelled or moved (default: until it starts)"}
         },
         "additionalProperties": false
     })
@@ -512,7 +523,7 @@ mod tests {
                 "hours": {"mon": [["13:00", "17:00"], ["09:00", "12:00"]], "fri": [["09:00", "24:00"]], "sat": []},
                 "closed_dates": ["2030-01-07"], "slot_minutes": 45, "step_minutes": 10,
                 "buffer_before_minutes": 5, "buffer_after_minutes": 10,
-                "min_notice_minutes": 120, "horizon_days": 60}}),
+                "min_notice_minutes": 120, "horizon_days": 60, "cancel_notice_minutes": 1440}}),
             "",
         )
         .unwrap();
@@ -529,6 +540,7 @@ mod tests {
             (r.slot_minutes, r.step_minutes, r.horizon_days),
             (Some(45), 10, Some(60))
         );
+        assert_eq!(r.cancel_notice_minutes, 1440);
     }
 
     #[test]
@@ -552,9 +564,11 @@ mod tests {
                               "fri": seven},
                     "closed_dates": ["2030-02-30", "2030-01-01", "2030-01-01"],
                     "slot_minutes": 0, "step_minutes": 1.5, "buffer_after_minutes": -1,
-                    "min_notice_minutes": 99999999, "horizon_days": 0, "colour": "red"}})),
+                    "min_notice_minutes": 99999999, "horizon_days": 0, "colour": "red",
+                    "cancel_notice_minutes": "a day"}})),
             [
                 "/tools/0/config/rules/buffer_after_minutes",
+                "/tools/0/config/rules/cancel_notice_minutes",
                 "/tools/0/config/rules/closed_dates/0",
                 "/tools/0/config/rules/closed_dates/2",
                 "/tools/0/config/rules/colour",

@@ -156,8 +156,13 @@ both_backends!(a_caldav_calendar_keeps_its_booking_rules, |app| {
         json!({"date": "2030-01-06T10:00:00Z"}),
     )
     .await;
-    assert_eq!(r["result"]["data"]["available"], false, "{r}");
-    assert_eq!(r["result"]["data"]["reason_code"], "outside_hours", "{r}");
+    assert_eq!(r["result"]["error"], "outside_hours", "{r}");
+    assert_eq!(r["result"]["details"]["available"], false, "{r}");
+    assert_eq!(
+        r["result"]["details"]["next_free_slots"][0],
+        json!({"start": "2030-01-07T09:00:00Z", "end": "2030-01-07T10:00:00Z"}),
+        "{r}"
+    );
     let r = invoke(
         &app,
         &key,
@@ -237,9 +242,94 @@ both_backends!(a_caldav_calendar_keeps_its_booking_rules, |app| {
             .contains("closed on 2030-01-08"),
         "{r}"
     );
+    // A move says the booking stayed, not that nothing was booked.
+    let said = r["result"]["message"].as_str().unwrap();
+    assert!(
+        said.contains("the booking was not moved") && !said.contains("nothing was booked"),
+        "{r}"
+    );
     let r = invoke(&app, &key, "pat", "f1", "find_bookings", json!({})).await;
     assert_eq!(
         r["result"]["data"]["bookings"][0]["start"], "2030-01-07T09:00:00Z",
         "{r}"
     );
+});
+
+both_backends!(a_caldav_booking_keeps_the_cancel_notice, |app| {
+    let radicale = crate::peers::Radicale::start().await;
+    let cal = radicale.calendar("notice").await;
+    let key = app.tenant("acme").await;
+    let all_day = json!([["00:00", "24:00"]]);
+    let rules = json!({"hours": {"mon": all_day, "tue": all_day, "wed": all_day, "thu": all_day,
+        "fri": all_day, "sat": all_day, "sun": all_day}, "cancel_notice_minutes": 720});
+    let (s, body) = app
+        .put(
+            "/v1/agents/desk",
+            &key,
+            json!({"default": true, "tools": [{"tool": "toolkit:caldav",
+                "config": {"url": cal, "time_zone": "UTC", "rules": rules},
+                "sensitive_config": {"username": "alice", "password": radicale.password}}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "pat", "from": "+14155550101"}),
+    )
+    .await;
+    let at = |hours: i64| {
+        (chrono::Utc::now() + chrono::Duration::hours(hours))
+            .format("%Y-%m-%dT%H:%M:00Z")
+            .to_string()
+    };
+    let mut ids = Vec::new();
+    for (fc, h) in [("b1", 2), ("b2", 48)] {
+        let r = invoke(
+            &app,
+            &key,
+            "pat",
+            fc,
+            "create_event",
+            json!({"title": "Checkup", "start_time": at(h), "duration_minutes": 30}),
+        )
+        .await;
+        ids.push(r["result"]["data"]["id"].as_str().unwrap().to_owned());
+    }
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "c1",
+        "cancel_event",
+        json!({"event_id": ids[0]}),
+    )
+    .await;
+    assert_eq!(r["result"]["error"], "too_late_to_change", "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "m1",
+        "reschedule_event",
+        json!({"event_id": ids[0], "new_start_time": at(72)}),
+    )
+    .await;
+    assert_eq!(r["result"]["error"], "too_late_to_change", "{r}");
+    let r = invoke(&app, &key, "pat", "f1", "find_bookings", json!({})).await;
+    assert_eq!(
+        r["result"]["data"]["bookings"].as_array().unwrap().len(),
+        2,
+        "{r}"
+    );
+    let r = invoke(
+        &app,
+        &key,
+        "pat",
+        "c2",
+        "cancel_event",
+        json!({"event_id": ids[1]}),
+    )
+    .await;
+    assert_eq!(r["result"]["data"]["cancelled"], true, "{r}");
 });

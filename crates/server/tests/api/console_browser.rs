@@ -7,7 +7,9 @@
 //! the editor's line numbers, a single-spaced diff with folded lines, the icons), a live call's timeline following the HTTP door (its rows, what
 //! the model received and its Context box), a long call's timeline loaded page by page back to
 //! its first invocation, a timeline that stops when its session's key is revoked, connecting an agent's Google Calendar through
-//! a consent page on another site (the Google simulator), signing out (the old cookie then
+//! a consent page on another site (the Google simulator: the agent's page goes from never
+//! connected to ok with its last refresh), a call booking through it whose timeline links to the
+//! event, signing out (the old cookie then
 //! opens nothing), another tenant seeing none of it, and the admin key's tenants page (create,
 //! delete, sign out).
 //!

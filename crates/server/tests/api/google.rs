@@ -886,7 +886,8 @@ async fn free_slots_follow_the_calendars_zone_across_daylight_saving() {
     // night, so the next slot is Sunday 09:00 EDT (13:00Z), not 09:00 in the asked offset.
     let ask = json!({"date": "2030-03-09T16:30:00-05:00", "duration_minutes": 60});
     let r = invoke(&app, &key, "c1", "f1", "check_availability", ask.clone()).await;
-    let data = &answer(&r)["data"];
+    assert_eq!(answer(&r)["error"], "outside_hours", "{r}");
+    let data = &answer(&r)["details"];
     assert_eq!(data["available"], false, "{r}");
     assert_eq!(
         data["next_free_slots"][0],
@@ -894,7 +895,7 @@ async fn free_slots_follow_the_calendars_zone_across_daylight_saving() {
         "{r}"
     );
     assert!(
-        data["reason"]
+        answer(&r)["message"]
             .as_str()
             .unwrap()
             .contains("09:00-17:00 America/New_York"),
@@ -928,7 +929,7 @@ async fn free_slots_follow_the_calendars_zone_across_daylight_saving() {
     app.post("/v1/calls", &key, json!({"call_id": "c2"})).await;
     let r = invoke(&app, &key, "c2", "f1", "check_availability", ask).await;
     assert_eq!(
-        answer(&r)["data"]["next_free_slots"][0]["start"],
+        answer(&r)["details"]["next_free_slots"][0]["start"],
         "2030-03-10T09:00:00+01:00",
         "{r}"
     );
@@ -1370,22 +1371,25 @@ async fn booking_rules_are_checked_at_save_and_kept_by_every_action() {
     .await;
 
     // Sunday: closed, though nothing is in the calendar.
+    // check_availability answers it as every action does: the typed `error` and its message,
+    // the details keeping `available: false` and the free times.
     let sunday = json!({"date": "2030-01-06T10:00:00-05:00"});
     let r = invoke(&app, &key, "c1", "a1", "check_availability", sunday).await;
-    let data = &answer(&r)["data"];
-    assert_eq!(data["available"], false, "{r}");
-    assert_eq!(data["reason_code"], "outside_hours", "{r}");
+    assert_eq!(answer(&r)["error"], "outside_hours", "{r}");
     assert!(
-        data["reason"]
+        answer(&r)["message"]
             .as_str()
             .unwrap()
             .contains("closed on Sundays"),
         "{r}"
     );
+    let data = &answer(&r)["details"];
+    assert_eq!(data["available"], false, "{r}");
     assert_eq!(
         data["next_free_slots"][0]["start"], "2030-01-07T09:00:00-05:00",
         "{r}"
     );
+    assert_eq!(data["alternatives"], data["next_free_slots"], "{r}");
     let book = |at: &str| json!({"title": "Checkup", "start_time": at, "duration_minutes": 30});
     for (i, (at, why)) in [
         ("2030-01-06T10:00:00-05:00", "closed on Sundays"),
@@ -1598,6 +1602,47 @@ async fn the_console_shows_calendar_connections_and_links_bookings() {
     );
     let (s, _) = page(&mut stranger, "/console/calls/c1", &mut seen).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
+    // A booking whose earlier try made the event (found again, not inserted) links too.
+    let earlier = switchboard_toolkits::google::event_id("clinic", "c1-b2-0");
+    sim.add_event(
+        "primary",
+        &earlier,
+        "Follow-up",
+        "2030-01-08T10:00:00-05:00",
+        "2030-01-08T10:30:00-05:00",
+    );
+    let earlier_link = format!("https://www.google.com/calendar/event?eid={earlier}");
+    sim.edit_event(
+        "primary",
+        &earlier,
+        json!({"htmlLink": earlier_link, "extendedProperties": {"private":
+            {"switchboard_call": "c1", "switchboard_caller": "+14155550100"}}}),
+    );
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "b2",
+        "create_event",
+        json!({"title": "Follow-up", "start_time": "2030-01-08T10:00:00-05:00", "duration_minutes": 30}),
+    )
+    .await;
+    assert_eq!(
+        (
+            answer(&r)["data"]["created"].clone(),
+            answer(&r)["data"]["link"].clone()
+        ),
+        (json!(false), json!(earlier_link)),
+        "{r}"
+    );
+    let (_, call) = page(&mut browser, "/console/calls/c1", &mut seen).await;
+    assert!(
+        call.contains(&format!(
+            "class=\"booking-link\" href=\"{}\"",
+            earlier_link.replace('/', "&#x2f;")
+        )),
+        "{call}"
+    );
 
     // Revoked at Google: the next refresh breaks the connection, and the console says why.
     sim.revoke_all();
@@ -1622,5 +1667,376 @@ async fn the_console_shows_calendar_connections_and_links_bookings() {
     if let Some(t) = sim.leaks_into(&seen) {
         panic!("a token leaked into a console page: {t}");
     }
+    app.stop().await;
+}
+
+/// The scope a calendar effect of call `call` (caller `caller`) runs in, with the idempotency
+/// key `key`: for performing a booking again as another node resuming it would.
+fn scope<'a>(
+    tenant: &'a str,
+    call: &'a str,
+    caller: Option<&'a str>,
+    config: &'a Value,
+    key: &'a str,
+) -> switchboard_runtime::effects::ToolkitScope<'a> {
+    static NO_SECRETS: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({}));
+    switchboard_runtime::effects::ToolkitScope {
+        tenant_id: tenant,
+        call_id: call,
+        caller,
+        config,
+        secrets: &NO_SECRETS,
+        idempotency_key: key,
+    }
+}
+
+fn create(title: &str, start: &str) -> switchboard_runtime::effects::CalendarOp {
+    switchboard_runtime::effects::CalendarOp::CreateEvent {
+        title: title.into(),
+        start_time: start.into(),
+        duration_minutes: Some(30),
+        attendees: None,
+        description: None,
+    }
+}
+
+/// Retried bookings against Google as it behaves: two tries of one booking at once (one gets
+/// 409 on the id) both answer the one event with its link; a try after the earlier one's event
+/// was cancelled books again under a fresh id instead of claiming the cancelled event; an event
+/// of another call under the booking's id is not claimed (`slot_taken`). A cancelled booking is
+/// neither found nor busy.
+#[tokio::test]
+async fn retried_google_bookings_answer_their_own_live_event() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    connect(&app, &key, &sim).await;
+    let calendar = app.state.effects.calendar.clone().unwrap();
+    let config = json!({"calendar_id": "primary", "default_event_duration": 45,
+        "oauth_connection": {"agent": "receptionist"}});
+    let caller = Some("+14155550100");
+
+    // Two tries of one booking at once: one inserts, the other's insert is a 409 on the id.
+    sim.set_insert_delay(std::time::Duration::from_millis(300));
+    let s = scope("clinic", "c1", caller, &config, "c1-f1-0");
+    let op = create("Checkup", "2030-01-07T10:00:00Z");
+    let (a, b) = tokio::join!(calendar.call(&s, &op), calendar.call(&s, &op));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    sim.set_insert_delay(std::time::Duration::ZERO);
+    assert_eq!(sim.inserts(), 1, "booked once: {a} {b}");
+    let id = a["id"].as_str().unwrap().to_owned();
+    let link = format!("https://www.google.com/calendar/event?eid={id}");
+    for answer in [&a, &b] {
+        assert_eq!(
+            (
+                answer["id"].clone(),
+                answer["link"].clone(),
+                answer["start"].clone(),
+                answer["end"].clone()
+            ),
+            (
+                json!(id),
+                json!(link),
+                json!("2030-01-07T10:00:00Z"),
+                json!("2030-01-07T10:30:00Z")
+            ),
+            "{a} {b}"
+        );
+    }
+    let mut created = [a["created"].clone(), b["created"].clone()];
+    created.sort_by_key(|c| c.to_string());
+    assert_eq!(created, [json!(false), json!(true)]);
+    // Tried again later: the event is found in the calendar, answered with its link.
+    let again = calendar.call(&s, &op).await.unwrap();
+    assert_eq!(
+        (again["created"].clone(), again["link"].clone()),
+        (json!(false), json!(link))
+    );
+
+    // The caller cancels it; a cancelled booking is neither found nor in the way.
+    app.post("/v1/calls", &key, json!({"call_id": "c1", "from": caller}))
+        .await;
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "x1",
+        "cancel_event",
+        json!({"event_id": id}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["cancelled"], true, "{r}");
+    let r = invoke(&app, &key, "c1", "f2", "find_bookings", json!({})).await;
+    assert_eq!(answer(&r)["data"]["bookings"], json!([]), "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "a1",
+        "check_availability",
+        json!({"date": "2030-01-07T10:00:00Z", "duration_minutes": 30}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["available"], true, "{r}");
+
+    // The booking tried once more (its id belongs to the cancelled event: 409): booked again
+    // under the next id of its chain, never answered with the cancelled event.
+    let rebooked = calendar.call(&s, &op).await.unwrap();
+    let new_id = rebooked["id"].as_str().unwrap().to_owned();
+    assert_ne!(new_id, id, "{rebooked}");
+    assert_eq!(rebooked["created"], true, "{rebooked}");
+    let events = sim.events("primary");
+    let live = events.iter().find(|e| e["id"] == json!(new_id)).unwrap();
+    assert_eq!(live["status"], "confirmed");
+    assert_eq!(
+        live["extendedProperties"]["private"]["switchboard_call"],
+        "c1"
+    );
+    // ... and a retry of that finds it, as its own.
+    let again = calendar.call(&s, &op).await.unwrap();
+    assert_eq!(
+        (again["id"].clone(), again["created"].clone()),
+        (json!(new_id), json!(false)),
+        "{again}"
+    );
+    let r = invoke(&app, &key, "c1", "f3", "find_bookings", json!({})).await;
+    assert_eq!(
+        answer(&r)["data"]["bookings"][0]["id"],
+        json!(new_id),
+        "{r}"
+    );
+
+    // Another call's event under a booking's id, in its slot: not claimed.
+    let foreign = switchboard_toolkits::google::event_id("clinic", "c2-f1-0");
+    sim.add_event(
+        "primary",
+        &foreign,
+        "Someone else",
+        "2030-01-08T10:00:00Z",
+        "2030-01-08T10:30:00Z",
+    );
+    sim.edit_event(
+        "primary",
+        &foreign,
+        json!({"extendedProperties": {"private": {"switchboard_call": "c9"}}}),
+    );
+    let inserts = sim.inserts();
+    let s2 = scope("clinic", "c2", caller, &config, "c2-f1-0");
+    let refused = calendar
+        .call(&s2, &create("Checkup", "2030-01-08T10:00:00Z"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code.as_str(), "slot_taken", "{refused:?}");
+    assert_eq!(sim.inserts(), inserts);
+    app.stop().await;
+}
+
+/// Cancelling and moving a Google booking send the etag they read: a change someone makes to
+/// the event in between is not overwritten, and the caller hears nothing was changed.
+#[tokio::test]
+async fn a_google_booking_changed_meanwhile_is_not_overwritten() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    connect(&app, &key, &sim).await;
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "c1", "from": "+14155550100"}),
+    )
+    .await;
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "b1",
+        "create_event",
+        json!({"title": "Checkup", "start_time": "2030-01-07T10:00:00Z", "duration_minutes": 30}),
+    )
+    .await;
+    let id = answer(&r)["data"]["id"].as_str().unwrap().to_owned();
+    let stored = |sim: &GoogleSim| {
+        sim.events("primary")
+            .into_iter()
+            .find(|e| e["id"] == json!(id))
+            .unwrap()
+    };
+
+    // Staff move it to 11:00 between the move's read and its write.
+    sim.edit_after_next_read(
+        "primary",
+        &id,
+        json!({"start": {"dateTime": "2030-01-07T11:00:00Z"}, "end": {"dateTime": "2030-01-07T11:30:00Z"}}),
+    );
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "m1",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-07T14:00:00Z"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "calendar_unavailable", "{r}");
+    assert!(
+        answer(&r)["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed by someone else"),
+        "{r}"
+    );
+    assert_eq!(stored(&sim)["start"]["dateTime"], "2030-01-07T11:00:00Z");
+
+    // Staff rename it between the cancellation's read and its delete: still there.
+    sim.edit_after_next_read("primary", &id, json!({"summary": "Checkup (confirmed)"}));
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "x1",
+        "cancel_event",
+        json!({"event_id": id}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "calendar_unavailable", "{r}");
+    assert_eq!(stored(&sim)["status"], "confirmed");
+
+    // Asked again, with nothing changing meanwhile: both work.
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "m2",
+        "reschedule_event",
+        json!({"event_id": id, "new_start_time": "2030-01-07T14:00:00Z"}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["moved"], true, "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "x2",
+        "cancel_event",
+        json!({"event_id": id}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["cancelled"], true, "{r}");
+    assert_eq!(stored(&sim)["status"], "cancelled");
+    app.stop().await;
+}
+
+/// `cancel_notice_minutes`: checked at save at its pointer; a booking starting sooner than
+/// that can be neither cancelled nor moved (`too_late_to_change`, nothing changed), one
+/// further ahead can.
+#[tokio::test]
+async fn google_bookings_keep_the_cancel_notice() {
+    let sim = GoogleSim::start().await.unwrap();
+    let app = spawn_app_with(Backend::Sqlite, google_config(&sim)).await;
+    let key = receptionist(&app, "clinic").await;
+    let all_day = json!([["00:00", "24:00"]]);
+    let hours = json!({"mon": all_day, "tue": all_day, "wed": all_day, "thu": all_day,
+        "fri": all_day, "sat": all_day, "sun": all_day});
+    let agent = |notice: Value| {
+        json!({"instructions": "Book appointments.", "default": true, "tools": [
+            {"tool": "toolkit:google_calendar", "config": {"calendar_id": "primary", "time_zone": "UTC",
+                "rules": {"hours": hours, "cancel_notice_minutes": notice}}}]})
+    };
+    let (s, body) = app
+        .put("/v1/agents/receptionist", &key, agent(json!(-5)))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body.to_string()
+            .contains("/tools/0/config/rules/cancel_notice_minutes"),
+        "{body}"
+    );
+    let (s, body) = app
+        .put("/v1/agents/receptionist", &key, agent(json!(1440)))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    connect(&app, &key, &sim).await;
+    app.post(
+        "/v1/calls",
+        &key,
+        json!({"call_id": "c1", "from": "+14155550100"}),
+    )
+    .await;
+    let at = |hours: i64| {
+        (chrono::Utc::now() + chrono::Duration::hours(hours))
+            .format("%Y-%m-%dT%H:%M:00Z")
+            .to_string()
+    };
+    let book = |fc: &str, start: String| {
+        let (app, key) = (&app, &key);
+        let fc = fc.to_owned();
+        async move {
+            let r = invoke(
+                app,
+                key,
+                "c1",
+                &fc,
+                "create_event",
+                json!({"title": "Checkup", "start_time": start, "duration_minutes": 30}),
+            )
+            .await;
+            answer(&r)["data"]["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let soon = book("b1", at(3)).await;
+    let later = book("b2", at(72)).await;
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "x1",
+        "cancel_event",
+        json!({"event_id": soon}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "too_late_to_change", "{r}");
+    assert!(
+        answer(&r)["message"]
+            .as_str()
+            .unwrap()
+            .contains("1440 minutes"),
+        "{r}"
+    );
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "m1",
+        "reschedule_event",
+        json!({"event_id": soon, "new_start_time": at(96)}),
+    )
+    .await;
+    assert_eq!(answer(&r)["error"], "too_late_to_change", "{r}");
+    let kept = sim
+        .events("primary")
+        .into_iter()
+        .find(|e| e["id"] == json!(soon))
+        .unwrap();
+    assert_eq!(kept["status"], "confirmed");
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "m2",
+        "reschedule_event",
+        json!({"event_id": later, "new_start_time": at(96)}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["moved"], true, "{r}");
+    let r = invoke(
+        &app,
+        &key,
+        "c1",
+        "x2",
+        "cancel_event",
+        json!({"event_id": later}),
+    )
+    .await;
+    assert_eq!(answer(&r)["data"]["cancelled"], true, "{r}");
     app.stop().await;
 }

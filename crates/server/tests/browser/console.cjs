@@ -8,7 +8,8 @@
 // tenant's key), SB_ADMIN_KEY (the admin key), SB_LIVE_CALL (a live call with no invocations yet), SB_RECORDED (how many
 // recorded save_meal invocations the replay should find), SB_WATCH_KEY and SB_WATCH_KEY_ID (a
 // second key of the tenant, revoked while its session follows SB_WATCH_CALL, another live call),
-// SB_GOOGLE_AGENT (an agent with Google Calendar, not connected yet) and SB_CONSENT_SITE (the
+// SB_GOOGLE_AGENT (an agent with Google Calendar, not connected yet; once connected, a call to
+// it books an event through the HTTP door) and SB_CONSENT_SITE (the
 // consent page of the Google simulator, on another site than SB_BASE), SB_CHROMIUM (the
 // browser), and
 // optionally SWITCHBOARD_CONSOLE_SCREENSHOTS (a directory: a PNG of each page is written there).
@@ -632,6 +633,25 @@ async function main(page, browser) {
     `the agent page shows the calendar connected, with its last refresh: ${connectionsShown}`,
   );
   await shot(page, "agent-connected");
+
+  step = "a call books through the connected calendar, and the call's timeline links to the event";
+  await api("POST", "/v1/calls", { call_id: "booking-call", agent: googleAgent, from: "+14155550100" });
+  const booked = JSON.parse(
+    await api("POST", "/v1/calls/booking-call/invocations", {
+      function_call_id: "book-1",
+      name: "create_event",
+      arguments: { title: "Checkup", start_time: "2030-01-07T10:00:00Z", duration_minutes: 30 },
+    }),
+  );
+  check(booked.ok === true && booked.result.data.created === true, `the booking is made: ${JSON.stringify(booked)}`);
+  const eventLink = booked.result.data.link;
+  check(typeof eventLink === "string" && eventLink.startsWith("https://"), `the answer links the event: ${JSON.stringify(booked)}`);
+  await page.goto(`${base}/console/calls/booking-call`);
+  const bookingLink = page.locator("#timeline tbody tr#fc-book-1 a.booking-link");
+  await bookingLink.waitFor();
+  check((await bookingLink.getAttribute("href")) === eventLink, "the timeline row links to the event's page in the calendar");
+  check((await bookingLink.textContent()).includes(booked.result.data.id), "the link names the event");
+  await shot(page, "call-booking-link");
 
   step = "sign out; the old session cookie, kept and sent again, opens nothing";
   const kept = (await page.context().cookies()).filter((c) => c.name === "sb_console");

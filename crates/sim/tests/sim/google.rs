@@ -175,3 +175,139 @@ async fn oauth_follows_the_documented_flow() {
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(sim.inserts(), 1);
 }
+
+/// Events as Google documents them: an `etag` on each that changes with every write;
+/// `If-Match` with an older etag on patch or delete is 412 and changes nothing; a deleted event
+/// stays as `status: cancelled` (left out of lists unless `showDeleted=true`, answered by
+/// `events.get`), and its id cannot be inserted again (409).
+#[tokio::test]
+async fn events_carry_etags_and_deleted_ones_stay_cancelled() {
+    let sim = GoogleSim::start().await.unwrap();
+    let verifier = "w".repeat(64);
+    let c = code(&sim, &verifier).await;
+    let (_, t) = token(
+        &sim,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &c),
+            ("code_verifier", &verifier),
+            ("redirect_uri", REDIRECT),
+        ],
+    )
+    .await;
+    let access = t["access_token"].as_str().unwrap().to_owned();
+    let api = reqwest::Client::new();
+    let events = format!("{}calendars/primary/events", sim.api_base());
+    let one = format!("{events}/abc12345");
+    let event = json!({"id": "abc12345", "summary": "x", "start": {"dateTime": "2030-01-07T10:00:00Z"}, "end": {"dateTime": "2030-01-07T10:30:00Z"}});
+    let inserted: Value = api
+        .post(&events)
+        .bearer_auth(&access)
+        .json(&event)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let first = inserted["etag"].as_str().unwrap().to_owned();
+    assert!(first.starts_with('"') && first.ends_with('"'), "{inserted}");
+
+    // A patch with the current etag succeeds and changes it; the old one is then refused.
+    let moved = json!({"start": {"dateTime": "2030-01-07T11:00:00Z"}, "end": {"dateTime": "2030-01-07T11:30:00Z"}});
+    let r = api
+        .patch(&one)
+        .bearer_auth(&access)
+        .header("If-Match", &first)
+        .json(&moved)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let second = r.json::<Value>().await.unwrap()["etag"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(second, first);
+    let r = api
+        .patch(&one)
+        .bearer_auth(&access)
+        .header("If-Match", &first)
+        .json(&json!({"summary": "overwritten"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PRECONDITION_FAILED);
+    let r = api
+        .delete(&one)
+        .bearer_auth(&access)
+        .header("If-Match", &first)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PRECONDITION_FAILED);
+    assert_eq!(sim.events("primary")[0]["summary"], "x", "nothing changed");
+
+    // Someone edits the event between a read and a write: the write with the read's etag fails.
+    sim.edit_after_next_read("primary", "abc12345", json!({"summary": "edited"}));
+    let read: Value = api
+        .get(&one)
+        .bearer_auth(&access)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(read["summary"], "x");
+    let r = api
+        .delete(&one)
+        .bearer_auth(&access)
+        .header("If-Match", read["etag"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PRECONDITION_FAILED);
+
+    // Deleted: kept as cancelled; get answers it; lists only with showDeleted; its id is taken.
+    let r = api.delete(&one).bearer_auth(&access).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let r = api.get(&one).bearer_auth(&access).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let gone: Value = r.json().await.unwrap();
+    assert_eq!(gone["status"], "cancelled", "{gone}");
+    assert_ne!(gone["etag"], json!(second));
+    let listed = |q: &'static str| {
+        let api = api.clone();
+        let url = format!("{events}?{q}");
+        let access = access.clone();
+        async move {
+            api.get(url)
+                .bearer_auth(access)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()["items"]
+                .as_array()
+                .unwrap()
+                .len()
+        }
+    };
+    assert_eq!(listed("singleEvents=true").await, 0);
+    assert_eq!(listed("singleEvents=true&showDeleted=true").await, 1);
+    let r = api
+        .post(&events)
+        .bearer_auth(&access)
+        .json(&event)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["message"],
+        "The requested identifier already exists."
+    );
+}
