@@ -205,7 +205,7 @@ pub fn email_body(
         _ => out.push_str("  (no figures)\n"),
     }
     out.push_str(
-        "\nSent once per change of state. The history of this rule is at /v1/alerts/history.\n",
+        "\nSent once per change of state. The history of this rule is on the console's Alerts page and at /v1/alerts/history.\n",
     );
     out
 }

@@ -455,6 +455,17 @@ async fn a_rule_emails_each_transition_once_across_two_nodes() {
     let (_, older) = a.get("/v1/alerts/history?limit=1&offset=1", &key).await;
     assert_eq!(older["items"][0]["state"], "firing", "{older}");
 
+    // The console shows the rule and each transition's deliveries per channel.
+    let browser = crate::console::sign_in(&a, &key).await;
+    let (s, page) = browser.get("/console/alerts").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        page.contains("email to ops@example.com, oncall@example.com"),
+        "{page}"
+    );
+    assert_eq!(page.matches("email: delivered").count(), 2, "{page}");
+    assert_eq!(page.matches("webhook: delivered").count(), 2, "{page}");
+
     let _ = stop.send(());
     let _ = server.await;
     state.store.close().await;
@@ -523,6 +534,11 @@ async fn a_refused_email_is_recorded_failed_and_the_password_is_never_shown() {
         history.to_string(),
         a.get("/v1/alerts/rules", &key).await.1.to_string(),
         a.get("/v1/alerts/rules/busy", &key).await.1.to_string(),
+        crate::console::sign_in(&a, &key)
+            .await
+            .get("/console/alerts")
+            .await
+            .1,
     ] {
         assert!(!shown.contains(password), "{shown}");
     }
