@@ -1,5 +1,6 @@
-//! Alerts: a tenant's rules, their transitions (the history, and the outbox of notifications),
-//! and the signals nodes report that the store cannot see (a circuit breaker opening).
+//! Alerts: a tenant's rules, their transitions (the history), each transition's notifications
+//! (the outbox: one per channel of the rule, a webhook and/or an email), and the signals nodes
+//! report that the store cannot see (a circuit breaker opening).
 //!
 //! Every node evaluates the rules from what the database holds, and records a transition
 //! with a compare-and-set on the rule's `transitions`: of nodes seeing one change, one
@@ -41,7 +42,7 @@ pub struct AlertRule {
     pub changed_at: Option<String>,
 }
 
-/// One transition of a rule and its notification's delivery.
+/// One transition of a rule, with its notifications' deliveries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AlertEvent {
     /// The rule it belongs to.
@@ -54,11 +55,24 @@ pub struct AlertEvent {
     pub at: String,
     /// What was seen (the figures the rule compared).
     pub detail: Value,
+    /// Its notifications, one per channel of the rule (in channel order).
+    pub deliveries: Vec<ChannelDelivery>,
+}
+
+/// Channels a rule can notify on.
+pub const CHANNELS: [&str; 2] = ["webhook", "email"];
+
+/// One notification of a transition, on one channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelDelivery {
+    /// `webhook` or `email`.
+    pub channel: String,
     /// `pending`, `delivered` or `failed`.
     pub delivery: String,
     /// Delivery attempts made so far.
     pub attempts: i64,
-    /// Why the last attempt failed, if it did (a status or a transport error, never a URL).
+    /// Why the last attempt failed, if it did (a status or a transport error, never a URL or
+    /// a password).
     pub last_error: Option<String>,
     /// When it was delivered.
     pub delivered_at: Option<String>,
@@ -71,10 +85,16 @@ pub struct DueDelivery {
     pub tenant_id: String,
     /// The rule and its transition.
     pub rule: AlertRule,
-    /// The transition to notify.
+    /// The transition to notify (its `deliveries` left empty).
     pub event: AlertEvent,
+    /// `webhook` or `email`.
+    pub channel: String,
+    /// Attempts so far, this one included.
+    pub attempts: i64,
     /// The rule's webhook secret.
     pub secret: SecretString,
+    /// The password of the rule's SMTP server, if it has one (email only).
+    pub smtp_password: Option<SecretString>,
 }
 
 /// How a delivery attempt ended.
@@ -119,21 +139,22 @@ type TenantRuleRow = (
     String,
     Option<String>,
 );
-type EventRow = (
+type EventRow = (String, i64, String, String, String);
+/// An event's row joined with one of its deliveries (none: the channel columns are null).
+type HistoryRow = (
     String,
     i64,
     String,
     String,
     String,
-    String,
-    i64,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
     Option<String>,
     Option<String>,
 );
 
 const RULE_COLUMNS: &str = "id, uid, definition, state, transitions, created_at, changed_at";
-const EVENT_COLUMNS: &str =
-    "rule_id, seq, state, at, detail, delivery, attempts, last_error, delivered_at";
 
 fn rule(row: RuleRow) -> Result<AlertRule, StoreError> {
     let (id, uid, definition, state, transitions, created_at, changed_at) = row;
@@ -149,17 +170,14 @@ fn rule(row: RuleRow) -> Result<AlertRule, StoreError> {
 }
 
 fn event(row: EventRow) -> Result<AlertEvent, StoreError> {
-    let (rule_id, seq, state, at, detail, delivery, attempts, last_error, delivered_at) = row;
+    let (rule_id, seq, state, at, detail) = row;
     Ok(AlertEvent {
         rule_id,
         seq,
         state,
         at,
         detail: parse_json("alert event", &detail)?,
-        delivery,
-        attempts,
-        last_error,
-        delivered_at,
+        deliveries: Vec::new(),
     })
 }
 
@@ -175,6 +193,23 @@ pub fn new_webhook_secret() -> Result<SecretString, StoreError> {
 /// Binds a sealed rule secret to its tenant and rule uid.
 fn aad(tenant_id: &str, uid: &str) -> Vec<u8> {
     format!("alert-secret\u{0}{tenant_id}\u{0}{uid}").into_bytes()
+}
+
+/// Binds a sealed SMTP password to its tenant and rule uid.
+fn smtp_aad(tenant_id: &str, uid: &str) -> Vec<u8> {
+    format!("alert-smtp-password\u{0}{tenant_id}\u{0}{uid}").into_bytes()
+}
+
+fn open_text(
+    store: &Store,
+    sealed: &[u8],
+    aad: &[u8],
+    what: &str,
+) -> Result<SecretString, StoreError> {
+    let bytes = open_with(store.master_key(), sealed, aad)?;
+    Ok(SecretString::from(
+        String::from_utf8(bytes).map_err(|_| StoreError::Corrupt(what.to_owned()))?,
+    ))
 }
 
 /// `stamp` moved by `ms` milliseconds (negative: earlier), as a stamp.
@@ -206,14 +241,16 @@ impl Store {
         Ok(now)
     }
 
-    /// Creates a rule; `max_rules` bounds the tenant's rules. A rule of that id already there
-    /// is a conflict.
+    /// Creates a rule with its webhook secret and, for a rule that emails through a server
+    /// that asks for one, its SMTP password (both sealed); `max_rules` bounds the tenant's
+    /// rules. A rule of that id already there is a conflict.
     pub async fn create_alert_rule(
         &self,
         tenant_id: &str,
         id: &str,
         definition: &Value,
         secret: &SecretString,
+        smtp_password: Option<&SecretString>,
         max_rules: i64,
     ) -> Result<AlertRule, StoreError> {
         let uid = crate::keys::random_token::<12>()?;
@@ -222,6 +259,15 @@ impl Store {
             secret.expose_secret().as_bytes(),
             &aad(tenant_id, &uid),
         )?;
+        let sealed_password = smtp_password
+            .map(|p| {
+                seal_with(
+                    self.master_key(),
+                    p.expose_secret().as_bytes(),
+                    &smtp_aad(tenant_id, &uid),
+                )
+            })
+            .transpose()?;
         let text = to_json(definition)?;
         let at = crate::now();
         let outcome: Result<bool, sqlx::Error> = with_pool!(self, |pool| {
@@ -237,14 +283,15 @@ impl Store {
                     return Ok(false);
                 }
                 sqlx::query(
-                    "INSERT INTO alert_rules (tenant_id, id, uid, definition, secret, state, transitions, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, 'ok', 0, $6)",
+                    "INSERT INTO alert_rules (tenant_id, id, uid, definition, secret, smtp_password, state, transitions, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, 'ok', 0, $7)",
                 )
                 .bind(tenant_id)
                 .bind(id)
                 .bind(&uid)
                 .bind(&text)
                 .bind(&sealed)
+                .bind(sealed_password.as_deref())
                 .bind(&at)
                 .execute(&mut *tx)
                 .await?;
@@ -350,14 +397,20 @@ impl Store {
 
     /// Records a rule's change to `firing` (or back to `ok`, recorded as `resolved`) if it is
     /// still at the `transitions` the caller read; `None` when another node recorded it first
-    /// or the rule is gone. The notification waits in the same row, due now.
+    /// or the rule is gone. Its notifications, one per channel in `channels` (of
+    /// [`CHANNELS`]), are recorded with it, due now.
     pub async fn transition_alert(
         &self,
         tenant_id: &str,
         rule: &AlertRule,
         firing: bool,
         detail: &Value,
+        channels: &[&str],
     ) -> Result<Option<AlertEvent>, StoreError> {
+        let channels: Vec<&str> = CHANNELS
+            .into_iter()
+            .filter(|c| channels.contains(c))
+            .collect();
         let (from, to, event_state) = if firing {
             ("ok", "firing", "firing")
         } else {
@@ -394,8 +447,8 @@ impl Store {
                     return Ok::<_, sqlx::Error>(None);
                 }
                 sqlx::query(
-                    "INSERT INTO alert_events (tenant_id, rule_id, seq, state, at, detail, delivery, attempts, next_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $5)",
+                    "INSERT INTO alert_events (tenant_id, rule_id, seq, state, at, detail) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
                 )
                 .bind(tenant_id)
                 .bind(&rule.id)
@@ -405,9 +458,23 @@ impl Store {
                 .bind(&detail_text)
                 .execute(&mut *tx)
                 .await?;
+                for channel in &channels {
+                    sqlx::query(
+                        "INSERT INTO alert_deliveries (tenant_id, rule_id, seq, channel, delivery, attempts, next_at) \
+                         VALUES ($1, $2, $3, $4, 'pending', 0, $5)",
+                    )
+                    .bind(tenant_id)
+                    .bind(&rule.id)
+                    .bind(seq)
+                    .bind(channel)
+                    .bind(&at)
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 sqlx::query(
                     "DELETE FROM alert_events WHERE tenant_id = $1 AND rule_id = $2 AND seq <= $3 \
-                     AND delivery <> 'pending'",
+                     AND NOT EXISTS (SELECT 1 FROM alert_deliveries d WHERE d.tenant_id = alert_events.tenant_id \
+                     AND d.rule_id = alert_events.rule_id AND d.seq = alert_events.seq AND d.delivery = 'pending')",
                 )
                 .bind(tenant_id)
                 .bind(&rule.id)
@@ -425,32 +492,75 @@ impl Store {
             state: event_state.to_owned(),
             at,
             detail: detail.clone(),
-            delivery: "pending".to_owned(),
-            attempts: 0,
-            last_error: None,
-            delivered_at: None,
+            deliveries: channels
+                .iter()
+                .map(|c| ChannelDelivery {
+                    channel: (*c).to_owned(),
+                    delivery: "pending".to_owned(),
+                    attempts: 0,
+                    last_error: None,
+                    delivered_at: None,
+                })
+                .collect(),
         }))
     }
 
-    /// A tenant's alert history, newest first: one rule's or all (at most `limit`).
+    /// A tenant's alert history, newest first, each transition with its deliveries: one
+    /// rule's or all (at most `limit`, after skipping the newest `offset`).
     pub async fn alert_history(
         &self,
         tenant_id: &str,
         rule_id: Option<&str>,
         limit: i64,
+        offset: i64,
     ) -> Result<Vec<AlertEvent>, StoreError> {
-        let rows: Vec<EventRow> = with_pool!(self, |pool| {
-            sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                "SELECT {EVENT_COLUMNS} FROM alert_events WHERE tenant_id = $1 \
-                 AND ($2 IS NULL OR rule_id = $2) ORDER BY at DESC, seq DESC LIMIT $3"
-            )))
+        let rows: Vec<HistoryRow> = with_pool!(self, |pool| {
+            sqlx::query_as(
+                "SELECT e.rule_id, e.seq, e.state, e.at, e.detail, d.channel, d.delivery, d.attempts, \
+                 d.last_error, d.delivered_at \
+                 FROM (SELECT rule_id, seq, state, at, detail FROM alert_events WHERE tenant_id = $1 \
+                       AND ($2 IS NULL OR rule_id = $2) ORDER BY at DESC, seq DESC, rule_id LIMIT $3 OFFSET $4) e \
+                 LEFT JOIN alert_deliveries d ON d.tenant_id = $1 AND d.rule_id = e.rule_id AND d.seq = e.seq \
+                 ORDER BY e.at DESC, e.seq DESC, e.rule_id, d.channel DESC",
+            )
             .bind(tenant_id)
             .bind(rule_id)
             .bind(limit)
+            .bind(offset.max(0))
             .fetch_all(pool)
             .await?
         });
-        rows.into_iter().map(event).collect()
+        let mut out: Vec<AlertEvent> = Vec::new();
+        for (
+            rule_id,
+            seq,
+            state,
+            at,
+            detail,
+            channel,
+            delivery,
+            attempts,
+            last_error,
+            delivered_at,
+        ) in rows
+        {
+            let same = out
+                .last()
+                .is_some_and(|e| e.rule_id == rule_id && e.seq == seq);
+            if !same {
+                out.push(event((rule_id, seq, state, at, detail))?);
+            }
+            if let (Some(e), Some(channel), Some(delivery)) = (out.last_mut(), channel, delivery) {
+                e.deliveries.push(ChannelDelivery {
+                    channel,
+                    delivery,
+                    attempts: attempts.unwrap_or(0),
+                    last_error,
+                    delivered_at,
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// Leases up to `limit` notifications that are due to `node` for `lease`, each counted as
@@ -463,9 +573,9 @@ impl Store {
     ) -> Result<Vec<DueDelivery>, StoreError> {
         let now = self.db_now().await?;
         let until = shifted(&now, millis(lease));
-        let due: Vec<(String, String, i64)> = with_pool!(self, |pool| {
+        let due: Vec<(String, String, i64, String)> = with_pool!(self, |pool| {
             sqlx::query_as(
-                "SELECT tenant_id, rule_id, seq FROM alert_events WHERE delivery = 'pending' \
+                "SELECT tenant_id, rule_id, seq, channel FROM alert_deliveries WHERE delivery = 'pending' \
                  AND next_at <= $1 AND (lease_until IS NULL OR lease_until <= $1) \
                  ORDER BY next_at LIMIT $2",
             )
@@ -475,20 +585,21 @@ impl Store {
             .await?
         });
         let mut out = Vec::new();
-        for (tenant_id, rule_id, seq) in due {
+        for (tenant_id, rule_id, seq, channel) in due {
             let taken = with_pool!(self, |pool| {
                 async {
                     let _turn = self.write_turn(pool.kind()).await?;
                     sqlx::query(
-                        "UPDATE alert_events SET lease_holder = $1, lease_until = $2, attempts = attempts + 1 \
-                         WHERE tenant_id = $3 AND rule_id = $4 AND seq = $5 AND delivery = 'pending' \
-                         AND (lease_until IS NULL OR lease_until <= $6)",
+                        "UPDATE alert_deliveries SET lease_holder = $1, lease_until = $2, attempts = attempts + 1 \
+                         WHERE tenant_id = $3 AND rule_id = $4 AND seq = $5 AND channel = $6 AND delivery = 'pending' \
+                         AND (lease_until IS NULL OR lease_until <= $7)",
                     )
                     .bind(node)
                     .bind(&until)
                     .bind(&tenant_id)
                     .bind(&rule_id)
                     .bind(seq)
+                    .bind(&channel)
                     .bind(&now)
                     .execute(pool)
                     .await
@@ -500,35 +611,54 @@ impl Store {
                 continue;
             }
             let rule = self.get_alert_rule(&tenant_id, &rule_id).await?;
-            let sealed: Vec<u8> = with_pool!(self, |pool| {
-                sqlx::query_scalar(
-                    "SELECT secret FROM alert_rules WHERE tenant_id = $1 AND id = $2",
+            let (sealed, sealed_password): (Vec<u8>, Option<Vec<u8>>) = with_pool!(self, |pool| {
+                sqlx::query_as(
+                    "SELECT secret, smtp_password FROM alert_rules WHERE tenant_id = $1 AND id = $2",
                 )
                 .bind(&tenant_id)
                 .bind(&rule_id)
                 .fetch_one(pool)
                 .await?
             });
-            let secret = open_with(self.master_key(), &sealed, &aad(&tenant_id, &rule.uid))?;
-            let secret = SecretString::from(
-                String::from_utf8(secret)
-                    .map_err(|_| StoreError::Corrupt("alert rule secret".to_owned()))?,
-            );
-            let row: EventRow = with_pool!(self, |pool| {
-                sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT {EVENT_COLUMNS} FROM alert_events WHERE tenant_id = $1 AND rule_id = $2 AND seq = $3"
-                )))
-                .bind(&tenant_id)
-                .bind(&rule_id)
-                .bind(seq)
-                .fetch_one(pool)
-                .await?
+            let secret = open_text(
+                self,
+                &sealed,
+                &aad(&tenant_id, &rule.uid),
+                "alert rule secret",
+            )?;
+            let smtp_password = sealed_password
+                .map(|p| {
+                    open_text(
+                        self,
+                        &p,
+                        &smtp_aad(&tenant_id, &rule.uid),
+                        "alert rule SMTP password",
+                    )
+                })
+                .transpose()?;
+            let (row, attempts): (EventRow, i64) = with_pool!(self, |pool| {
+                let (r, s, st, at, d, n): (String, i64, String, String, String, i64) =
+                    sqlx::query_as(
+                        "SELECT e.rule_id, e.seq, e.state, e.at, e.detail, d.attempts FROM alert_events e \
+                         JOIN alert_deliveries d ON d.tenant_id = e.tenant_id AND d.rule_id = e.rule_id AND d.seq = e.seq \
+                         WHERE e.tenant_id = $1 AND e.rule_id = $2 AND e.seq = $3 AND d.channel = $4",
+                    )
+                    .bind(&tenant_id)
+                    .bind(&rule_id)
+                    .bind(seq)
+                    .bind(&channel)
+                    .fetch_one(pool)
+                    .await?;
+                ((r, s, st, at, d), n)
             });
             out.push(DueDelivery {
                 tenant_id,
                 rule,
                 event: event(row)?,
+                channel,
+                attempts,
                 secret,
+                smtp_password,
             });
         }
         Ok(out)
@@ -537,9 +667,7 @@ impl Store {
     /// Ends `node`'s attempt at a notification; nothing changes if its lease was lost.
     pub async fn finish_alert_delivery(
         &self,
-        tenant_id: &str,
-        rule_id: &str,
-        seq: i64,
+        d: &DueDelivery,
         node: &str,
         end: &DeliveryEnd,
     ) -> Result<(), StoreError> {
@@ -558,17 +686,19 @@ impl Store {
             async {
                 let _turn = self.write_turn(pool.kind()).await?;
                 sqlx::query(
-                    "UPDATE alert_events SET delivery = $1, next_at = $2, last_error = $3, delivered_at = $4, \
+                    "UPDATE alert_deliveries SET delivery = $1, next_at = $2, last_error = $3, delivered_at = $4, \
                      lease_until = NULL, lease_holder = NULL \
-                     WHERE tenant_id = $5 AND rule_id = $6 AND seq = $7 AND lease_holder = $8 AND delivery = 'pending'",
+                     WHERE tenant_id = $5 AND rule_id = $6 AND seq = $7 AND channel = $8 AND lease_holder = $9 \
+                     AND delivery = 'pending'",
                 )
                 .bind(delivery)
                 .bind(&next_at)
                 .bind(error.as_deref())
                 .bind(delivered_at.as_deref())
-                .bind(tenant_id)
-                .bind(rule_id)
-                .bind(seq)
+                .bind(&d.tenant_id)
+                .bind(&d.rule.id)
+                .bind(d.event.seq)
+                .bind(&d.channel)
                 .bind(node)
                 .execute(pool)
                 .await

@@ -61,7 +61,7 @@ use sqlx::sqlite::{
 use sqlx::{Postgres, Sqlite, Transaction};
 
 pub use agents::{Agent, AgentDef, AgentTool, AgentToolDef, AgentToolSecret, LiveSettings};
-pub use alerts::{AlertEvent, AlertRule, DeliveryEnd, DueDelivery, WindowFigures};
+pub use alerts::{AlertEvent, AlertRule, ChannelDelivery, DeliveryEnd, DueDelivery, WindowFigures};
 pub use call_search::{
     CallPage, CallSearch, CallSummary, CallsAt, MAX_SEARCH_KEY, StatusFilter, TimeBound,
 };

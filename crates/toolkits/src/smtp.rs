@@ -119,44 +119,18 @@ impl Smtp {
             .body(body)
             .map_err(|e| format!("the message could not be built: {e}"))?;
 
-        let addr = self.resolve(&host, port).await?;
-        let tls = |host: &str| {
-            TlsParameters::new(host.to_owned())
-                .map_err(|e| format!("TLS for {host} could not be set up: {e}"))
+        let password = text(scope.secrets, "password").unwrap_or_default();
+        let relay = Relay {
+            host: &host,
+            port,
+            security: &security,
+            credentials: text(scope.secrets, "username").map(|u| (u, password.as_str())),
         };
-        let tls = match security.as_str() {
-            "starttls" => Tls::Required(tls(&host)?),
-            "tls" => Tls::Wrapper(tls(&host)?),
-            "plain" if self.allow_private => Tls::None,
-            "plain" => {
-                return Err("security `plain` is refused on this server (it sends passwords and mail in the clear); the operator must use starttls or tls".into());
-            }
-            other => {
-                return Err(format!(
-                    "security `{other}` is not known; the operator must use starttls, tls or plain"
-                ));
-            }
-        };
-        let mut transport =
-            AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(addr.ip().to_string())
-                .port(addr.port())
-                .tls(tls)
-                .hello_name(ClientId::Domain("switchboard.invalid".into()))
-                .timeout(Some(SEND_TIMEOUT));
-        if let Some(user) = text(scope.secrets, "username") {
-            transport = transport.credentials(Credentials::new(
-                user,
-                text(scope.secrets, "password").unwrap_or_default(),
-            ));
-        }
-        let transport = transport.build();
-        match transport.send(email).await {
-            Ok(_) => Ok(json!({
-                "message_id": message_id,
-                "accepted": to.iter().chain(&cc).map(|m| m.email.to_string()).collect::<Vec<_>>(),
-            })),
-            Err(e) => Err(smtp_error(&host, port, &e)),
-        }
+        transmit(&relay, self.allow_private, email).await?;
+        Ok(json!({
+            "message_id": message_id,
+            "accepted": to.iter().chain(&cc).map(|m| m.email.to_string()).collect::<Vec<_>>(),
+        }))
     }
 
     /// Counts the send against the tenant's rate; a retry of a counted send is free.
@@ -177,26 +151,123 @@ impl Smtp {
             }
         }
     }
+}
 
-    async fn resolve(&self, host: &str, port: u16) -> Result<SocketAddr, String> {
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
-            .await
-            .map_err(|_| format!("the mail server {host}:{port} could not be found; the operator must check smtp_host"))?
-            .collect();
-        if !self.allow_private
-            && addrs
-                .iter()
-                .any(|a| switchboard_runtime::http::is_forbidden_address(a.ip()))
-        {
+/// An SMTP server to send through.
+#[derive(Clone)]
+pub struct Relay<'a> {
+    pub host: &'a str,
+    pub port: u16,
+    /// `starttls`, `tls` (implicit TLS) or `plain` (only where private networks are allowed).
+    pub security: &'a str,
+    /// The user name and password, if the server asks for them.
+    pub credentials: Option<(String, &'a str)>,
+}
+
+impl std::fmt::Debug for Relay<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("security", &self.security)
+            .field("user", &self.credentials.as_ref().map(|(u, _)| u))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sends a built message through `relay`: its address resolved once and checked by the
+/// outbound guard (`allow_private`), then connected to by that address (TLS still verifies the
+/// configured name). The error names the server and what went wrong, never the password.
+pub async fn transmit(
+    relay: &Relay<'_>,
+    allow_private: bool,
+    email: Message,
+) -> Result<(), String> {
+    let (host, port) = (relay.host, relay.port);
+    let addr = resolve(host, port, allow_private).await?;
+    let tls = |host: &str| {
+        TlsParameters::new(host.to_owned())
+            .map_err(|e| format!("TLS for {host} could not be set up: {e}"))
+    };
+    let tls = match relay.security {
+        "starttls" => Tls::Required(tls(host)?),
+        "tls" => Tls::Wrapper(tls(host)?),
+        "plain" if allow_private => Tls::None,
+        "plain" => {
+            return Err("security `plain` is refused on this server (it sends passwords and mail in the clear); the operator must use starttls or tls".into());
+        }
+        other => {
             return Err(format!(
-                "the mail server {host}:{port} is on a loopback, private or metadata address, which this server does not call"
+                "security `{other}` is not known; the operator must use starttls, tls or plain"
             ));
         }
-        addrs
-            .into_iter()
-            .next()
-            .ok_or_else(|| format!("the mail server {host}:{port} has no address"))
+    };
+    let mut transport =
+        AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(addr.ip().to_string())
+            .port(addr.port())
+            .tls(tls)
+            .hello_name(ClientId::Domain("switchboard.invalid".into()))
+            .timeout(Some(SEND_TIMEOUT));
+    if let Some((user, password)) = &relay.credentials {
+        transport = transport.credentials(Credentials::new(user.clone(), (*password).to_owned()));
     }
+    match transport.build().send(email).await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(smtp_error(host, port, &e)),
+    }
+}
+
+/// Whether `text` is one email address (`name@domain`, no display name).
+pub fn is_address(text: &str) -> bool {
+    text.len() <= 254 && text.parse::<lettre::Address>().is_ok()
+}
+
+/// A plain-text message from `from` to each of `to`, with its `Message-ID`.
+pub fn plain_text(
+    from: &str,
+    to: &[String],
+    subject: &str,
+    body: String,
+    message_id: String,
+) -> Result<Message, String> {
+    let address = |a: &str| {
+        a.parse::<Mailbox>().map_err(|_| {
+            format!(
+                "`{}` is not an email address",
+                a.chars().take(80).collect::<String>()
+            )
+        })
+    };
+    let mut b = Message::builder()
+        .from(address(from)?)
+        .subject(subject)
+        .message_id(Some(message_id));
+    for t in to {
+        b = b.to(address(t)?);
+    }
+    b.header(ContentType::TEXT_PLAIN)
+        .body(body)
+        .map_err(|e| format!("the message could not be built: {e}"))
+}
+
+async fn resolve(host: &str, port: u16, allow_private: bool) -> Result<SocketAddr, String> {
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|_| format!("the mail server {host}:{port} could not be found; the operator must check smtp_host"))?
+        .collect();
+    if !allow_private
+        && addrs
+            .iter()
+            .any(|a| switchboard_runtime::http::is_forbidden_address(a.ip()))
+    {
+        return Err(format!(
+            "the mail server {host}:{port} is on a loopback, private or metadata address, which this server does not call"
+        ));
+    }
+    addrs
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("the mail server {host}:{port} has no address"))
 }
 
 /// The subject and body: the model's own, or rendered from the agent's template.
@@ -264,6 +335,16 @@ fn smtp_error(host: &str, port: u16, e: &lettre::transport::smtp::Error) -> Stri
         )
     } else if e.is_timeout() {
         format!("{server} did not answer in time; the email was not sent")
+    } else if e.is_client() {
+        // What this side could not do with the server's offer (no sign-in method it shares,
+        // most often); lettre's text names it, never the credentials.
+        let reason = e
+            .to_string()
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(200)
+            .collect::<String>();
+        format!("{server} and this server could not agree ({reason}); the email was not sent")
     } else {
         format!("{server} could not be reached or the connection failed; the email was not sent")
     }

@@ -759,16 +759,68 @@ export interface components {
             updated_at: string;
             voice?: string | null;
         };
-        /** @description One transition of a rule and its notification. */
-        AlertEventView: {
-            at: string;
+        /** @description One notification of a transition. */
+        AlertDeliveryView: {
             /** Format: int64 */
             attempts: number;
+            /** @description `webhook` or `email`. */
+            channel: string;
             delivered_at?: string | null;
             /** @description `pending`, `delivered` or `failed`. */
             delivery: string;
+            /**
+             * @description Why the last attempt failed (a status or what the server answered; never a URL or a
+             *     password).
+             */
+            last_error?: string | null;
+        };
+        /**
+         * @description A rule's email channel: the addresses, and the SMTP server they are sent through (held to
+         *     the `api_call` outbound rules: no loopback or private server unless the deployment allows
+         *     private networks).
+         */
+        AlertEmailBody: {
+            /** @description The address alerts are sent from. */
+            from_email: string;
+            /** @description The SMTP password: write-only, stored sealed, never shown. */
+            password?: string | null;
+            /**
+             * @description `starttls` (default), `tls` (implicit TLS) or `plain` (only where private networks are
+             *     allowed).
+             */
+            security?: string | null;
+            /** @description The SMTP server's name or IP address. */
+            smtp_host: string;
+            /**
+             * Format: int32
+             * @description Default 587.
+             */
+            smtp_port?: number | null;
+            /** @description 1-10 addresses (`name@example.com`). */
+            to: string[];
+            /** @description The SMTP user name, if the server asks for one. */
+            username?: string | null;
+        };
+        /** @description One transition of a rule and its notifications. */
+        AlertEventView: {
+            at: string;
+            /**
+             * Format: int64
+             * @description Attempts over all its notifications.
+             */
+            attempts: number;
+            /** @description When the last notification was delivered, once all were. */
+            delivered_at?: string | null;
+            /** @description Each notification: one per channel of the rule. */
+            deliveries: components["schemas"]["AlertDeliveryView"][];
+            /**
+             * @description All its notifications together: `pending` while one is, else `failed` if one failed,
+             *     else `delivered`.
+             */
+            delivery: string;
             /** @description The figures the rule compared. */
             detail: Record<string, unknown>;
+            /** @description The first failing notification's last error. */
             last_error?: string | null;
             rule: string;
             /** Format: int64 */
@@ -802,6 +854,7 @@ export interface components {
              * @description Fires at this percentage of the live-call cap (`live_call_cap`; 1-100, default 100).
              */
             at_percent?: number | null;
+            email?: components["schemas"]["AlertEmailBody"] | null;
             /** @description The rule's name: 1-64 letters, digits, `_` or `-`. */
             id: string;
             /** @description `tool_failure_rate`, `tool_latency_p95`, `breaker_open`, `connection_broken` or `live_call_cap`. */
@@ -815,8 +868,11 @@ export interface components {
             tool?: string | null;
             /** @description One breaker (`host:port` of an `api_call`, `mcp:<label>` of an MCP server); absent: any. */
             upstream?: string | null;
-            /** @description Where the signed notifications go (the `api_call` outbound rules apply). */
-            webhook_url: string;
+            /**
+             * @description Where the signed notifications go (the `api_call` outbound rules apply). A rule has
+             *     `webhook_url`, `email` or both.
+             */
+            webhook_url?: string | null;
             /**
              * Format: int32
              * @description The window in seconds (tool rules: 60-86400, default 300; `breaker_open`: 10-86400, default 60).
@@ -831,7 +887,10 @@ export interface components {
         AlertRuleView: {
             changed_at?: string | null;
             created_at: string;
-            /** @description The checked definition (kind, fields with defaults, `webhook_url`). */
+            /**
+             * @description The checked definition (kind, fields with defaults, `webhook_url` and/or `email`, never
+             *     the SMTP password).
+             */
             definition: Record<string, unknown>;
             id: string;
             /** @description `ok` or `firing`. */
@@ -2112,6 +2171,8 @@ export interface operations {
             query?: {
                 /** @description At most this many (1-500, default 100). */
                 limit?: number;
+                /** @description Skip this many of the newest first (0-10000, default 0): the next page. */
+                offset?: number;
                 /** @description One rule's transitions only. */
                 rule?: string;
             };

@@ -1,13 +1,15 @@
-//! Notifications of alert transitions as signed webhooks (Standard Webhooks: `webhook-id`,
-//! `webhook-timestamp`, `webhook-signature` over the exact body). The `webhook-id` is the
-//! rule's uid and the transition's number, the same on every retry and from every node, so a
-//! receiver drops a copy. A node leases a notification before it sends it; one that dies
-//! mid-send leaves it to be sent again when the lease ends. Never on a call's path.
+//! Notifications of alert transitions, one per channel of the rule: a signed webhook (Standard
+//! Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature` over the exact body) and/or
+//! a plain-text email through the rule's SMTP server. The `webhook-id` (and the email's
+//! `Message-ID`) is the rule's uid and the transition's number, the same on every retry and
+//! from every node, so a receiver drops a copy. A node leases a notification before it sends
+//! it; one that dies mid-send leaves it to be sent again when the lease ends. Never on a
+//! call's path.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use secrecy::ExposeSecret;
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard_store::{DeliveryEnd, DueDelivery};
 
 use super::rules::Rule;
@@ -48,25 +50,29 @@ pub async fn round(state: &AppState, client: &reqwest::Client) {
         }
     };
     let sends = due.into_iter().map(|d| async move {
-        let end = match send(state, client, &d).await {
+        let sent = match d.channel.as_str() {
+            "email" => send_email(state, &d).await,
+            _ => send(state, client, &d).await,
+        };
+        let end = match sent {
             Ok(()) => DeliveryEnd::Delivered,
-            Err(error) if d.event.attempts >= settings.max_attempts => DeliveryEnd::Failed { error },
+            Err(error) if d.attempts >= settings.max_attempts => DeliveryEnd::Failed { error },
             Err(error) => DeliveryEnd::Retry {
                 error,
-                after: backoff(settings.retry_base, d.event.attempts),
+                after: backoff(settings.retry_base, d.attempts),
             },
         };
         match &end {
             DeliveryEnd::Delivered => {
-                tracing::info!(name: "alert_delivered", tenant_id = %d.tenant_id, rule = %d.rule.id, seq = d.event.seq, attempts = d.event.attempts, "alert_delivered");
+                tracing::info!(name: "alert_delivered", tenant_id = %d.tenant_id, rule = %d.rule.id, seq = d.event.seq, channel = %d.channel, attempts = d.attempts, "alert_delivered");
             }
             DeliveryEnd::Retry { error, .. } | DeliveryEnd::Failed { error } => {
-                tracing::warn!(name: "alert_delivery_attempt_failed", tenant_id = %d.tenant_id, rule = %d.rule.id, seq = d.event.seq, attempts = d.event.attempts, error = %error, "alert_delivery_attempt_failed");
+                tracing::warn!(name: "alert_delivery_attempt_failed", tenant_id = %d.tenant_id, rule = %d.rule.id, seq = d.event.seq, channel = %d.channel, attempts = d.attempts, error = %error, "alert_delivery_attempt_failed");
             }
         }
         if let Err(e) = state
             .store
-            .finish_alert_delivery(&d.tenant_id, &d.rule.id, d.event.seq, &state.node.id, &end)
+            .finish_alert_delivery(&d, &state.node.id, &end)
             .await
         {
             tracing::warn!(name: "alert_delivery_failed", error = %e, "alert_delivery_failed");
@@ -85,10 +91,11 @@ fn backoff(base: Duration, attempts: i64) -> Duration {
 async fn send(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -> Result<(), String> {
     let rule = Rule::stored(&d.rule.id, &d.rule.definition)
         .ok_or_else(|| "the rule's stored definition is unreadable".to_owned())?;
-    switchboard_runtime::mcp::check_url(
-        &rule.webhook_url,
-        state.effects.http.allows_private_networks(),
-    )?;
+    let url = rule
+        .webhook_url
+        .as_deref()
+        .ok_or_else(|| "the rule has no webhook_url".to_owned())?;
+    switchboard_runtime::mcp::check_url(url, state.effects.http.allows_private_networks())?;
     let kind = d.rule.definition.get("kind").cloned().unwrap_or_default();
     let body = json!({
         "type": format!("alert.{}", d.event.state),
@@ -114,7 +121,7 @@ async fn send(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -> Re
         .sign(&id, timestamp, &body)
         .map_err(|_| "could not sign the alert".to_owned())?;
     let answer = client
-        .post(&rule.webhook_url)
+        .post(url)
         .header("content-type", "application/json")
         .header(standardwebhooks::HEADER_WEBHOOK_ID, &id)
         .header(
@@ -140,6 +147,122 @@ async fn send(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -> Re
     } else {
         Err(format!("the receiver answered {}", status.as_u16()))
     }
+}
+
+/// The subject of a transition's email.
+pub fn subject(state: &str, rule: &Rule) -> String {
+    let line = format!(
+        "[Switchboard] {state}: {} on {}",
+        rule.id,
+        rule.condition.target()
+    );
+    line.chars().filter(|c| !c.is_control()).take(200).collect()
+}
+
+/// The plain-text body of a transition's email: the rule, what it watches, the figures it
+/// compared. No link, and nothing secret (the figures are counts, names and times).
+pub fn email_body(
+    tenant: &str,
+    rule: &Rule,
+    kind: &str,
+    state: &str,
+    seq: i64,
+    at: &str,
+    detail: &Value,
+) -> String {
+    let verb = if state == "firing" {
+        "is firing"
+    } else {
+        "is resolved"
+    };
+    let mut out = format!(
+        "Alert rule {id} {verb}.\n\nRule: {id} ({kind})\nWatches: {target}\nFires when: {threshold}\nTenant: {tenant}\nTransition: {seq}, at {at}\n\nWhat was seen:\n",
+        id = rule.id,
+        target = rule.condition.target(),
+        threshold = rule.condition.threshold(),
+    );
+    match detail.as_object() {
+        Some(figures) if !figures.is_empty() => {
+            for (k, v) in figures.iter().take(20) {
+                let shown = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Array(items) if items.is_empty() => "none".to_owned(),
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    other => other.to_string(),
+                };
+                let shown: String = shown
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(300)
+                    .collect();
+                out.push_str(&format!("  {k}: {shown}\n"));
+            }
+        }
+        _ => out.push_str("  (no figures)\n"),
+    }
+    out.push_str(
+        "\nSent once per change of state. The history of this rule is on the console's Alerts page and at /v1/alerts/history.\n",
+    );
+    out
+}
+
+/// One email attempt through the rule's SMTP server; the error names the server and the
+/// failure, never the password.
+async fn send_email(state: &AppState, d: &DueDelivery) -> Result<(), String> {
+    let rule = Rule::stored(&d.rule.id, &d.rule.definition)
+        .ok_or_else(|| "the rule's stored definition is unreadable".to_owned())?;
+    let e = rule
+        .email
+        .as_ref()
+        .ok_or_else(|| "the rule has no email".to_owned())?;
+    let kind = d
+        .rule
+        .definition
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let body = email_body(
+        &d.tenant_id,
+        &rule,
+        kind,
+        &d.event.state,
+        d.event.seq,
+        &d.event.at,
+        &d.event.detail,
+    );
+    let message = switchboard_toolkits::smtp::plain_text(
+        &e.from_email,
+        &e.to,
+        &subject(&d.event.state, &rule),
+        body,
+        format!("<{}@switchboard>", webhook_id(&d.rule.uid, d.event.seq)),
+    )?;
+    let password = d.smtp_password.as_ref().map_or("", |p| p.expose_secret());
+    let relay = switchboard_toolkits::smtp::Relay {
+        host: &e.smtp_host,
+        port: e.smtp_port,
+        security: &e.security,
+        credentials: e.username.clone().map(|u| (u, password)),
+    };
+    tokio::time::timeout(
+        state.config.alerts.timeout,
+        switchboard_toolkits::smtp::transmit(
+            &relay,
+            state.effects.http.allows_private_networks(),
+            message,
+        ),
+    )
+    .await
+    .map_err(|_| {
+        format!(
+            "the mail server {}:{} did not answer in time",
+            e.smtp_host, e.smtp_port
+        )
+    })?
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_store::{AlertRule, StoreError, WindowFigures};
+use switchboard_store::{StoreError, WindowFigures};
 
 use super::MAX_RULES_PER_PASS;
 use super::rules::{Condition, Rule};
@@ -33,26 +33,17 @@ pub async fn pass(state: &AppState) -> Result<usize, StoreError> {
         if firing == (row.state == "firing") {
             continue;
         }
-        if let Some(event) = transition(state, &tenant, &row, firing, &detail).await? {
+        if let Some(event) = state
+            .store
+            .transition_alert(&tenant, &row, firing, &detail, &rule.channels())
+            .await?
+        {
             recorded += 1;
             tracing::warn!(name: "alert_transition", tenant_id = %tenant, rule = %row.id, state = %event.state, seq = event.seq, "alert_transition");
         }
     }
     let _ = state.store.prune_alert_signals(&now, SIGNALS_KEPT).await;
     Ok(recorded)
-}
-
-async fn transition(
-    state: &AppState,
-    tenant: &str,
-    row: &AlertRule,
-    firing: bool,
-    detail: &Value,
-) -> Result<Option<switchboard_store::AlertEvent>, StoreError> {
-    state
-        .store
-        .transition_alert(tenant, row, firing, detail)
-        .await
 }
 
 /// Whether the condition holds now, and the figures it compared.

@@ -1,9 +1,12 @@
 //! An alert rule's definition, read once at save with every problem at its JSON Pointer.
 //!
-//! A rule is a flat object: `id`, `kind`, the kind's fields and `webhook_url`. What a field
-//! leaves out takes its default; the stored definition has every default filled in, so the
-//! evaluator never re-checks it.
+//! A rule is a flat object: `id`, `kind`, the kind's fields, and its channels: `webhook_url`
+//! and/or `email` (the addresses and the SMTP server to send through). What a field leaves out
+//! takes its default; the stored definition has every default filled in, so the evaluator never
+//! re-checks it. The SMTP password is taken apart ([`smtp_password`]) and never stored in the
+//! definition.
 
+use secrecy::SecretString;
 use serde_json::{Map, Value, json};
 use switchboard_core::diag::Diagnostic;
 
@@ -16,13 +19,40 @@ pub const KINDS: &[&str] = &[
     "live_call_cap",
 ];
 
-/// A checked rule.
+/// A checked rule: at least one of its channels is set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
     pub id: String,
     pub condition: Condition,
-    pub webhook_url: String,
+    pub webhook_url: Option<String>,
+    pub email: Option<EmailChannel>,
 }
+
+/// Where a rule's emails go, and the SMTP server they go through (its password apart).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmailChannel {
+    pub to: Vec<String>,
+    pub from_email: String,
+    pub smtp_host: String,
+    pub smtp_port: u16,
+    /// `starttls`, `tls` or `plain`.
+    pub security: String,
+    pub username: Option<String>,
+}
+
+/// Most addresses one rule emails.
+pub const MAX_EMAIL_TO: usize = 10;
+/// The fields of `email`.
+const EMAIL_FIELDS: &[&str] = &[
+    "to",
+    "from_email",
+    "smtp_host",
+    "smtp_port",
+    "security",
+    "username",
+    "password",
+];
+const SECURITY: &[&str] = &["starttls", "tls", "plain"];
 
 /// What makes a rule fire.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +89,7 @@ const PERCENT: (u32, u32) = (1, 100);
 const LATENCY_MS: (u32, u32) = (1, 600_000);
 const BREAKER_WINDOW: (u32, u32, u32) = (10, 86_400, 60);
 
-/// Fields of an object looked at for unknown ones (a rule has at most seven).
+/// Fields of an object looked at for unknown ones (a rule has at most eight).
 const MAX_UNKNOWN: usize = 32;
 
 fn problem(pointer: &str, message: impl Into<String>, fix: impl Into<String>) -> Diagnostic {
@@ -176,12 +206,12 @@ pub fn parse(value: &Value, allow_private: bool) -> Result<Rule, Vec<Diagnostic>
         _ => &[],
     };
     for key in obj.keys().take(MAX_UNKNOWN) {
-        if !["id", "kind", "webhook_url"].contains(&key.as_str())
+        if !["id", "kind", "webhook_url", "email"].contains(&key.as_str())
             && !fields.contains(&key.as_str())
             && kind.is_some()
         {
             r.problems.push(problem(
-                &format!("/{}", key.replace('~', "~0").replace('/', "~1")),
+                &format!("/{}", escape(key)),
                 format!(
                     "`{}` is not a field of a {} rule",
                     key.chars().take(64).collect::<String>(),
@@ -242,6 +272,7 @@ pub fn parse(value: &Value, allow_private: bool) -> Result<Rule, Vec<Diagnostic>
         _ => None,
     };
     let webhook_url = match obj.get("webhook_url") {
+        None | Some(Value::Null) => None,
         Some(Value::String(url)) if url.len() <= 2048 => {
             match webhook_url_problem(url, allow_private) {
                 None => Some(url.clone()),
@@ -263,23 +294,232 @@ pub fn parse(value: &Value, allow_private: bool) -> Result<Rule, Vec<Diagnostic>
             ));
             None
         }
-        None => {
+    };
+    let email = match obj.get("email") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(e)) => read_email(e, allow_private, &mut r.problems),
+        Some(_) => {
             r.problems.push(problem(
-                "/webhook_url",
-                "`webhook_url` is missing: alerts are delivered as signed webhooks",
-                "give an https URL, e.g. https://alerts.example.com/switchboard",
+                "/email",
+                "`email` must be an object: the addresses and the SMTP server to send through",
+                "write e.g. {\"to\": [\"ops@example.com\"], \"from_email\": \"alerts@example.com\", \"smtp_host\": \"smtp.example.com\"}",
             ));
             None
         }
     };
-    match (id, condition, webhook_url) {
-        (Some(id), Some(condition), Some(webhook_url)) if r.problems.is_empty() => Ok(Rule {
-            id,
-            condition,
-            webhook_url,
-        }),
+    if !obj.contains_key("webhook_url") && !obj.contains_key("email") {
+        r.problems.push(problem(
+            "/webhook_url",
+            "`webhook_url` and `email` are both missing: a rule notifies by a signed webhook, an email, or both",
+            "give an https URL, e.g. https://alerts.example.com/switchboard, or `email` with `to`, `from_email` and `smtp_host`",
+        ));
+    }
+    match (id, condition) {
+        (Some(id), Some(condition))
+            if r.problems.is_empty() && (webhook_url.is_some() || email.is_some()) =>
+        {
+            Ok(Rule {
+                id,
+                condition,
+                webhook_url,
+                email,
+            })
+        }
         _ => Err(r.problems),
     }
+}
+
+/// A JSON Pointer token for `key`.
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Whether `text` is free of control characters and at most `max` bytes, not empty.
+fn plain_text(text: &str, max: usize) -> bool {
+    !text.is_empty() && text.len() <= max && !text.chars().any(char::is_control)
+}
+
+/// Reads `email`, each problem at its pointer under `/email`.
+fn read_email(
+    e: &Map<String, Value>,
+    allow_private: bool,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<EmailChannel> {
+    let before = problems.len();
+    for key in e.keys().take(MAX_UNKNOWN) {
+        if !EMAIL_FIELDS.contains(&key.as_str()) {
+            problems.push(problem(
+                &format!("/email/{}", escape(key)),
+                format!(
+                    "`{}` is not a field of `email`",
+                    key.chars().take(64).collect::<String>()
+                ),
+                format!("remove it; `email` takes {}", EMAIL_FIELDS.join(", ")),
+            ));
+        }
+    }
+    let mut to = Vec::new();
+    match e.get("to") {
+        Some(Value::Array(list)) if !list.is_empty() && list.len() <= MAX_EMAIL_TO => {
+            for (i, a) in list.iter().enumerate() {
+                match a.as_str() {
+                    Some(a) if switchboard_toolkits::smtp::is_address(a) => {
+                        to.push(a.to_owned());
+                    }
+                    _ => problems.push(problem(
+                        &format!("/email/to/{i}"),
+                        "this is not an email address",
+                        "write an address as name@example.com (no display name)",
+                    )),
+                }
+            }
+        }
+        _ => problems.push(problem(
+            "/email/to",
+            format!("`to` must be a list of 1 to {MAX_EMAIL_TO} email addresses"),
+            "write e.g. [\"ops@example.com\", \"oncall@example.com\"]",
+        )),
+    }
+    let from_email = match e.get("from_email").and_then(Value::as_str) {
+        Some(a) if switchboard_toolkits::smtp::is_address(a) => Some(a.to_owned()),
+        _ => {
+            problems.push(problem(
+                "/email/from_email",
+                "`from_email` must be the email address alerts are sent from",
+                "write e.g. \"alerts@example.com\" (an address the SMTP server may send as)",
+            ));
+            None
+        }
+    };
+    let smtp_host = match e.get("smtp_host").and_then(Value::as_str) {
+        Some(h) if is_host(h) => match host_problem(h, allow_private) {
+            None => Some(h.to_ascii_lowercase()),
+            Some(message) => {
+                problems.push(problem(
+                    "/email/smtp_host",
+                    message,
+                    "give the name or address of a public SMTP server, e.g. \"smtp.example.com\"",
+                ));
+                None
+            }
+        },
+        _ => {
+            problems.push(problem(
+                "/email/smtp_host",
+                "`smtp_host` must be the SMTP server's name or IP address (at most 253 characters)",
+                "write e.g. \"smtp.example.com\"",
+            ));
+            None
+        }
+    };
+    let smtp_port = match e.get("smtp_port") {
+        None | Some(Value::Null) => 587,
+        Some(v) => match v.as_u64().and_then(|p| u16::try_from(p).ok()) {
+            Some(p) if p > 0 => p,
+            _ => {
+                problems.push(problem(
+                    "/email/smtp_port",
+                    format!("`smtp_port` is {v}, not a port"),
+                    "give a whole number from 1 to 65535: 587 (starttls, the default) or 465 (tls)",
+                ));
+                0
+            }
+        },
+    };
+    let security = match e.get("security") {
+        None | Some(Value::Null) => "starttls".to_owned(),
+        Some(Value::String(s)) if s == "plain" && !allow_private => {
+            problems.push(problem(
+                "/email/security",
+                "security `plain` is refused on this server: it sends the password and the mail in the clear",
+                "use starttls (the default) or tls",
+            ));
+            String::new()
+        }
+        Some(Value::String(s)) if SECURITY.contains(&s.as_str()) => s.clone(),
+        Some(_) => {
+            problems.push(problem(
+                "/email/security",
+                "`security` must be starttls, tls or plain",
+                "use starttls (the default; port 587) or tls (port 465)",
+            ));
+            String::new()
+        }
+    };
+    let username = match e.get("username") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(u)) if plain_text(u, 256) => Some(u.clone()),
+        Some(_) => {
+            problems.push(problem(
+                "/email/username",
+                "`username` must be 1-256 characters without control characters",
+                "write the SMTP server's user name, or leave it out for a server without sign-in",
+            ));
+            None
+        }
+    };
+    match e.get("password") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(p)) if plain_text(p, 1024) && username.is_some() => {}
+        Some(Value::String(p)) if plain_text(p, 1024) => problems.push(problem(
+            "/email/password",
+            "`password` is given without `username`",
+            "give the SMTP server's `username` too, or leave the password out",
+        )),
+        // Never echo what was sent: it may be the password.
+        Some(_) => problems.push(problem(
+            "/email/password",
+            "`password` must be 1-1024 characters without control characters",
+            "write the SMTP server's password as a string; it is stored sealed and never shown",
+        )),
+    }
+    match (from_email, smtp_host) {
+        (Some(from_email), Some(smtp_host)) if problems.len() == before => Some(EmailChannel {
+            to,
+            from_email,
+            smtp_host,
+            smtp_port,
+            security,
+            username,
+        }),
+        _ => None,
+    }
+}
+
+/// Whether `h` reads as a host name or an IP address.
+fn is_host(h: &str) -> bool {
+    !h.is_empty()
+        && h.len() <= 253
+        && (h.parse::<std::net::IpAddr>().is_ok()
+            || h.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+}
+
+/// Why the SMTP server `host` cannot be sent through (the outbound guard's rules on the
+/// literal; a name is resolved and checked again at each delivery).
+fn host_problem(host: &str, allow_private: bool) -> Option<String> {
+    if allow_private {
+        return None;
+    }
+    let lower = host.to_ascii_lowercase();
+    let loopback_name = lower == "localhost" || lower.ends_with(".localhost");
+    let forbidden_ip = host
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(switchboard_runtime::http::is_forbidden_address);
+    (loopback_name || forbidden_ip).then(|| {
+        format!(
+            "`smtp_host` {} is a loopback, private or metadata address, which this server does not call",
+            host.chars().take(64).collect::<String>()
+        )
+    })
+}
+
+/// The SMTP password a rule's body gives (`/email/password`), taken apart from the rule.
+pub fn smtp_password(value: &Value) -> Option<SecretString> {
+    value
+        .pointer("/email/password")
+        .and_then(Value::as_str)
+        .map(|p| SecretString::from(p.to_owned()))
 }
 
 /// Why `url` cannot receive alerts (the `api_call` guard's rules on the literal; names are
@@ -334,7 +574,29 @@ impl Rule {
             }
         };
         if let Some(o) = out.as_object_mut() {
-            o.insert("webhook_url".to_owned(), json!(self.webhook_url));
+            if let Some(url) = &self.webhook_url {
+                o.insert("webhook_url".to_owned(), json!(url));
+            }
+            if let Some(e) = &self.email {
+                let mut email = json!({"to": e.to, "from_email": e.from_email,
+                    "smtp_host": e.smtp_host, "smtp_port": e.smtp_port, "security": e.security});
+                if let (Some(u), Some(m)) = (&e.username, email.as_object_mut()) {
+                    m.insert("username".to_owned(), json!(u));
+                }
+                o.insert("email".to_owned(), email);
+            }
+        }
+        out
+    }
+
+    /// The channels it notifies on.
+    pub fn channels(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.webhook_url.is_some() {
+            out.push("webhook");
+        }
+        if self.email.is_some() {
+            out.push("email");
         }
         out
     }
@@ -345,6 +607,56 @@ impl Rule {
         v.as_object_mut()?.insert("id".to_owned(), json!(id));
         // Stored rules were checked at save; the guard is applied again at delivery.
         parse(&v, true).ok()
+    }
+}
+
+impl Condition {
+    /// What the rule watches, for a subject line: the tool, the upstream, the connection.
+    pub fn target(&self) -> String {
+        match self {
+            Condition::FailureRate { tool, .. } | Condition::LatencyP95 { tool, .. } => {
+                tool.clone()
+            }
+            Condition::BreakerOpen { upstream, .. } => upstream
+                .clone()
+                .unwrap_or_else(|| "any upstream".to_owned()),
+            Condition::ConnectionBroken { agent } => agent.as_ref().map_or_else(
+                || "any connection".to_owned(),
+                |a| format!("{a}'s connection"),
+            ),
+            Condition::LiveCallCap { .. } => "live calls".to_owned(),
+        }
+    }
+
+    /// When the rule fires, in words.
+    pub fn threshold(&self) -> String {
+        match self {
+            Condition::FailureRate {
+                above_percent,
+                min_calls,
+                window_s,
+                ..
+            } => format!(
+                "more than {above_percent}% of at least {min_calls} calls failed in {window_s} s"
+            ),
+            Condition::LatencyP95 {
+                above_ms,
+                min_calls,
+                window_s,
+                ..
+            } => format!(
+                "p95 latency over {above_ms} ms across at least {min_calls} calls in {window_s} s"
+            ),
+            Condition::BreakerOpen { window_s, .. } => {
+                format!("a circuit breaker opened within {window_s} s")
+            }
+            Condition::ConnectionBroken { .. } => {
+                "the provider refused to refresh a connection".to_owned()
+            }
+            Condition::LiveCallCap { at_percent } => {
+                format!("live calls reached {at_percent}% of the live-call cap")
+            }
+        }
     }
 }
 
@@ -382,6 +694,21 @@ mod tests {
     }
 
     #[test]
+    fn an_email_rule_keeps_its_password_apart() {
+        let body = json!({"id": "crm", "kind": "live_call_cap", "email": {
+            "to": ["ops@example.com"], "from_email": "alerts@example.com",
+            "smtp_host": "smtp.example.com", "username": "alerts", "password": "hunter2"}});
+        let rule = parse(&body, false).expect("valid");
+        assert_eq!(rule.channels(), ["email"]);
+        let def = rule.definition();
+        assert_eq!(def["email"]["smtp_port"], 587);
+        assert_eq!(def["email"]["security"], "starttls");
+        assert!(!def.to_string().contains("hunter2"), "{def}");
+        assert!(smtp_password(&body).is_some());
+        assert_eq!(Rule::stored("crm", &def), Some(rule));
+    }
+
+    #[test]
     fn every_problem_is_at_its_pointer() {
         let cases = [
             (json!([]), vec![""]),
@@ -409,6 +736,27 @@ mod tests {
             (
                 json!({"id": "x", "kind": "connection_broken"}),
                 vec!["/webhook_url"],
+            ),
+            (
+                json!({"id": "x", "kind": "connection_broken", "email": {"to": ["ops@example.com", "not an address"],
+                       "from_email": "alerts@example.com", "smtp_host": "10.0.0.5", "smtp_port": 70000,
+                       "security": "plain", "password": "hunter2", "cc": []}}),
+                vec![
+                    "/email/cc",
+                    "/email/to/1",
+                    "/email/smtp_host",
+                    "/email/smtp_port",
+                    "/email/security",
+                    "/email/password",
+                ],
+            ),
+            (
+                json!({"id": "x", "kind": "connection_broken", "email": {"to": [], "smtp_host": "smtp.example.com"}}),
+                vec!["/email/to", "/email/from_email"],
+            ),
+            (
+                json!({"id": "x", "kind": "live_call_cap", "email": "ops@example.com"}),
+                vec!["/email"],
             ),
         ];
         for (input, want) in cases {

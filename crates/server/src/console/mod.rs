@@ -31,6 +31,7 @@ use crate::state::AppState;
 
 mod admin;
 mod agent_edit;
+mod alerts;
 mod connect;
 mod events;
 mod health;
@@ -62,7 +63,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
 });
 
 /// The templates, compiled into the binary.
-const SOURCES: [(&str, &str); 27] = [
+const SOURCES: [(&str, &str); 32] = [
     ("layout.html", include_str!("templates/layout.html")),
     ("signin.html", include_str!("templates/signin.html")),
     ("tools.html", include_str!("templates/tools.html")),
@@ -90,6 +91,20 @@ const SOURCES: [(&str, &str); 27] = [
     ("call.html", include_str!("templates/call.html")),
     ("row.html", include_str!("templates/row.html")),
     ("health.html", include_str!("templates/health.html")),
+    ("alerts.html", include_str!("templates/alerts.html")),
+    ("alert.html", include_str!("templates/alert.html")),
+    (
+        "alert_history.html",
+        include_str!("templates/alert_history.html"),
+    ),
+    (
+        "alert_created.html",
+        include_str!("templates/alert_created.html"),
+    ),
+    (
+        "alert_deleted.html",
+        include_str!("templates/alert_deleted.html"),
+    ),
     ("error.html", include_str!("templates/error.html")),
     ("tenants.html", include_str!("templates/tenants.html")),
     (
@@ -166,6 +181,12 @@ pub fn router() -> Router<AppState> {
         .route("/console/calls/{id}/events", get(events::call_events))
         .route("/console/calls/{id}/rows", get(pages::call_rows))
         .route("/console/health", get(health::health))
+        .route(
+            "/console/alerts",
+            get(alerts::alerts).post(alerts::create_rule),
+        )
+        .route("/console/alerts/{id}", get(alerts::alert))
+        .route("/console/alerts/{id}/delete", post(alerts::delete_rule))
         .route(
             "/console/admin",
             get(|| async { Redirect::to("/console/admin/tenants") }),

@@ -1,5 +1,6 @@
 //! Alert rules (`/v1/alerts/rules`) and their history (`/v1/alerts/history`): a tenant's own
-//! only. A rule's webhook secret is answered once, when the rule is made.
+//! only. A rule's webhook secret is answered once, when the rule is made; its SMTP password
+//! never is.
 
 use axum::Json;
 use axum::extract::State;
@@ -7,7 +8,7 @@ use axum::http::StatusCode;
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use switchboard_store::{AlertEvent, AlertRule};
+use switchboard_store::{AlertEvent, AlertRule, ChannelDelivery};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::alerts::rules;
@@ -48,15 +49,46 @@ pub struct AlertRuleBody {
     /// Fires at this percentage of the live-call cap (`live_call_cap`; 1-100, default 100).
     #[schema(minimum = 1, maximum = 100)]
     pub at_percent: Option<u32>,
-    /// Where the signed notifications go (the `api_call` outbound rules apply).
-    pub webhook_url: String,
+    /// Where the signed notifications go (the `api_call` outbound rules apply). A rule has
+    /// `webhook_url`, `email` or both.
+    pub webhook_url: Option<String>,
+    /// Notify by email too (or instead).
+    pub email: Option<AlertEmailBody>,
+}
+
+/// A rule's email channel: the addresses, and the SMTP server they are sent through (held to
+/// the `api_call` outbound rules: no loopback or private server unless the deployment allows
+/// private networks).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Only its schema is used.
+pub struct AlertEmailBody {
+    /// 1-10 addresses (`name@example.com`).
+    #[schema(min_items = 1, max_items = 10)]
+    pub to: Vec<String>,
+    /// The address alerts are sent from.
+    pub from_email: String,
+    /// The SMTP server's name or IP address.
+    pub smtp_host: String,
+    /// Default 587.
+    #[schema(minimum = 1, maximum = 65535)]
+    pub smtp_port: Option<u16>,
+    /// `starttls` (default), `tls` (implicit TLS) or `plain` (only where private networks are
+    /// allowed).
+    pub security: Option<String>,
+    /// The SMTP user name, if the server asks for one.
+    pub username: Option<String>,
+    /// The SMTP password: write-only, stored sealed, never shown.
+    #[schema(write_only)]
+    pub password: Option<String>,
 }
 
 /// A rule as stored: its definition with every default, and its state.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AlertRuleView {
     pub id: String,
-    /// The checked definition (kind, fields with defaults, `webhook_url`).
+    /// The checked definition (kind, fields with defaults, `webhook_url` and/or `email`, never
+    /// the SMTP password).
     #[schema(value_type = Object)]
     pub definition: Value,
     /// `ok` or `firing`.
@@ -96,7 +128,7 @@ pub struct AlertRuleList {
     pub items: Vec<AlertRuleView>,
 }
 
-/// One transition of a rule and its notification.
+/// One transition of a rule and its notifications.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AlertEventView {
     pub rule: String,
@@ -107,25 +139,74 @@ pub struct AlertEventView {
     /// The figures the rule compared.
     #[schema(value_type = Object)]
     pub detail: Value,
+    /// All its notifications together: `pending` while one is, else `failed` if one failed,
+    /// else `delivered`.
+    pub delivery: String,
+    /// Attempts over all its notifications.
+    pub attempts: i64,
+    /// The first failing notification's last error.
+    pub last_error: Option<String>,
+    /// When the last notification was delivered, once all were.
+    pub delivered_at: Option<String>,
+    /// Each notification: one per channel of the rule.
+    pub deliveries: Vec<AlertDeliveryView>,
+}
+
+/// One notification of a transition.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AlertDeliveryView {
+    /// `webhook` or `email`.
+    pub channel: String,
     /// `pending`, `delivered` or `failed`.
     pub delivery: String,
     pub attempts: i64,
+    /// Why the last attempt failed (a status or what the server answered; never a URL or a
+    /// password).
     pub last_error: Option<String>,
     pub delivered_at: Option<String>,
 }
 
+impl From<ChannelDelivery> for AlertDeliveryView {
+    fn from(d: ChannelDelivery) -> Self {
+        AlertDeliveryView {
+            channel: d.channel,
+            delivery: d.delivery,
+            attempts: d.attempts,
+            last_error: d.last_error,
+            delivered_at: d.delivered_at,
+        }
+    }
+}
+
 impl From<AlertEvent> for AlertEventView {
     fn from(e: AlertEvent) -> Self {
+        let has = |state: &str| e.deliveries.iter().any(|d| d.delivery == state);
+        let delivery = if has("pending") {
+            "pending"
+        } else if has("failed") {
+            "failed"
+        } else {
+            "delivered"
+        };
+        let delivered_at = (delivery == "delivered")
+            .then(|| {
+                e.deliveries
+                    .iter()
+                    .filter_map(|d| d.delivered_at.clone())
+                    .max()
+            })
+            .flatten();
         AlertEventView {
             rule: e.rule_id,
             seq: e.seq,
             state: e.state,
             at: e.at,
             detail: e.detail,
-            delivery: e.delivery,
-            attempts: e.attempts,
-            last_error: e.last_error,
-            delivered_at: e.delivered_at,
+            delivery: delivery.to_owned(),
+            attempts: e.deliveries.iter().map(|d| d.attempts).sum(),
+            last_error: e.deliveries.iter().find_map(|d| d.last_error.clone()),
+            delivered_at,
+            deliveries: e.deliveries.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -145,7 +226,13 @@ pub struct HistoryQuery {
     /// At most this many (1-500, default 100).
     #[param(minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
+    /// Skip this many of the newest first (0-10000, default 0): the next page.
+    #[param(minimum = 0, maximum = 10000)]
+    pub offset: Option<u32>,
 }
+
+/// The most transitions a history page skips.
+pub const MAX_HISTORY_OFFSET: u32 = 10_000;
 
 /// Makes a rule from a request body, every problem at its pointer.
 pub(crate) fn read_rule(state: &AppState, body: &Value) -> ApiResult<rules::Rule> {
@@ -163,13 +250,20 @@ pub(crate) fn read_rule(state: &AppState, body: &Value) -> ApiResult<rules::Rule
     })
 }
 
-/// Stores a checked rule with a new secret; answers it with the secret.
+/// Stores a checked rule with a new webhook secret (and the body's SMTP password, sealed);
+/// answers it with the webhook secret.
 pub(crate) async fn create(
     state: &AppState,
     tenant: &str,
     rule: &rules::Rule,
+    body: &Value,
 ) -> ApiResult<CreatedAlertRule> {
     let secret = switchboard_store::alerts::new_webhook_secret()?;
+    let password = rule
+        .email
+        .as_ref()
+        .and_then(|e| e.username.as_ref())
+        .and_then(|_| rules::smtp_password(body));
     let stored = state
         .store
         .create_alert_rule(
@@ -177,6 +271,7 @@ pub(crate) async fn create(
             &rule.id,
             &rule.definition(),
             &secret,
+            password.as_ref(),
             state.config.alerts.max_rules_per_tenant,
         )
         .await?;
@@ -196,7 +291,7 @@ pub async fn create_rule(
     Body(body): Body<Value>,
 ) -> ApiResult<(StatusCode, Json<CreatedAlertRule>)> {
     let rule = read_rule(&state, &body)?;
-    let created = create(&state, &tenant.id, &rule).await?;
+    let created = create(&state, &tenant.id, &rule, &body).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -250,9 +345,20 @@ pub async fn history(
             "limit {limit} is out of range; ask for 1 to 500"
         )));
     }
+    let offset = q.offset.unwrap_or(0);
+    if offset > MAX_HISTORY_OFFSET {
+        return Err(ApiError::bad_request(format!(
+            "offset {offset} is out of range; ask for 0 to {MAX_HISTORY_OFFSET}"
+        )));
+    }
     let events = state
         .store
-        .alert_history(&tenant.id, q.rule.as_deref(), i64::from(limit))
+        .alert_history(
+            &tenant.id,
+            q.rule.as_deref(),
+            i64::from(limit),
+            i64::from(offset),
+        )
         .await?;
     Ok(Json(AlertHistory {
         items: events.into_iter().map(Into::into).collect(),

@@ -355,3 +355,192 @@ async fn bad_rules_get_every_problem_at_its_pointer() {
     );
     a.stop().await;
 }
+
+/// How many messages the SMTP peer took, and their text.
+fn mails(smtp: &crate::peers::SmtpPeer) -> (usize, String) {
+    let text = smtp.received();
+    (text.matches("Message-ID").count(), text)
+}
+
+/// A rule with a webhook and an email: each transition is one webhook and one email for the
+/// whole cluster, each recorded in the history per channel, as the console shows it.
+#[tokio::test]
+async fn a_rule_emails_each_transition_once_across_two_nodes() {
+    let smtp = crate::peers::SmtpPeer::start().await;
+    let (hooks, got) = receiver().await;
+    let cfg = || ServerConfig {
+        max_calls_per_tenant: 2,
+        ..config()
+    };
+    let a = spawn_app_with(Backend::Postgres, cfg()).await;
+    let (base, state, stop, server) = start_with(&a.url, a.key.clone(), cfg()).await;
+    let b = TestApp::view(&a, base);
+    let key = crate::support::acme(&a, "acme").await;
+    let (s, rule) = a
+        .post(
+            "/v1/alerts/rules",
+            &key,
+            json!({"id": "busy", "kind": "live_call_cap", "at_percent": 50,
+                   "webhook_url": format!("{hooks}/busy"),
+                   "email": {"to": ["ops@example.com", "oncall@example.com"],
+                             "from_email": "alerts@example.com", "smtp_host": "127.0.0.1",
+                             "smtp_port": smtp.port, "security": "plain"}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{rule}");
+    let secret = rule["secret"].as_str().unwrap().to_owned();
+    assert_eq!(rule["definition"]["email"]["smtp_port"], smtp.port);
+
+    // One live call of a cap of two: firing, seen by both nodes.
+    assert_eq!(
+        b.post("/v1/calls", &key, json!({"call_id": "c1"})).await.0,
+        StatusCode::CREATED
+    );
+    wait_for("the firing email", || mails(&smtp).0 >= 1).await;
+    assert_eq!(b.delete("/v1/calls/c1", &key).await.0, StatusCode::OK);
+    wait_for("the resolved email", || mails(&smtp).0 >= 2).await;
+    wait_for("both webhooks", || {
+        verified(&got, "/busy", &secret).len() >= 2
+    })
+    .await;
+    // Several more passes of both nodes: nothing more is sent.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let (n, text) = mails(&smtp);
+    assert_eq!(n, 2, "{text}");
+    assert_eq!(verified(&got, "/busy", &secret).len(), 2);
+    let firing = text.find("Subject: [Switchboard] firing: busy on live calls");
+    let resolved = text.find("Subject: [Switchboard] resolved: busy on live calls");
+    assert!(
+        firing.is_some() && resolved.is_some() && firing < resolved,
+        "{text}"
+    );
+    for want in [
+        "Alert rule busy is firing.",
+        "Fires when: live calls reached 50% of the live-call cap",
+        "live_calls: 1",
+        "max_calls_per_tenant: 2",
+        "To: ops@example.com, oncall@example.com",
+        "From: alerts@example.com",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    assert!(
+        !text.contains("http://") && !text.contains("https://"),
+        "{text}"
+    );
+
+    let (_, history) = a.get("/v1/alerts/history", &key).await;
+    let items = history["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{history}");
+    for e in items {
+        assert_eq!(e["delivery"], "delivered", "{history}");
+        let channels: Vec<(&str, &str)> = e["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["channel"].as_str().unwrap(),
+                    d["delivery"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            channels,
+            [("webhook", "delivered"), ("email", "delivered")],
+            "{history}"
+        );
+    }
+    // Paged: the second page of one holds the older transition.
+    let (_, older) = a.get("/v1/alerts/history?limit=1&offset=1", &key).await;
+    assert_eq!(older["items"][0]["state"], "firing", "{older}");
+
+    // The console shows the rule and each transition's deliveries per channel.
+    let browser = crate::console::sign_in(&a, &key).await;
+    let (s, page) = browser.get("/console/alerts").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        page.contains("email to ops@example.com, oncall@example.com"),
+        "{page}"
+    );
+    assert_eq!(page.matches("email: delivered").count(), 2, "{page}");
+    assert_eq!(page.matches("webhook: delivered").count(), 2, "{page}");
+
+    let _ = stop.send(());
+    let _ = server.await;
+    state.store.close().await;
+    a.stop().await;
+}
+
+/// An email the server refuses is retried, then recorded failed beside the delivered
+/// webhook; the SMTP password is in no answer and no error.
+#[tokio::test]
+async fn a_refused_email_is_recorded_failed_and_the_password_is_never_shown() {
+    let smtp = crate::peers::SmtpPeer::start().await;
+    let (hooks, got) = receiver().await;
+    let cfg = ServerConfig {
+        max_calls_per_tenant: 1,
+        alerts: AlertSettings {
+            max_attempts: 2,
+            ..config().alerts
+        },
+        ..config()
+    };
+    let a = spawn_app_with(Backend::Sqlite, cfg).await;
+    let key = crate::support::acme(&a, "acme").await;
+    let password = "correct-horse-battery-staple";
+    let (s, rule) = a
+        .post(
+            "/v1/alerts/rules",
+            &key,
+            json!({"id": "busy", "kind": "live_call_cap",
+                   "webhook_url": format!("{hooks}/busy"),
+                   "email": {"to": ["nobody@example.com"], "from_email": "alerts@example.com",
+                             "smtp_host": "127.0.0.1", "smtp_port": smtp.port, "security": "plain",
+                             "username": "alerts", "password": password}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{rule}");
+    assert!(!rule.to_string().contains(password), "{rule}");
+    let secret = rule["secret"].as_str().unwrap().to_owned();
+    assert_eq!(
+        a.post("/v1/calls", &key, json!({"call_id": "c1"})).await.0,
+        StatusCode::CREATED
+    );
+    let start = Instant::now();
+    let history = loop {
+        let (_, h) = a.get("/v1/alerts/history", &key).await;
+        if h["items"][0]["delivery"] == "failed" {
+            break h;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{h}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(verified(&got, "/busy", &secret).len(), 1);
+    let deliveries = &history["items"][0]["deliveries"];
+    assert_eq!(deliveries[0]["channel"], "webhook", "{history}");
+    assert_eq!(deliveries[0]["delivery"], "delivered", "{history}");
+    assert_eq!(deliveries[1]["channel"], "email", "{history}");
+    assert_eq!(deliveries[1]["delivery"], "failed", "{history}");
+    assert_eq!(deliveries[1]["attempts"], 2, "{history}");
+    let error = deliveries[1]["last_error"].as_str().unwrap();
+    // The peer offers no sign-in, so the configured user cannot sign in: named, no password.
+    assert!(
+        error.contains("mail server 127.0.0.1") && error.contains("authentication"),
+        "{error}"
+    );
+    assert_eq!(history["items"][0]["last_error"], json!(error));
+    for shown in [
+        history.to_string(),
+        a.get("/v1/alerts/rules", &key).await.1.to_string(),
+        a.get("/v1/alerts/rules/busy", &key).await.1.to_string(),
+        crate::console::sign_in(&a, &key)
+            .await
+            .get("/console/alerts")
+            .await
+            .1,
+    ] {
+        assert!(!shown.contains(password), "{shown}");
+    }
+    a.stop().await;
+}

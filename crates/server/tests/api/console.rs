@@ -2186,3 +2186,149 @@ both_backends!(
         assert!(diff.contains("class=\"added\""), "{diff}");
     }
 );
+
+both_backends!(
+    the_alerts_page_lists_makes_and_deletes_a_tenants_rules,
+    |app| {
+        let key = app.tenant("acme").await;
+        let other_key = app.tenant("globex").await;
+        let b = sign_in(&app, &key).await;
+        let other = sign_in(&app, &other_key).await;
+
+        let (s, page) = b.get("/console/alerts").await;
+        assert_eq!(s, StatusCode::OK);
+        let page = unescape(&page);
+        assert!(
+            page.contains("href=\"/console/alerts\" class=\"active\""),
+            "{page}"
+        );
+        assert!(page.contains("No rules yet"), "{page}");
+
+        // The editor answers a bad rule with the API's problems at their pointers.
+        let bad = json!({"id": "slow", "kind": "tool_latency_p95", "tool": "crm",
+        "email": {"to": ["not an address"], "from_email": "alerts@example.com",
+                  "smtp_host": "smtp.example.com", "password": "hunter2-secret"}});
+        let (s, answer) = b
+            .post("/console/alerts", &[("definition", &bad.to_string())])
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        let answer = unescape(&answer);
+        for pointer in ["/above_ms", "/email/to/0", "/email/password"] {
+            assert!(
+                answer.contains(&format!("<code>{pointer}</code>")),
+                "{pointer}: {answer}"
+            );
+        }
+        assert!(!answer.contains("hunter2-secret"), "{answer}");
+        let (_, answer) = b
+            .post(
+                "/console/alerts",
+                &[("definition", "{\"password\": \"hunter2-secret\"")],
+            )
+            .await;
+        assert!(answer.contains("not JSON"), "{answer}");
+        assert!(!answer.contains("hunter2-secret"), "{answer}");
+
+        // A good one is made, its webhook secret shown once, its SMTP password never.
+        let good = json!({"id": "slow", "kind": "tool_latency_p95", "tool": "crm", "above_ms": 900,
+        "webhook_url": "https://alerts.example.com/in?token=abc123",
+        "email": {"to": ["ops@example.com"], "from_email": "alerts@example.com",
+                  "smtp_host": "smtp.example.com", "username": "alerts", "password": "hunter2-secret"}});
+        let (s, made) = b
+            .post("/console/alerts", &[("definition", &good.to_string())])
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(made.contains("id=\"rule-secret\">whsec_"), "{made}");
+        assert!(!made.contains("hunter2-secret"), "{made}");
+        let (_, page) = b.get("/console/alerts").await;
+        assert!(page.contains("href=\"/console/alerts/slow\""), "{page}");
+        assert!(page.contains("email to ops@example.com"), "{page}");
+        assert!(page.contains("webhook to alerts.example.com"), "{page}");
+        assert!(
+            !page.contains("abc123"),
+            "the webhook's query is not shown: {page}"
+        );
+        let (s, rule_page) = b.get("/console/alerts/slow").await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(rule_page.contains("p95 latency over 900 ms"), "{rule_page}");
+        for shown in [&page, &rule_page] {
+            assert!(
+                !shown.contains("hunter2-secret") && !shown.contains("whsec_"),
+                "{shown}"
+            );
+        }
+        let (_, read) = app.get("/v1/alerts/rules/slow", &key).await;
+        assert_eq!(read["definition"]["email"]["username"], "alerts");
+        assert!(!read.to_string().contains("hunter2-secret"), "{read}");
+
+        // Another tenant's session sees nothing of it and cannot delete it by its id.
+        let (_, theirs) = other.get("/console/alerts").await;
+        assert!(
+            theirs.contains("No rules yet") && !theirs.contains("/console/alerts/slow"),
+            "{theirs}"
+        );
+        let (s, _) = other.get("/console/alerts/slow").await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        let (_, refused) = other.post("/console/alerts/slow/delete", &[]).await;
+        assert!(refused.contains("404"), "{refused}");
+        assert_eq!(
+            app.get("/v1/alerts/rules/slow", &key).await.0,
+            StatusCode::OK
+        );
+
+        // A change without the CSRF token is refused, and changes nothing.
+        for (path, body) in [
+            ("/console/alerts/slow/delete", String::new()),
+            (
+                "/console/alerts",
+                encode(&[(
+                    "definition",
+                    &json!({"id": "sneaky", "kind": "live_call_cap",
+                "webhook_url": "https://alerts.example.com/in"})
+                    .to_string(),
+                )]),
+            ),
+        ] {
+            let r = client()
+                .post(format!("{}{path}", app.base))
+                .header(COOKIE, &b.cookie)
+                .header(CONTENT_TYPE, FORM)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::FORBIDDEN, "{path}");
+        }
+        assert_eq!(
+            app.get("/v1/alerts/rules/slow", &key).await.0,
+            StatusCode::OK
+        );
+        assert_eq!(
+            app.get("/v1/alerts/rules/sneaky", &key).await.0,
+            StatusCode::NOT_FOUND
+        );
+
+        // The admin's session has no tenant's alerts: it is sent to its own pages.
+        let admin = sign_in_to(&app, &app.admin, "/console/admin/tenants").await;
+        let r = client()
+            .get(format!("{}/console/alerts/slow", app.base))
+            .header(COOKIE, &admin.cookie)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_redirection(), "{}", r.status());
+
+        // The owner deletes it.
+        let (s, done) = b.post("/console/alerts/slow/delete", &[]).await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(done.contains("Deleted the rule"), "{done}");
+        assert_eq!(
+            app.get("/v1/alerts/rules/slow", &key).await.0,
+            StatusCode::NOT_FOUND
+        );
+        // A page past the history kept is a clear refusal.
+        let (s, past) = b.get("/console/alerts?page=100000").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(past.contains("past the history kept"), "{past}");
+    }
+);

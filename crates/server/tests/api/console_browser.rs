@@ -175,3 +175,43 @@ async fn the_console_in_a_real_browser() {
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("every step passed"), "{stdout}{stderr}");
 }
+
+/// The Alerts page in a real browser (`tests/browser/alerts.cjs`): the nav leads to it, a bad
+/// rule's problems show at their pointers, a good one is made with its secret shown once, and a
+/// confirmed delete reloads the list without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_alerts_page_in_a_real_browser() {
+    if let Some(lacking) = missing() {
+        let required = std::env::var("SWITCHBOARD_BROWSER_TESTS").is_ok_and(|v| v == "required");
+        assert!(
+            !required,
+            "SWITCHBOARD_BROWSER_TESTS=required but the browser test lacks {lacking}: run scripts/browser-peers.sh"
+        );
+        eprintln!(
+            "SKIPPED the_alerts_page_in_a_real_browser: it lacks {lacking}; run scripts/browser-peers.sh"
+        );
+        return;
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let app = spawn_app_on(listener, Backend::Sqlite, ServerConfig::default(), None).await;
+    let key = app.tenant("acme").await;
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(root().join("crates/server/tests/browser/alerts.cjs"))
+        .env("NODE_PATH", node_modules())
+        .env("SB_BASE", &app.base)
+        .env("SB_KEY", &key)
+        .env("SB_CHROMIUM", chromium())
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(WALK_LIMIT, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("the browser walk did not finish in {WALK_LIMIT:?}"))
+        .expect("run node tests/browser/alerts.cjs");
+    app.stop().await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("every step passed"), "{stdout}{stderr}");
+}
