@@ -87,8 +87,11 @@ both_backends!(a_caldav_calendar_in_a_time_zone, |app| {
         json!({"date": "2030-03-09T16:30:00-05:00", "duration_minutes": 60}),
     )
     .await;
+    // Saturday 16:30-17:30 runs past the 17:00 close: refused as outside the hours, with the
+    // free times to offer.
+    assert_eq!(r["result"]["error"], "outside_hours", "{r}");
     assert_eq!(
-        r["result"]["data"]["next_free_slots"][0]["start"], "2030-03-10T09:00:00-04:00",
+        r["result"]["details"]["next_free_slots"][0]["start"], "2030-03-10T09:00:00-04:00",
         "{r}"
     );
 });
