@@ -399,7 +399,27 @@ impl Store {
     /// the stored value of that tool, `Some(Value::Null)` clears it. Making an agent the
     /// default makes the previous default an ordinary agent.
     pub async fn put_agent(&self, tenant_id: &str, def: &AgentDef) -> Result<Agent, StoreError> {
+        self.put_agent_routed(tenant_id, def, None).await
+    }
+
+    /// [`Store::put_agent`] and, in the same transaction, the tenant's `features` replaced by
+    /// `routing.0` (its phone numbers routed anew) — provided the tenant is as it was read
+    /// (`routing.1`, its `updated_at` then). A tenant changed since (another save, or
+    /// `PUT /v1/features`) is a `Conflict`, and nothing is written: both land or neither.
+    pub async fn put_agent_routed(
+        &self,
+        tenant_id: &str,
+        def: &AgentDef,
+        routing: Option<(&Value, &str)>,
+    ) -> Result<Agent, StoreError> {
         check_def(def)?;
+        let features = match routing {
+            Some((features, seen)) => {
+                crate::tenants::check_features(features)?;
+                Some((to_json(features)?, seen))
+            }
+            None => None,
+        };
         // Seal before the transaction: it holds the write lock, sealing needs none.
         let mut sealed_new: HashMap<&str, Option<Vec<u8>>> = HashMap::new();
         for t in &def.tools {
@@ -420,9 +440,24 @@ impl Store {
         let live = def.live.as_ref().map(to_json).transpose()?;
         let guards = def.guards.as_ref().map(to_json).transpose()?;
         let at = now();
-        let written: Result<(String, Vec<bool>), sqlx::Error> = with_pool!(self, |pool| {
+        let written: Result<Option<(String, Vec<bool>)>, sqlx::Error> = with_pool!(self, |pool| {
             async {
                 let mut tx = self.begin_write(pool).await?;
+                if let Some((features, seen)) = &features {
+                    let routed = sqlx::query(
+                        "UPDATE tenants SET features = $2, updated_at = $3 WHERE id = $1 AND updated_at = $4",
+                    )
+                    .bind(tenant_id)
+                    .bind(features)
+                    .bind(&at)
+                    .bind(*seen)
+                    .execute(&mut *tx)
+                    .await?;
+                    if routed.rows_affected() == 0 {
+                        // Rolled back as the transaction drops.
+                        return Ok(None);
+                    }
+                }
                 if def.default {
                     sqlx::query(
                         "UPDATE agents SET is_default = $3 WHERE tenant_id = $1 AND name <> $2 AND is_default",
@@ -498,12 +533,17 @@ impl Store {
                     .await?;
                 }
                 tx.commit().await?;
-                Ok((created_at, set))
+                Ok(Some((created_at, set)))
             }
             .await
         });
         let (created_at, set) = match written {
-            Ok(w) => w,
+            Ok(Some(w)) => w,
+            Ok(None) => {
+                return Err(StoreError::Conflict(format!(
+                    "tenant `{tenant_id}` changed since its phone numbers were read (another save, or PUT /v1/features): nothing was saved; reload and save again"
+                )));
+            }
             Err(e) if is_fk_violation(&e) => {
                 return Err(StoreError::NotFound(format!("tenant `{tenant_id}`")));
             }

@@ -55,7 +55,7 @@ pub fn check_tenant_id(id: &str) -> Result<(), StoreError> {
     }
 }
 
-fn check_features(features: &Value) -> Result<(), StoreError> {
+pub(crate) fn check_features(features: &Value) -> Result<(), StoreError> {
     if features.is_object() {
         Ok(())
     } else {

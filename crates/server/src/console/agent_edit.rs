@@ -229,10 +229,12 @@ async fn save_checked(
         }
         Err(e) => return Err(e),
     };
-    state.store.put_agent(&op.tenant, &def).await?;
-    if let Some(features) = numbers {
-        state.store.set_features(&op.tenant, &features).await?;
-    }
+    // The agent and its numbers land together, or neither.
+    let routing = numbers.as_ref().map(|(f, seen)| (f, seen.as_str()));
+    state
+        .store
+        .put_agent_routed(&op.tenant, &def, routing)
+        .await?;
     let to = format!("/console/agents/{}?saved=1", urlencode(name));
     let mut r = StatusCode::OK.into_response();
     if let Ok(v) = HeaderValue::from_str(&to) {
@@ -242,14 +244,15 @@ async fn save_checked(
 }
 
 /// The tenant's features with `typed` (numbers separated by commas, spaces or lines) routed to
-/// `agent` and no other number routed to it; `None` when nothing changes. A number routed to
+/// `agent` and no other number routed to it, with the tenant's `updated_at` when they were read
+/// (the save lands only on the tenant as read); `None` when nothing changes. A number routed to
 /// another agent is a problem: it is taken from that agent on that agent's page.
 async fn routed_numbers(
     state: &AppState,
     tenant: &str,
     agent: &str,
     typed: &str,
-) -> Result<Result<Option<Value>, Vec<Value>>, ApiError> {
+) -> Result<Result<Option<(Value, String)>, Vec<Value>>, ApiError> {
     let wanted: BTreeSet<&str> = typed
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|n| !n.is_empty())
@@ -267,12 +270,12 @@ async fn routed_numbers(
             "route fewer numbers to this agent",
         )]));
     }
-    let mut features = state
+    let read = state
         .store
         .get_tenant(tenant)
         .await?
-        .ok_or_else(|| ApiError::not_found("this tenant"))?
-        .features;
+        .ok_or_else(|| ApiError::not_found("this tenant"))?;
+    let (mut features, seen) = (read.features, read.updated_at);
     let mut routes: BTreeMap<String, NumberRoute> = RealtimeFeature::of(&features)
         .map_err(ApiError::bad_request)?
         .phone_numbers;
@@ -343,7 +346,7 @@ async fn routed_numbers(
             "correct the numbers",
         )]));
     }
-    Ok(Ok(Some(features)))
+    Ok(Ok(Some((features, seen))))
 }
 
 /// The editor for a new agent named `name`; an agent of that name opens its own page.

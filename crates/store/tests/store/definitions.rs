@@ -8,6 +8,7 @@ on_both_backends!(
     tool_list_pages_with_a_cursor,
     agents_keep_sensitive_config_sealed_and_write_only,
     default_agent_is_unique,
+    an_agent_and_its_numbers_land_together_or_not_at_all,
     secrets_are_sealed_and_listed_by_name,
     mcp_servers_are_sealed_and_shown_without_secrets,
 );
@@ -309,6 +310,56 @@ async fn agents_keep_sensitive_config_sealed_and_write_only(h: Harness) {
         None
     );
     assert!(raw_cells(&h, "agent_tools").await.is_empty());
+}
+
+/// The console saves an agent and the tenant's numbers routed to it in one transaction, on
+/// the tenant as it was read: a tenant changed meanwhile (`PUT /v1/features`) is a conflict
+/// and neither is written.
+async fn an_agent_and_its_numbers_land_together_or_not_at_all(h: Harness) {
+    let s = &h.store;
+    tenant(s, "acme").await;
+    let read = s.get_tenant("acme").await.unwrap().unwrap();
+    let def = |instructions: &str| -> AgentDef {
+        serde_json::from_value(json!({"name": "front", "instructions": instructions})).unwrap()
+    };
+    let routed = json!({"realtime": {"phone_numbers": {"+18005550100": "front"}}});
+    s.put_agent_routed("acme", &def("one"), Some((&routed, &read.updated_at)))
+        .await
+        .unwrap();
+    let now = s.get_tenant("acme").await.unwrap().unwrap();
+    assert_eq!(now.features, routed);
+    assert_eq!(
+        s.get_agent("acme", "front")
+            .await
+            .unwrap()
+            .unwrap()
+            .instructions,
+        "one"
+    );
+
+    // Someone else changes the features after the page read them: nothing lands.
+    let theirs = json!({"refer": {"enabled": false}});
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    s.set_features("acme", &theirs).await.unwrap();
+    let stale = json!({"realtime": {"phone_numbers": {"+18005550199": "front"}}});
+    let e = s
+        .put_agent_routed("acme", &def("two"), Some((&stale, &now.updated_at)))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{e:?}");
+    assert_eq!(
+        s.get_tenant("acme").await.unwrap().unwrap().features,
+        theirs
+    );
+    assert_eq!(
+        s.get_agent("acme", "front")
+            .await
+            .unwrap()
+            .unwrap()
+            .instructions,
+        "one",
+        "the agent was saved without its numbers"
+    );
 }
 
 async fn default_agent_is_unique(h: Harness) {
