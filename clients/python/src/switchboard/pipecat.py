@@ -147,7 +147,7 @@ class SwitchboardTools:
         """Waits for the answer, speaking the tool's `messages` (`TTSSpeakFrame`): `start` now,
         `delayed` once if it is still running after `delayed_after_ms`."""
         try:
-            messages = await self.call.client.messages(params.function_name)
+            messages = await self.call.messages(params.function_name)
         except SwitchboardError:
             messages = None  # no filler is better than no answer
         if messages is None:
