@@ -194,6 +194,9 @@ async def test_a_handoff_changes_the_next_turns_tools(sb: Switchboard) -> None:
     assert llm.seen[1].tools == ["pay_bill"]
     assert "billing" in llm.seen[1].messages[0]["content"]
     assert json.loads(llm.tool_outputs()["pay_bill"])["message"] == "Paid."
+    handoff = json.loads(llm.tool_outputs()["to_billing"])
+    assert handoff["message"] == "Transferred to agent 'billing'."
+    assert handoff["handoff"] == {"agent": "billing", "reason": "billing question"}
     assert (await call.record()).context["workflow"]["paid"] == 12.5
     await call.end()
 

@@ -143,6 +143,9 @@ async def test_a_handoff_moves_the_flow_to_the_new_agents_node(sb: Switchboard) 
     assert after.tools == ["pay_bill"]
     assert after.system == "You are billing. Take payments."
     assert json.loads(llm.tool_outputs()["pay_bill"])["message"] == "Paid."
+    handoff = json.loads(llm.tool_outputs()["to_billing"])
+    assert handoff["message"] == "Transferred to agent 'billing'."
+    assert handoff["handoff"] == {"agent": "billing", "reason": "billing question"}
     record = await call.record()
     assert record.agent == "billing" and record.context["workflow"]["paid"] == 12.5
     await call.end()

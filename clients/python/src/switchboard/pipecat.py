@@ -12,7 +12,8 @@ Switchboard, whose side-effect policy decides: a read tool is aborted, a write t
 its real answer is added to the context (so the model knows an order exists). A transfer answer
 goes to `on_transfer` (e.g. `daily_sip_refer`), a hang-up answer speaks the goodbye
 (`TTSSpeakFrame`) and ends the pipeline (`EndWorkerFrame`), a handoff swaps the context's tools, the
-registered functions and the system instructions. A tool's `messages` are spoken with
+registered functions and the system instructions (the model reads which agent now handles the
+call). A tool's `messages` are spoken with
 `TTSSpeakFrame`s: `start` as it starts, `delayed` once after `delayed_after_ms`.
 """
 
@@ -32,7 +33,7 @@ from pipecat.services.llm_service import FunctionCallParams, LLMService
 
 from .client import Call
 from .errors import SwitchboardError
-from .types import Function, Hangup, InvocationResult, Transfer
+from .types import Function, Hangup, InvocationResult, Transfer, handed_off
 
 TransferHandler = Callable[[FunctionCallParams, Transfer], Awaitable[None]]
 HangupHandler = Callable[[FunctionCallParams, Hangup], Awaitable[None]]
@@ -139,7 +140,11 @@ class SwitchboardTools:
         else:
             output = await self._carry_out(name, result, params)
         # Pipecat puts the result in the context as JSON: hand it the answer's value.
-        await params.result_callback(json.loads(output))
+        try:
+            value: Any = json.loads(output)
+        except ValueError:
+            value = output
+        await params.result_callback(value)
 
     async def _with_messages(
         self, params: FunctionCallParams, task: asyncio.Future[InvocationResult]
@@ -181,6 +186,7 @@ class SwitchboardTools:
         output = result.output
         if result.handoff is not None:
             await self._swap(params)
+            output = handed_off(output, result.handoff)
         if result.transfer is not None:
             try:
                 if self._on_transfer is None:

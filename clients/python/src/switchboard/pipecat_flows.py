@@ -31,7 +31,7 @@ from pipecat.processors.aggregators.llm_context import LLMContextMessage
 
 from .client import Call
 from .errors import SwitchboardError
-from .types import Function, Handoff, Hangup, InvocationResult, Transfer
+from .types import Function, Handoff, Hangup, InvocationResult, Transfer, handed_off
 
 TransferHandler = Callable[[FlowManager, Transfer], Awaitable[None]]
 HangupHandler = Callable[[FlowManager, Hangup], Awaitable[None]]
@@ -129,7 +129,11 @@ class SwitchboardFlows:
 
     async def _carry_out(self, name: str, result: InvocationResult, flow_manager: FlowManager) -> tuple[Any, Any]:
         # Pipecat puts the result in the context as JSON: hand it the answer's value.
-        output: Any = json.loads(result.output)
+        text = result.output if result.handoff is None else handed_off(result.output, result.handoff)
+        try:
+            output: Any = json.loads(text)
+        except ValueError:
+            output = text
         if result.transfer is not None:
             try:
                 if self._on_transfer is None:
