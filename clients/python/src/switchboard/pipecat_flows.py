@@ -31,6 +31,7 @@ from pipecat.processors.aggregators.llm_context import LLMContextMessage
 
 from .client import Call
 from .errors import SwitchboardError
+from .pipecat import remember_exact
 from .types import Function, Handoff, Hangup, InvocationResult, Transfer, handed_off
 
 TransferHandler = Callable[[FlowManager, Transfer], Awaitable[None]]
@@ -86,10 +87,14 @@ class SwitchboardFlows:
             return await self._handle(function.name, args, flow_manager)
 
         params = function.parameters
+        properties = dict(params.get("properties") or {})
+        # Flows passes this `properties` object on to the schema it builds: an `exact_schemas`
+        # service's adapter finds the whole schema by it.
+        remember_exact(properties, params)
         return FlowsFunctionSchema(
             name=function.name,
             description=function.description,
-            properties=dict(params.get("properties") or {}),
+            properties=properties,
             required=list(params.get("required") or []),
             handler=handler,
             # Switchboard's side-effect policy decides what an interruption aborts.
