@@ -12,16 +12,16 @@ the call through a dynamic instructions function instead:
     agent.instructions(tools.instructions)
 
 The functions are a LiveKit toolset that LiveKit reads anew for each generation, so a handoff
-takes effect at once: the model's next step in the same turn has the new agent's functions
-(and instructions). Each function is a raw-schema function tool that forwards LiveKit's function call id (our
-`function_call_id`, so LiveKit's own dedup is not needed) and its speech id (our `response_id`).
-When that speech is interrupted, the response's tools are cancelled by Switchboard's policy
-(read tools aborted, write tools finish and their answer is delivered). A transfer answer is
-carried out with LiveKit's SIP transfer (REFER), a hang-up answer deletes the room after the
-goodbye, a handoff answer swaps the agent's Switchboard tools and instructions, and the model
-reads which agent now handles the call. A tool's
-`messages` are spoken with LiveKit's means: `start` with `session.say` as it starts, `delayed`
-with `RunContext.with_filler` once the session has been idle `delayed_after_ms`.
+takes effect at once: the model's next step in the same turn has the new agent's functions (and
+instructions). Each function is a raw-schema function tool that forwards LiveKit's function
+call id (our `function_call_id`, so LiveKit's own dedup is not needed) and its speech id (our
+`response_id`). When that speech is interrupted, the response's tools are cancelled by
+Switchboard's policy (read tools aborted, write tools finish and their answer is delivered). A
+transfer answer is carried out with LiveKit's SIP transfer (REFER), a hang-up answer deletes the
+room after the goodbye, a handoff answer swaps the agent's Switchboard tools and instructions,
+and the model reads which agent now handles the call. A tool's `messages` are spoken with
+LiveKit's means: `start` with `session.say` as it starts, `delayed` with
+`RunContext.with_filler` once the session has been idle `delayed_after_ms`.
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ class SwitchboardTools:
         # toolset is the same object, so that LiveKit sees the same tools in every generation.
         self._built: tuple[object, list[llm.Tool | llm.Toolset]] | None = None
         self._instructions: tuple[str, str] | None = None
-        self._instructions_read = False
+        # Whether LiveKit renders `instructions` (2.0's dynamic instructions function).
+        self._instructions_rendered = False
         self.toolset = _Functions(self)
         """The call's active agent's functions as one LiveKit toolset (what `tools()` holds)."""
         # Hang-ups wait for their speech in the background; kept so they are not collected.
@@ -92,7 +93,8 @@ class SwitchboardTools:
         """The call's active agent's instructions (asked once per agent). On LiveKit 2.0 register
         it as the agent's dynamic instructions (`agent.instructions(tools.instructions)`), which
         LiveKit renders for each generation; `context` is its `RunContext`, unused."""
-        self._instructions_read = True
+        if context is not None:
+            self._instructions_rendered = True
         agent = self.call.agent
         if self._instructions is None or self._instructions[0] != agent or not agent:
             text = await self.call.instructions()
@@ -176,7 +178,7 @@ class SwitchboardTools:
         update_instructions = getattr(agent, "update_instructions", None)
         if update_instructions is not None:
             await update_instructions(await self.instructions())
-        elif not self._instructions_read:
+        elif not self._instructions_rendered:
             logger.warning(
                 "call %s moved to agent %r, but this LiveKit Agent cannot change its instructions: "
                 "register tools.instructions as its instructions function (agent.instructions(tools.instructions))",
