@@ -231,20 +231,28 @@ async def test_a_failed_transfer_is_reported_to_the_model(sb: Switchboard) -> No
     await call.end()
 
 
-async def test_a_handoff_changes_the_next_turns_tools(sb: Switchboard) -> None:
+async def test_a_handoff_takes_effect_in_the_same_turn(sb: Switchboard) -> None:
+    # One user turn: the model hands off, then (the same speech's next step) calls billing's tool.
     call, model, session = await _session(
-        sb, [[("to_billing", {})], "You are with billing now.", [("pay_bill", {"amount": 12.5})], "Paid."],
+        sb, [[("to_billing", {})], [("pay_bill", {"amount": 12.5})], "Paid.", [("pay_bill", {"amount": 1})], "Again."],
         new_id("lk"),
     )
     async with session:
-        await session.run(user_input="billing please")
-        await session.run(user_input="pay 12.50")
+        result = await session.run(user_input="billing please, pay 12.50")
+        await session.run(user_input="and 1 more")
     assert "save_meal" in model.seen[0].tools and "pay_bill" not in model.seen[0].tools
-    # The reply in the same speech keeps that speech's tools; the next turn has billing's.
-    assert model.seen[2].tools == ["pay_bill"]
-    assert "billing" in model.seen[2].instructions
-    assert json.loads(model.outputs()["pay_bill"])["message"] == "Paid."
-    assert (await call.record()).context["workflow"]["paid"] == 12.5
+    assert model.seen[1].tools == ["pay_bill"] and "billing" in model.seen[1].instructions
+    outputs = [e.item for e in result.events if e.type == "function_call_output"]
+    assert [o.name for o in outputs] == ["to_billing", "pay_bill"]
+    handoff = json.loads(outputs[0].output)
+    assert handoff["message"] == "Transferred to agent 'billing'."
+    assert handoff["handoff"] == {"agent": "billing", "reason": "billing question"}
+    assert not outputs[1].is_error and json.loads(outputs[1].output)["message"] == "Paid."
+    # The next turn keeps billing's tools and instructions.
+    assert model.seen[3].tools == ["pay_bill"] and "billing" in model.seen[3].instructions
+    record = await call.record()
+    assert [i["tool"] for i in record.invocations] == ["to_billing", "pay_bill", "pay_bill"]
+    assert record.context["workflow"]["paid"] == 1
     await call.end()
 
 
@@ -257,3 +265,32 @@ async def test_a_slow_tools_messages_are_spoken_while_it_runs(sb: Switchboard) -
     assert json.loads(model.outputs()["check_stock"])["message"] == "tea is in stock."
     assert await sb.messages("save_meal") is None and await sb.messages("no_such_tool") is None
     await call.end()
+
+
+async def test_a_changed_tools_messages_are_spoken_by_the_next_call(sb: Switchboard) -> None:
+    name = new_id("shelf").replace("-", "_")
+    tool = {"name": name, "description": "Check the shelf", "side_effect": "read", "parameters": [],
+            "messages": {"start": "Looking at the shelf."},
+            "actions": [{"type": "context.set", "data": {"shelf": "seen"}}],
+            "on_success": [{"type": "respond", "message": "On the shelf."}]}
+    await sb.request("POST", "/v1/tools", body=tool, idempotent=False)
+    agent = new_id("shelver")
+    await sb.request("PUT", f"/v1/agents/{agent}", body={"instructions": "Check shelves.", "tools": [{"tool": name}]},
+                     idempotent=True)
+
+    async def spoken() -> list[str]:
+        call = await sb.start_call(agent=agent, call_id=new_id("lk"))
+        tools = SwitchboardTools(call)
+        session = AgentSession(llm=ScriptedLLM([[(name, {})], "Done."]))
+        await session.start(Agent(instructions="Check shelves.", tools=tools.tools()))
+        async with session:
+            await session.run(user_input="check the shelf")
+        await call.end()
+        return [i.text_content or "" for i in session.history.items if i.type == "message" and i.role == "assistant"]
+
+    assert "Looking at the shelf." in await spoken()
+    tool["messages"] = {"start": "One moment, checking the shelf."}
+    await sb.request("PUT", f"/v1/tools/{name}", body=tool, idempotent=True)
+    # The same process and client: the next call speaks the tool's new messages.
+    said = await spoken()
+    assert "One moment, checking the shelf." in said and "Looking at the shelf." not in said

@@ -37,7 +37,7 @@ async def _agent(sb: Switchboard, steps: list[Any], **kw: Any):  # type: ignore[
     call = await sb.start_call(agent="assistant", call_id=new_id("oa"))
     model = ScriptedModel(steps)
     tools = SwitchboardTools(call, **kw)
-    agent = Agent(name="assistant", instructions=await call.instructions(), tools=tools.tools(), model=model)
+    agent = await tools.agent(Agent(name="assistant", model=model))
     return call, model, agent
 
 
@@ -161,8 +161,61 @@ async def test_a_handoff_changes_the_next_turns_tools(sb: Switchboard) -> None:
     assert [t.name for t in second.tools] == ["pay_bill"]
     assert "billing" in (second.system_instructions or "")
     assert json.loads(_outputs(model)["oa_2"])["message"] == "Paid."
+    handoff = json.loads(_outputs(model)["oa_1"])
+    assert handoff["message"] == "Transferred to agent 'billing'."
+    assert handoff["handoff"] == {"agent": "billing", "reason": "billing question"}
     assert (await call.record()).context["workflow"]["paid"] == 12.5
     await call.end()
+
+
+async def test_one_agent_serves_two_concurrent_calls_and_a_handoff_stays_in_its_call(sb: Switchboard) -> None:
+    base = Agent(name="assistant", instructions="unused: each call has its own")
+    before = (list(base.tools), base.instructions)
+    a = await sb.start_call(agent="assistant", call_id=new_id("oa_a"))
+    b = await sb.start_call(agent="assistant", call_id=new_id("oa_b"))
+    ta, tb = SwitchboardTools(a), SwitchboardTools(b)
+    handed_off = asyncio.Event()
+
+    class AfterTheHandoff(ScriptedModel):
+        """b's model: its second step waits until a has handed off and paid."""
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+            if len(self.calls) == 1:
+                await handed_off.wait()
+            return await super().get_response(*args, **kwargs)
+
+    model_a = ScriptedModel([
+        [function_call("to_billing", {}, call_id="a_1")],
+        [function_call("pay_bill", {"amount": 3}, call_id="a_2")],
+        [assistant_message("Paid.")],
+    ])
+    model_b = AfterTheHandoff([
+        [function_call("meals_so_far", {}, call_id="b_1")],
+        [function_call("save_meal", {"meal_type": "lunch", "dishes": ["soup"]}, call_id="b_2")],
+        [assistant_message("Logged.")],
+    ])
+    agent_a = await ta.agent(base, model=model_a)
+    agent_b = await tb.agent(base, model=model_b)
+
+    async def run_a() -> None:
+        await Runner.run(agent_a, "billing please, pay 3")
+        handed_off.set()
+
+    async def run_b() -> None:
+        await Runner.run(agent_b, "log my soup")
+
+    await asyncio.wait_for(asyncio.gather(run_a(), run_b()), 20)
+    # a's handoff changed a's copy only: b kept the front desk's tools and instructions.
+    assert [t.name for t in model_a.calls[1].tools] == ["pay_bill"]
+    assert "billing" in (model_a.calls[1].system_instructions or "")
+    for step in model_b.calls:
+        assert "save_meal" in [t.name for t in step.tools] and "pay_bill" not in [t.name for t in step.tools]
+        assert step.system_instructions == "You are the front desk."
+    assert (list(base.tools), base.instructions) == before
+    assert json.loads(_outputs(model_b)["b_2"])["message"] == "I've logged your lunch!"
+    assert (await a.record()).agent == "billing" and (await b.record()).agent == "assistant"
+    await a.end()
+    await b.end()
 
 
 async def test_the_same_tools_serve_a_realtime_agent(sb: Switchboard) -> None:

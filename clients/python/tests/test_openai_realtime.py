@@ -126,6 +126,7 @@ async def test_without_an_interruption_a_slow_read_answers_for_real(sb: Switchbo
 
 async def test_a_handoff_sends_the_model_the_new_agents_tools_before_the_output(sb: Switchboard) -> None:
     call, tools, agent = await _realtime(sb)
+    before = (list(agent.tools), agent.instructions)
 
     def billing(event: RealtimeModelSendEvent) -> bool:
         if not isinstance(event, RealtimeModelSendSessionUpdate):
@@ -146,6 +147,9 @@ async def test_a_handoff_sends_the_model_the_new_agents_tools_before_the_output(
         await _until(lambda: model.remaining_steps == 0, "the handoff and the payment")
     model.assert_complete()
     assert json.loads(_outputs(model)["rt_p"].output)["message"] == "Paid."
+    assert json.loads(_outputs(model)["rt_h"].output)["message"] == "Transferred to agent 'billing'."
+    # The session runs a copy of the caller's agent with billing's tools; the agent is unchanged.
+    assert (list(agent.tools), agent.instructions) == before
     record = await call.record()
     assert record.agent == "billing" and record.context["workflow"]["paid"] == 12.5
     await call.end()

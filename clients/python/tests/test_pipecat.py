@@ -30,12 +30,13 @@ from pipecat.processors.aggregators.llm_response_universal import LLMContextAggr
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.llm_service import FunctionCallParams, LLMService
 from pipecat.services.openai.llm import OpenAILLMService
+from pipecat.services.openai.realtime.llm import OpenAIRealtimeLLMService
 from pipecat.services.settings import LLMSettings
 from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.transports.daily.transport import DailySIPReferFrame
 
 from switchboard import Switchboard, Transfer
-from switchboard.pipecat import SwitchboardTools, daily_sip_refer
+from switchboard.pipecat import SwitchboardTools, daily_sip_refer, exact_schemas
 
 Step = list[tuple[str, dict[str, Any]]] | str
 
@@ -194,6 +195,9 @@ async def test_a_handoff_changes_the_next_turns_tools(sb: Switchboard) -> None:
     assert llm.seen[1].tools == ["pay_bill"]
     assert "billing" in llm.seen[1].messages[0]["content"]
     assert json.loads(llm.tool_outputs()["pay_bill"])["message"] == "Paid."
+    handoff = json.loads(llm.tool_outputs()["to_billing"])
+    assert handoff["message"] == "Transferred to agent 'billing'."
+    assert handoff["handoff"] == {"agent": "billing", "reason": "billing question"}
     assert (await call.record()).context["workflow"]["paid"] == 12.5
     await call.end()
 
@@ -259,4 +263,14 @@ async def test_the_llm_request_keeps_additional_properties_false(sb: Switchboard
             assert objects and all(o.get("additionalProperties") is False for o in objects), tool
     by_name = {t["function"]["name"]: t["function"]["parameters"] for t in sent}
     assert by_name["set_address"]["properties"]["address"]["required"] == ["street", "city"]
+    # OpenAI Realtime's adapter builds a tool from `properties` and `required`: Pipecat's own
+    # drops the top level's `additionalProperties`, an `exact_schemas` service's keeps it.
+    plain = OpenAIRealtimeLLMService.adapter_class().to_provider_tools_format(context.tools)  # type: ignore[misc]
+    assert all("additionalProperties" not in t["parameters"] for t in plain)
+    realtime = exact_schemas(OpenAIRealtimeLLMService).adapter_class().to_provider_tools_format(  # type: ignore[misc]
+        context.tools)
+    assert sorted(t["name"] for t in realtime) == ["save_meal", "set_address"]
+    for tool in realtime:
+        objects = _objects(tool["parameters"])
+        assert objects and all(o.get("additionalProperties") is False for o in objects), tool
     await call.end()

@@ -31,6 +31,7 @@ from pipecat.services.settings import LLMSettings
 from pipecat.workers.runner import WorkerRunner
 
 from switchboard import Call, Handoff, Switchboard
+from switchboard.pipecat import exact_schemas
 from switchboard.pipecat_flows import SwitchboardFlows
 
 Step = list[tuple[str, dict[str, Any]]] | str
@@ -41,6 +42,8 @@ class Seen:
     system: str | None
     messages: list[Any]
     tools: list[str]
+    sent: list[Any]
+    """The tools as the service's adapter sends them."""
 
 
 class ScriptedLLM(LLMService):
@@ -63,7 +66,9 @@ class ScriptedLLM(LLMService):
         tools = ctx.tools
         names = sorted(t.name for t in tools.standard_tools) if hasattr(tools, "standard_tools") else []
         system = self._settings.system_instruction
-        self.seen.append(Seen(system if isinstance(system, str) else None, list(ctx.get_messages()), names))
+        self.seen.append(Seen(system if isinstance(system, str) else None, list(ctx.get_messages()), names,
+                              self.get_llm_adapter().to_provider_tools_format(tools)
+                              if hasattr(tools, "standard_tools") else []))
         step = self.script.pop(0) if self.script else "Done."
         await self.push_frame(LLMFullResponseStartFrame())
         if isinstance(step, str):
@@ -143,6 +148,9 @@ async def test_a_handoff_moves_the_flow_to_the_new_agents_node(sb: Switchboard) 
     assert after.tools == ["pay_bill"]
     assert after.system == "You are billing. Take payments."
     assert json.loads(llm.tool_outputs()["pay_bill"])["message"] == "Paid."
+    handoff = json.loads(llm.tool_outputs()["to_billing"])
+    assert handoff["message"] == "Transferred to agent 'billing'."
+    assert handoff["handoff"] == {"agent": "billing", "reason": "billing question"}
     record = await call.record()
     assert record.agent == "billing" and record.context["workflow"]["paid"] == 12.5
     await call.end()
@@ -215,4 +223,20 @@ async def test_a_hang_up_says_goodbye_and_ends_the_pipeline(sb: Switchboard) -> 
     await asyncio.wait_for(runner.run(), 10)
     assert len(llm.seen) == 1 and llm.script == ["Never said."]
     assert [i["tool"] for i in (await call.record()).invocations] == ["hang_up"]
+    await call.end()
+
+
+async def test_an_exact_schemas_service_sends_the_whole_schema_of_a_nodes_functions(sb: Switchboard) -> None:
+    call = await _start(sb)
+    plain, exact = ScriptedLLM(["Hello."]), exact_schemas(ScriptedLLM)(["Hello."])
+    for llm in (plain, exact):
+        await _run_flow(SwitchboardFlows(call), llm)
+    parameters = {f.name: f.parameters for f in call.functions}
+    assert all(p.get("additionalProperties") is False for p in parameters.values())
+    # Flows rebuilds each function's schema from `properties` and `required`: the top level's
+    # `additionalProperties: false` is lost with Pipecat's own adapter, kept with exact_schemas.
+    sent = {t["function"]["name"]: t["function"]["parameters"] for t in plain.seen[0].sent}
+    assert sent.keys() == parameters.keys() and all("additionalProperties" not in p for p in sent.values())
+    sent = {t["function"]["name"]: t["function"]["parameters"] for t in exact.seen[0].sent}
+    assert sent == parameters
     await call.end()

@@ -29,8 +29,8 @@ class McpParams(TypedDict):
 _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # Error bodies are read up to this size; the rest is not needed to name the error.
 _MAX_ERROR_BODY = 64 * 1024
-# Tools whose messages are remembered; past it the memory starts over.
-_MAX_CACHED_MESSAGES = 1024
+# Tools whose messages a call remembers; past it the memory starts over.
+_MAX_CACHED_MESSAGES = 256
 
 
 def _seg(value: str) -> str:
@@ -73,7 +73,6 @@ class Switchboard:
         self.backoff = backoff
         self._own_http = http is None
         self._http = http or httpx.AsyncClient(timeout=timeout)
-        self._messages: dict[str, Messages | None] = {}
 
     def __repr__(self) -> str:
         # Never the key.
@@ -178,19 +177,14 @@ class Switchboard:
         return functions_of(await self.toolset(agent))
 
     async def messages(self, tool: str) -> Messages | None:
-        """What a tool has the agent say while it runs (its current version's `messages`);
-        None for a tool without them, or one that is not a tenant tool (transfer, MCP)."""
-        if tool not in self._messages:
-            try:
-                view = await self.request("GET", f"/v1/tools/{_seg(tool)}", idempotent=True)
-            except NotFound:
-                view = None
-            if len(self._messages) >= _MAX_CACHED_MESSAGES:
-                self._messages.clear()
-            self._messages[tool] = Messages.from_definition(
-                view.get("definition") if isinstance(view, dict) else None
-            )
-        return self._messages[tool]
+        """What a tool has the agent say while it runs, as its current version has it (asked
+        anew each time; `Call.messages` remembers them for one call); None for a tool without
+        them, or one that is not a tenant tool (transfer, MCP)."""
+        try:
+            view = await self.request("GET", f"/v1/tools/{_seg(tool)}", idempotent=True)
+        except NotFound:
+            view = None
+        return Messages.from_definition(view.get("definition") if isinstance(view, dict) else None)
 
     async def agent(self, name: str) -> dict[str, Any]:
         """An agent's definition (`instructions`, `tools`, `handoffs`, ...)."""
@@ -249,6 +243,7 @@ class Call:
         """The active agent, as the last answer left it (a handoff changes it)."""
         self.toolset = toolset
         """The active agent's toolset in OpenAI Realtime format."""
+        self._messages: dict[str, Messages | None] = {}
 
     def __repr__(self) -> str:
         return f"Call({self.id!r}, agent={self.agent!r})"
@@ -330,6 +325,17 @@ class Call:
             self.agent = result.handoff.agent
             self.toolset = result.handoff.toolset
         return result
+
+    async def messages(self, tool: str) -> Messages | None:
+        """What a tool has the agent say while it runs (`Switchboard.messages`), asked on the
+        call's first use of the tool and remembered for the rest of the call: a call keeps the
+        tool versions it started with, and the next call sees a changed tool's messages."""
+        if tool not in self._messages:
+            messages = await self.client.messages(tool)
+            if len(self._messages) >= _MAX_CACHED_MESSAGES:
+                self._messages.clear()
+            self._messages[tool] = messages
+        return self._messages[tool]
 
     async def cancel_response(self, response_id: str) -> None:
         """The caller interrupted `response_id`: its read tools are cancelled, its write tools

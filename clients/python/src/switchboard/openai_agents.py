@@ -1,42 +1,50 @@
 """OpenAI Agents SDK (`openai-agents` 0.24) adapter: a call's Switchboard functions as
-`FunctionTool`s, for an `Agent` or a `RealtimeAgent`.
+`FunctionTool`s, on a per-call copy of an `Agent` or a `RealtimeAgent`.
 
     call = await sb.start_call(agent="assistant")
     tools = SwitchboardTools(call)
-    agent = Agent(name="assistant", instructions=await call.instructions(), tools=tools.tools())
+    agent = await tools.agent(Agent(name="assistant"))  # a copy for this call
 
+`agent(base)` copies `base` (`clone`) with the call's instructions and its functions beside
+`base`'s own tools; `base` itself is never changed, so one `Agent` can serve many calls at once.
 For a `RealtimeAgent`, `attach(session)` the `RealtimeSession` too:
 
-    async with await RealtimeRunner(agent).run() as session:
+    async with await RealtimeRunner(await tools.agent(realtime_agent)).run() as session:
         tools.attach(session)
 
 Each tool forwards the SDK's tool call id as our `function_call_id` and the model's arguments
 text as it came. When the caller interrupts, `cancel_pending()` (an attached session calls it on
 the model's `audio_interrupted`) has Switchboard's side-effect policy decide what is aborted, and
 every tool still answers; a cancelled run or a closed session cancels its calls' responses too.
-A handoff answer swaps the running agent's Switchboard tools and instructions (and an attached
-session's model is sent them before the tool's output); transfer and hang-up answers go to
-`on_transfer` / `on_hangup` (the SDK has no telephony of its own: e.g. OpenAI's SIP call
-`refer` and `hangup` endpoints).
+A handoff answer gives the call's copy of the agent the new agent's Switchboard tools and
+instructions (an attached session's model is sent them before the tool's output), and the model
+reads which agent now handles the call; transfer and hang-up answers go to `on_transfer` /
+`on_hangup` (the SDK has no telephony of its own: e.g. OpenAI's SIP call `refer` and `hangup`
+endpoints).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from agents import FunctionTool, Tool
+from agents import Agent, FunctionTool, Tool
 from agents.realtime import RealtimeAgent, RealtimeModelEvent, RealtimeModelListener, RealtimeSession
 from agents.tool_context import ToolContext
 
 from .client import Call
 from .errors import SwitchboardError
-from .types import Function, Hangup, InvocationResult, Transfer
+from .types import Function, Hangup, InvocationResult, Transfer, handed_off
 
 TransferHandler = Callable[[ToolContext[Any], Transfer], Awaitable[None]]
 HangupHandler = Callable[[ToolContext[Any], Hangup], Awaitable[None]]
+AnyAgent = TypeVar("AnyAgent", Agent[Any], RealtimeAgent[Any])
+
+logger = logging.getLogger(__name__)
 
 
 def _failed(tool: str, code: str, message: str) -> str:
@@ -63,6 +71,20 @@ class SwitchboardTools:
         # The realtime session whose model hears of handoffs (`attach`).
         self._session: RealtimeSession | None = None
         self._listener = _Interruptions(self)
+        # The copies `agent()` made: the only agents a handoff changes.
+        self._copies: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+    async def agent(self, base: AnyAgent, **changes: Any) -> AnyAgent:
+        """A copy of `base` (an `Agent` or a `RealtimeAgent`, `base.clone(...)`) for this call:
+        the call's active agent's instructions, and its functions after `base`'s own tools
+        (`changes` are passed to `clone` too, e.g. `model=`). A handoff changes this copy only;
+        `base` is never changed, so it can serve other calls at the same time."""
+        own: list[Tool] = [t for t in base.tools if not getattr(t, "_switchboard", False)]
+        copy = base.clone(
+            **{"instructions": await self.call.instructions(), **changes, "tools": [*own, *self.tools()]}
+        )
+        self._copies[id(copy)] = copy
+        return copy
 
     def tools(self) -> list[Tool]:
         """One `FunctionTool` per function of the call's active agent, typed as `Agent(tools=...)`
@@ -130,10 +152,9 @@ class SwitchboardTools:
 
     async def _carry_out(self, name: str, result: InvocationResult, ctx: ToolContext[Any]) -> str:
         output = result.output
-        if result.handoff is not None and ctx.agent is not None:
-            await self.swap(ctx.agent)
-            if self._session is not None and isinstance(ctx.agent, RealtimeAgent):
-                await self._session.update_agent(ctx.agent)
+        if result.handoff is not None:
+            await self._hand_off(ctx.agent)
+            output = handed_off(output, result.handoff)
         for action, handler, what in (
             (result.transfer, self._on_transfer, "transfer"),
             (result.hangup, self._on_hangup, "hang-up"),
@@ -149,13 +170,30 @@ class SwitchboardTools:
                 output = _failed(name, code, f"The {what} failed ({e}); go on with the call.")
         return output
 
-    async def swap(self, agent: Any) -> None:
-        """Gives `agent` (an `Agent` or `RealtimeAgent`) the call's active agent's tools (its own
-        other tools kept) and instructions."""
-        keep = [t for t in agent.tools if not getattr(t, "_switchboard", False)]
-        agent.tools = [*keep, *self.tools()]
-        agent.instructions = await self.call.instructions()
-
+    async def _hand_off(self, agent: Any) -> None:
+        """The call moved to another agent: this call's copy of the running agent gets its tools
+        and instructions, and an attached session's model is sent them. An agent that is not a
+        copy `agent()` made is the caller's and is not changed (a realtime session gets a copy)."""
+        if agent is None:
+            return
+        copy = self._copies.get(id(agent))
+        if copy is not None and copy is agent:
+            own: list[Tool] = [t for t in copy.tools if not getattr(t, "_switchboard", False)]
+            copy.tools = [*own, *self.tools()]
+            copy.instructions = await self.call.instructions()
+            current = copy
+        elif self._session is not None and isinstance(agent, RealtimeAgent):
+            current = await self.agent(agent)
+        else:
+            logger.warning(
+                "call %s moved to agent %r, but the running agent is not this call's copy: its tools "
+                "stay as they were (run the copy `await tools.agent(agent)` makes)",
+                self.call.id,
+                self.call.agent,
+            )
+            return
+        if self._session is not None and isinstance(current, RealtimeAgent):
+            await self._session.update_agent(current)
 
 
 class _Interruptions(RealtimeModelListener):

@@ -12,7 +12,8 @@ Switchboard, whose side-effect policy decides: a read tool is aborted, a write t
 its real answer is added to the context (so the model knows an order exists). A transfer answer
 goes to `on_transfer` (e.g. `daily_sip_refer`), a hang-up answer speaks the goodbye
 (`TTSSpeakFrame`) and ends the pipeline (`EndWorkerFrame`), a handoff swaps the context's tools, the
-registered functions and the system instructions. A tool's `messages` are spoken with
+registered functions and the system instructions (the model reads which agent now handles the
+call). A tool's `messages` are spoken with
 `TTSSpeakFrame`s: `start` as it starts, `delayed` once after `delayed_after_ms`.
 """
 
@@ -20,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
@@ -32,7 +34,7 @@ from pipecat.services.llm_service import FunctionCallParams, LLMService
 
 from .client import Call
 from .errors import SwitchboardError
-from .types import Function, Hangup, InvocationResult, Transfer
+from .types import Function, Hangup, InvocationResult, Transfer, handed_off
 
 TransferHandler = Callable[[FunctionCallParams, Transfer], Awaitable[None]]
 HangupHandler = Callable[[FunctionCallParams, Hangup], Awaitable[None]]
@@ -61,6 +63,77 @@ class ExactFunctionSchema(FunctionSchema):
         d = super().to_default_dict()
         d["parameters"] = {**d["parameters"], **self._parameters}
         return d
+
+
+# The whole parameters schema of functions whose Pipecat schema keeps only `properties` and
+# `required` (Pipecat Flows rebuilds a plain `FunctionSchema` from each function, passing its
+# `properties` object along): found again by that object's identity. Bounded; the oldest go.
+_EXACT: OrderedDict[int, tuple[dict[str, Any], dict[str, Any]]] = OrderedDict()
+_MAX_EXACT = 4096
+
+
+def remember_exact(properties: dict[str, Any], parameters: dict[str, Any]) -> None:
+    """Remembers `parameters` as the whole schema of every function schema built on this very
+    `properties` object, for the adapters of `exact_schemas` services."""
+    _EXACT[id(properties)] = (properties, parameters)
+    _EXACT.move_to_end(id(properties))
+    while len(_EXACT) > _MAX_EXACT:
+        _EXACT.popitem(last=False)
+
+
+def _exact_parameters(function: FunctionSchema) -> dict[str, Any] | None:
+    if isinstance(function, ExactFunctionSchema):
+        return function._parameters
+    known = _EXACT.get(id(function.properties))
+    return known[1] if known is not None and known[0] is function.properties else None
+
+
+def _with_parameters(tool: Any, exact: dict[str, dict[str, Any]]) -> Any:
+    """`tool` (a provider's tool entry) with its parameters schema replaced by the exact one."""
+    if not isinstance(tool, dict):
+        return tool
+    function = tool.get("function")
+    if isinstance(function, dict):  # Chat Completions: {"type": "function", "function": {...}}
+        name = function.get("name")
+        if isinstance(name, str) and name in exact:
+            return {**tool, "function": {**function, "parameters": exact[name]}}
+        return tool
+    name = tool.get("name")
+    if isinstance(name, str) and name in exact:
+        for key in ("parameters", "input_schema"):  # OpenAI Realtime and Responses; Anthropic
+            if isinstance(tool.get(key), dict):
+                return {**tool, key: exact[name]}
+    return tool
+
+
+class _ExactTools:
+    """Mixed into a Pipecat LLM adapter: the tools it makes carry Switchboard's whole schemas."""
+
+    def to_provider_tools_format(self, tools_schema: ToolsSchema) -> list[Any]:
+        tools: list[Any] = super().to_provider_tools_format(tools_schema)  # type: ignore[misc]
+        exact = {
+            f.name: p for f in tools_schema.standard_tools if (p := _exact_parameters(f)) is not None
+        }
+        return [_with_parameters(t, exact) for t in tools] if exact else tools
+
+
+Service = TypeVar("Service", bound=LLMService[Any])
+
+
+def exact_schemas(service: type[Service]) -> type[Service]:
+    """A subclass of the Pipecat LLM service class `service` whose adapter (`adapter_class`)
+    sends Switchboard's functions with their whole JSON Schema, `additionalProperties: false`
+    included, whatever the provider's format: `exact_schemas(AnthropicLLMService)(api_key=...)`.
+    Needed for the adapters that build a tool from `properties` and `required` alone (OpenAI
+    Realtime, Anthropic) and for Pipecat Flows, which rebuilds each function's schema."""
+    base = service.adapter_class
+    if base is None:
+        from pipecat.adapters.llm.services.open_ai_adapter import OpenAILLMAdapter
+
+        base = OpenAILLMAdapter
+    adapter = type(f"Exact{base.__name__}", (_ExactTools, base), {"__module__": __name__})
+    exact = type(f"Exact{service.__name__}", (service,), {"adapter_class": adapter, "__module__": __name__})
+    return cast("type[Service]", exact)
 
 
 def _failed(tool: str, code: str, message: str) -> str:
@@ -139,7 +212,11 @@ class SwitchboardTools:
         else:
             output = await self._carry_out(name, result, params)
         # Pipecat puts the result in the context as JSON: hand it the answer's value.
-        await params.result_callback(json.loads(output))
+        try:
+            value: Any = json.loads(output)
+        except ValueError:
+            value = output
+        await params.result_callback(value)
 
     async def _with_messages(
         self, params: FunctionCallParams, task: asyncio.Future[InvocationResult]
@@ -147,7 +224,7 @@ class SwitchboardTools:
         """Waits for the answer, speaking the tool's `messages` (`TTSSpeakFrame`): `start` now,
         `delayed` once if it is still running after `delayed_after_ms`."""
         try:
-            messages = await self.call.client.messages(params.function_name)
+            messages = await self.call.messages(params.function_name)
         except SwitchboardError:
             messages = None  # no filler is better than no answer
         if messages is None:
@@ -181,6 +258,7 @@ class SwitchboardTools:
         output = result.output
         if result.handoff is not None:
             await self._swap(params)
+            output = handed_off(output, result.handoff)
         if result.transfer is not None:
             try:
                 if self._on_transfer is None:

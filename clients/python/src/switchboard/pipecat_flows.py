@@ -31,7 +31,8 @@ from pipecat.processors.aggregators.llm_context import LLMContextMessage
 
 from .client import Call
 from .errors import SwitchboardError
-from .types import Function, Handoff, Hangup, InvocationResult, Transfer
+from .pipecat import remember_exact
+from .types import Function, Handoff, Hangup, InvocationResult, Transfer, handed_off
 
 TransferHandler = Callable[[FlowManager, Transfer], Awaitable[None]]
 HangupHandler = Callable[[FlowManager, Hangup], Awaitable[None]]
@@ -86,10 +87,14 @@ class SwitchboardFlows:
             return await self._handle(function.name, args, flow_manager)
 
         params = function.parameters
+        properties = dict(params.get("properties") or {})
+        # Flows passes this `properties` object on to the schema it builds: an `exact_schemas`
+        # service's adapter finds the whole schema by it.
+        remember_exact(properties, params)
         return FlowsFunctionSchema(
             name=function.name,
             description=function.description,
-            properties=dict(params.get("properties") or {}),
+            properties=properties,
             required=list(params.get("required") or []),
             handler=handler,
             # Switchboard's side-effect policy decides what an interruption aborts.
@@ -129,7 +134,11 @@ class SwitchboardFlows:
 
     async def _carry_out(self, name: str, result: InvocationResult, flow_manager: FlowManager) -> tuple[Any, Any]:
         # Pipecat puts the result in the context as JSON: hand it the answer's value.
-        output: Any = json.loads(result.output)
+        text = result.output if result.handoff is None else handed_off(result.output, result.handoff)
+        try:
+            output: Any = json.loads(text)
+        except ValueError:
+            output = text
         if result.transfer is not None:
             try:
                 if self._on_transfer is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -100,6 +101,23 @@ class Handoff:
     @property
     def functions(self) -> list[Function]:
         return functions_of(self.toolset)
+
+
+def handed_off(output: str, handoff: Handoff) -> str:
+    """A handoff answer's `output` as the model is to read it: it says which agent now handles
+    the call (`"Transferred to agent 'billing'."`, the answer's `message` if it has one kept
+    before it) and names it in `handoff` (`agent`, `reason`)."""
+    note = f"Transferred to agent '{handoff.agent}'."
+    try:
+        value = json.loads(output)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        return f"{output} {note}" if output.strip() else note
+    said = value.get("message")
+    value["message"] = f"{said} {note}" if isinstance(said, str) and said.strip() else note
+    value["handoff"] = {"agent": handoff.agent, "reason": handoff.reason}
+    return json.dumps(value)
 
 
 @dataclass(frozen=True)
