@@ -15,7 +15,7 @@ import { llm, voice } from "@livekit/agents";
 import type { Call } from "./client.js";
 import { SwitchboardError } from "./errors.js";
 import { failed } from "./failed.js";
-import { type FunctionDef, type Hangup, type InvocationResult, type Transfer, hangupOf, transferOf } from "./types.js";
+import { type FunctionDef, type Hangup, type InvocationResult, type Transfer, handedOff, hangupOf, transferOf } from "./types.js";
 
 export type LiveKitActionHandler<A> = (ctx: voice.RunContext<unknown>, action: A) => void | Promise<void>;
 
@@ -90,7 +90,7 @@ export class SwitchboardLiveKitTools {
         instructions: await this.call.instructions(),
         tools: this.tools(await this.call.functionsNow()),
       });
-      return llm.handoff({ agent: next, returns: output });
+      return llm.handoff({ agent: next, returns: handedOff(output, result.handoff) });
     }
     return output;
   }

@@ -24,7 +24,7 @@ import {
 import type { Call } from "./client.js";
 import { SwitchboardError } from "./errors.js";
 import { failed } from "./failed.js";
-import { type FunctionDef, type Hangup, type Handoff, type InvocationResult, type Transfer, hangupOf, transferOf } from "./types.js";
+import { type FunctionDef, type Hangup, type Handoff, type InvocationResult, type Transfer, handedOff, hangupOf, transferOf } from "./types.js";
 
 /** What a tool answered that the app must carry out, with the function call it came from. */
 export interface ActionEvent<A> {
@@ -98,6 +98,7 @@ export class SwitchboardRealtimeTools extends EventEmitter {
   async #carryOut(name: string, fc: string, result: InvocationResult): Promise<string> {
     let output = result.output;
     if (result.handoff !== null) {
+      output = handedOff(output, result.handoff);
       const next = new RealtimeAgent({
         name: result.handoff.agent,
         instructions: await this.call.instructions(),

@@ -137,3 +137,25 @@ export function parseCallRecord(body: unknown): CallRecord {
     invocationsTotal: typeof b["invocations_total"] === "number" ? b["invocations_total"] : 0,
   };
 }
+
+/**
+ * A handoff answer's `output` as the model is to read it: it says which agent now handles the
+ * call (`"Transferred to agent 'billing'."`, after the answer's own `message` if it has one)
+ * and names it in `handoff` (`agent`, `reason`).
+ */
+export function handedOff(output: string, handoff: Handoff): string {
+  const note = `Transferred to agent '${handoff.agent}'.`;
+  let value: unknown;
+  try {
+    value = JSON.parse(output);
+  } catch {
+    value = null;
+  }
+  if (!isObject(value)) return output.trim() !== "" ? `${output} ${note}` : note;
+  const said = value["message"];
+  return JSON.stringify({
+    ...value,
+    message: typeof said === "string" && said.trim() !== "" ? `${said} ${note}` : note,
+    handoff: { agent: handoff.agent, reason: handoff.reason },
+  });
+}

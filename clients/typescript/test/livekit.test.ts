@@ -81,6 +81,10 @@ test("a handoff is LiveKit's own handoff to a voice.Agent with the new agent's t
   assert.ok(h.agent instanceof voice.Agent);
   assert.equal(h.agent.instructions, "You are billing. Take payments.");
   assert.deepEqual(Object.keys(h.agent.toolCtx.functionTools ?? {}), ["pay_bill"]);
+  // What the model reads names the agent that now handles the call.
+  const said = JSON.parse(String(h.returns));
+  assert.match(said.message, /Transferred to agent 'billing'\.$/);
+  assert.equal(said.handoff.agent, "billing");
   assert.equal(call.agent, "billing");
 });
 

@@ -99,7 +99,10 @@ test("a handoff gives the app the new agent's RealtimeAgent, with its tools", as
   await using call = await sb.startCall({});
   const handoffs: [Handoff, RealtimeAgent][] = [];
   const tools = new SwitchboardRealtimeTools(call, { onHandoff: (h, a) => void handoffs.push([h, a]) });
-  await run(byName(await tools.agent(), "to_billing"), "call_ho", "{}");
+  const said = JSON.parse(String(await run(byName(await tools.agent(), "to_billing"), "call_ho", "{}")));
+  // The model reads which agent now handles the call.
+  assert.match(said.message, /Transferred to agent 'billing'\.$/);
+  assert.deepEqual(said.handoff, { agent: "billing", reason: "billing question" });
   assert.equal(call.agent, "billing");
   assert.equal(handoffs.length, 1);
   const [h, next] = handoffs[0]!;
