@@ -198,10 +198,12 @@ async fn concurrent_starts_take_no_more_places_than_the_limit(h: Harness) {
     let stored = s.list_calls("acme", Page::first(100)).await.unwrap();
     assert_eq!(stored.items.len(), 5, "a refused start stores nothing");
 
-    s.journal_append("acme", "c0", JournalEntry::Ended)
+    // Which five won is the race's: end one of them, and its id stays used.
+    let ended = stored.items[0].id.clone();
+    s.journal_append("acme", &ended, JournalEntry::Ended)
         .await
         .unwrap();
-    let again = start("acme", "c0".to_owned()).await.unwrap_err();
+    let again = start("acme", ended).await.unwrap_err();
     assert!(matches!(again, StoreError::Conflict(_)), "{again:?}");
     let nobody = start("nobody", "n1".to_owned()).await.unwrap_err();
     assert!(matches!(nobody, StoreError::NotFound(_)), "{nobody:?}");
