@@ -102,7 +102,17 @@ impl Browser {
     }
 
     pub(crate) async fn post(&self, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
-        let r = client()
+        let r = self.post_response(path, form).await;
+        (r.status(), r.text().await.unwrap())
+    }
+
+    /// [`Browser::post`]'s whole response, headers included.
+    pub(crate) async fn post_response(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
+        client()
             .post(format!("{}{path}", self.base))
             .header(COOKIE, &self.cookie)
             .header("X-CSRF-Token", &self.csrf)
@@ -111,8 +121,7 @@ impl Browser {
             .body(encode(form))
             .send()
             .await
-            .unwrap();
-        (r.status(), r.text().await.unwrap())
+            .unwrap()
     }
 }
 
@@ -1870,16 +1879,9 @@ async fn save_agent(
     name: &str,
     form: &[(&str, &str)],
 ) -> (StatusCode, Option<String>, String) {
-    let r = client()
-        .post(format!("{}/console/agents/{name}/save", b.base))
-        .header(COOKIE, &b.cookie)
-        .header("X-CSRF-Token", &b.csrf)
-        .header("HX-Request", "true")
-        .header(CONTENT_TYPE, FORM)
-        .body(encode(form))
-        .send()
-        .await
-        .unwrap();
+    let r = b
+        .post_response(&format!("/console/agents/{name}/save"), form)
+        .await;
     let to = r
         .headers()
         .get("HX-Redirect")

@@ -70,17 +70,26 @@ fn missing() -> Option<String> {
     (!lacking.is_empty()).then(|| lacking.join(", "))
 }
 
+/// Whether `test` cannot run here (its peers are missing) and is skipped, saying so; with
+/// `SWITCHBOARD_BROWSER_TESTS=required` a missing peer fails it instead.
+fn skipped(test: &str) -> bool {
+    let Some(lacking) = missing() else {
+        return false;
+    };
+    let required = std::env::var("SWITCHBOARD_BROWSER_TESTS").is_ok_and(|v| v == "required");
+    assert!(
+        !required,
+        "SWITCHBOARD_BROWSER_TESTS=required but the browser test lacks {lacking}: run scripts/browser-peers.sh"
+    );
+    eprintln!(
+        "SKIPPED {test}: it lacks {lacking}; run scripts/browser-peers.sh (set SWITCHBOARD_BROWSER_TESTS=required to make this a failure)"
+    );
+    true
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_a_real_browser() {
-    if let Some(lacking) = missing() {
-        let required = std::env::var("SWITCHBOARD_BROWSER_TESTS").is_ok_and(|v| v == "required");
-        assert!(
-            !required,
-            "SWITCHBOARD_BROWSER_TESTS=required but the browser test lacks {lacking}: run scripts/browser-peers.sh"
-        );
-        eprintln!(
-            "SKIPPED the_console_in_a_real_browser: it lacks {lacking}; run scripts/browser-peers.sh (set SWITCHBOARD_BROWSER_TESTS=required to make this a failure)"
-        );
+    if skipped("the_console_in_a_real_browser") {
         return;
     }
 
@@ -181,15 +190,7 @@ async fn the_console_in_a_real_browser() {
 /// confirmed delete reloads the list without it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_alerts_page_in_a_real_browser() {
-    if let Some(lacking) = missing() {
-        let required = std::env::var("SWITCHBOARD_BROWSER_TESTS").is_ok_and(|v| v == "required");
-        assert!(
-            !required,
-            "SWITCHBOARD_BROWSER_TESTS=required but the browser test lacks {lacking}: run scripts/browser-peers.sh"
-        );
-        eprintln!(
-            "SKIPPED the_alerts_page_in_a_real_browser: it lacks {lacking}; run scripts/browser-peers.sh"
-        );
+    if skipped("the_alerts_page_in_a_real_browser") {
         return;
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
